@@ -1,0 +1,26 @@
+//! Rigid-body algorithms over a [`Model`](crate::Model) and a preallocated [`Data`],
+//! one algorithm per file: kinematics, Jacobians, CRBA (mass matrix), RNEA (inverse
+//! dynamics, bias forces), ABA (forward dynamics), energy and momentum.
+//!
+//! Each function takes `(model, data, q, v, ...)` as slices, checks lengths, finite
+//! values and quaternions, and leaves its results in `data`.
+
+mod aba;
+mod crba;
+mod data;
+mod energy;
+mod jacobian;
+mod kinematics;
+mod rnea;
+
+pub use aba::aba;
+pub(crate) use aba::aba_pass;
+pub use crba::crba;
+pub use data::Data;
+pub use energy::{center_of_mass, kinetic_energy, momentum, potential_energy};
+pub use jacobian::{body_jacobian, point_jacobian, ReferenceFrame};
+pub(crate) use kinematics::{check_q, external_forces_to_bodies, kinematics_pass};
+pub use kinematics::{
+    forward_kinematics, forward_kinematics_acceleration, forward_kinematics_velocity, point_position,
+};
+pub use rnea::{bias_forces, gravity_forces, rnea};

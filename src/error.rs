@@ -1,0 +1,212 @@
+//! Typed errors. Bad input never panics: every public entry point that can fail
+//! returns [`Result`], and the message names what is wrong and where.
+
+use thiserror::Error;
+
+/// Errors found while building or validating a [`crate::Model`].
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ModelError {
+    /// The model has no bodies.
+    #[error("the model has no bodies")]
+    Empty,
+    /// Two links, or two joints, share a name.
+    #[error("duplicate {kind} name '{name}'")]
+    DuplicateName {
+        /// `"link"` or `"joint"`.
+        kind: &'static str,
+        /// The repeated name.
+        name: String,
+    },
+    /// A joint names a link that does not exist.
+    #[error("joint '{joint}' refers to unknown {role} link '{link}'")]
+    UnknownLink {
+        /// The joint.
+        joint: String,
+        /// `"parent"` or `"child"`.
+        role: &'static str,
+        /// The missing link.
+        link: String,
+    },
+    /// A link is the child of more than one joint (a closed chain).
+    #[error("link '{link}' is the child of several joints ({joints}); kinematic loops are not supported")]
+    MultipleParents {
+        /// The link.
+        link: String,
+        /// The joints, comma-separated.
+        joints: String,
+    },
+    /// The parent relation has a cycle.
+    #[error("the kinematic tree has a cycle through links: {links}")]
+    Cycle {
+        /// The links on the cycle, comma-separated.
+        links: String,
+    },
+    /// Some links are not connected to the root.
+    #[error("the kinematic tree is disconnected: links {links} are not connected to the root '{root}'")]
+    Disconnected {
+        /// The root link.
+        root: String,
+        /// The unreachable links, comma-separated.
+        links: String,
+    },
+    /// A value is NaN or infinite where a finite one is required.
+    #[error("non-finite value in {what}")]
+    NonFinite {
+        /// What holds the value (e.g. `"inertia of link 'arm'"`).
+        what: String,
+    },
+    /// A mass is negative, or a moving rigid group has no mass.
+    #[error("invalid mass {mass} for {what}: {reason}")]
+    InvalidMass {
+        /// The body or rigid group.
+        what: String,
+        /// The offending mass.
+        mass: f64,
+        /// Why it is invalid.
+        reason: &'static str,
+    },
+    /// A rotational inertia is not symmetric positive definite.
+    #[error("rotational inertia of link '{link}' is not {reason} (principal moments {moments:?})")]
+    InvalidInertia {
+        /// The link.
+        link: String,
+        /// `"symmetric"`, `"positive definite"` or `"zero for a massless link"`.
+        reason: &'static str,
+        /// Its principal moments.
+        moments: [f64; 3],
+    },
+    /// Principal moments violate the triangle inequality `I₁ + I₂ ≥ I₃`.
+    #[error("rotational inertia of link '{link}' violates the triangle inequality (principal moments {moments:?})")]
+    TriangleInequality {
+        /// The link.
+        link: String,
+        /// Its principal moments.
+        moments: [f64; 3],
+    },
+    /// A joint axis has zero length.
+    #[error("joint '{joint}' has a zero-length axis")]
+    ZeroAxis {
+        /// The joint.
+        joint: String,
+    },
+    /// Joint parameter arrays have the wrong length or invalid values.
+    #[error("joint '{joint}': {reason}")]
+    InvalidJoint {
+        /// The joint.
+        joint: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An invalid builder request (e.g. floating base on a tree rooted at the world).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Errors from loading model files (URDF, meshes).
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("cannot read '{path}': {reason}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The operating-system message.
+        reason: String,
+    },
+    /// The file is not well-formed (XML syntax, missing required element or attribute, bad number).
+    #[error("{file}: malformed <{element}>: {reason}")]
+    Malformed {
+        /// The file.
+        file: String,
+        /// The element at fault (e.g. `joint 'elbow'`, `inertial of link 'arm'`).
+        element: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An element the loader does not support and cannot safely ignore.
+    #[error("{file}: unsupported {element}: {reason}")]
+    Unsupported {
+        /// The file.
+        file: String,
+        /// The element.
+        element: String,
+        /// Why it is not supported.
+        reason: String,
+    },
+    /// A mesh could not be found or parsed.
+    #[error("mesh '{path}': {reason}")]
+    Mesh {
+        /// The mesh file (as written in the model file, or resolved).
+        path: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The described model is invalid.
+    #[error("{file}: {source}")]
+    Model {
+        /// The file.
+        file: String,
+        /// The validation error.
+        #[source]
+        source: ModelError,
+    },
+}
+
+/// The crate-wide error type.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum Error {
+    /// Model construction or validation failed.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// Loading a model file failed.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// An input vector has the wrong length.
+    #[error("{what} has length {got}, expected {expected}")]
+    Dimension {
+        /// The input (e.g. `"q"`).
+        what: &'static str,
+        /// The required length.
+        expected: usize,
+        /// The given length.
+        got: usize,
+    },
+    /// An input holds NaN or infinity.
+    #[error("{what}[{index}] is not finite ({value})")]
+    NonFinite {
+        /// The input (e.g. `"v"`).
+        what: &'static str,
+        /// The first offending index.
+        index: usize,
+        /// The offending value.
+        value: f64,
+    },
+    /// An input is outside its domain (e.g. a zero quaternion, a name that does not exist).
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// A numerical failure (singular matrix, non-finite result).
+    #[error("numerical failure in {algorithm}: {detail}")]
+    Numerical {
+        /// The algorithm.
+        algorithm: &'static str,
+        /// What happened.
+        detail: String,
+    },
+    /// Serialization to or from JSON failed.
+    #[error("serialization: {0}")]
+    Serde(String),
+}
+
+/// Result with the crate error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Checks that `x` has length `expected` and only finite entries.
+pub(crate) fn check_vector(what: &'static str, x: &[f64], expected: usize) -> Result<()> {
+    if x.len() != expected {
+        return Err(Error::Dimension { what, expected, got: x.len() });
+    }
+    if let Some((index, &value)) = x.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+        return Err(Error::NonFinite { what, index, value });
+    }
+    Ok(())
+}

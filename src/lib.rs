@@ -1,0 +1,22 @@
+//! # stiction
+//!
+//! A differentiable physics engine for articulated rigid bodies in generalized
+//! coordinates. This crate holds the spatial algebra ([`math`]), the immutable
+//! [`Model`] and its builder ([`model`]), model loading ([`io`]), the rigid-body
+//! algorithms over a preallocated [`Data`] workspace ([`dynamics`]) and time
+//! stepping ([`step`]).
+//!
+//! Conventions: z-up world, SI units, `f64`, spatial vectors `[angular; linear]`,
+//! unit quaternions stored `[w, x, y, z]`; see `docs/architecture.md`.
+
+pub mod dynamics;
+pub mod error;
+pub mod io;
+pub mod math;
+pub mod model;
+pub mod step;
+
+pub use dynamics::Data;
+pub use error::{Error, LoadError, ModelError, Result};
+pub use model::{Body, Joint, JointType, Model, ModelBuilder};
+pub use step::{Control, SimOptions, Simulator, State};

@@ -1,0 +1,281 @@
+//! The immutable [`Model`]: the kinematic tree in depth-first order, with the
+//! coordinate layout and the per-degree-of-freedom joint parameters flattened.
+
+use super::builder::{JointSpec, ModelBuilder, WORLD};
+use super::shape::CollisionShape;
+use super::{Body, Joint};
+use crate::error::{Error, ModelError, Result};
+use crate::math::Vec3;
+use nalgebra::DVector;
+use serde::{Deserialize, Serialize};
+
+/// An articulated rigid-body system. Immutable once built (see [`ModelBuilder`]).
+///
+/// Bodies are numbered in depth-first order, so `parent(i) < i`; joint `i` attaches
+/// body `i` to its parent (or the world). Body `i`'s configuration coordinates are
+/// `q[q_index(i) .. q_index(i) + joint(i).nq()]`, likewise for velocities.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(into = "ModelBuilder", try_from = "ModelBuilder")]
+pub struct Model {
+    pub(crate) name: String,
+    pub(crate) gravity: Vec3,
+    pub(crate) bodies: Vec<Body>,
+    pub(crate) joints: Vec<Joint>,
+    pub(crate) parents: Vec<Option<usize>>,
+    pub(crate) world_shapes: Vec<CollisionShape>,
+    pub(crate) q_idx: Vec<usize>,
+    pub(crate) v_idx: Vec<usize>,
+    pub(crate) nq: usize,
+    pub(crate) nv: usize,
+    /// Body owning each degree of freedom.
+    pub(crate) dof_body: Vec<usize>,
+    /// Per-dof armature, damping, stiffness, friction, velocity and effort limits.
+    pub(crate) armature: DVector<f64>,
+    pub(crate) damping: DVector<f64>,
+    pub(crate) stiffness: DVector<f64>,
+    pub(crate) friction: DVector<f64>,
+    pub(crate) velocity_limit: DVector<f64>,
+    pub(crate) effort_limit: DVector<f64>,
+    /// Per-coordinate position limits and spring rest configuration.
+    pub(crate) lower: DVector<f64>,
+    pub(crate) upper: DVector<f64>,
+    pub(crate) rest: DVector<f64>,
+    /// True when some joint has a spring.
+    pub(crate) has_springs: bool,
+}
+
+impl Model {
+    /// Fills the derived arrays. Called by the builder before validation.
+    pub(crate) fn assemble(
+        name: String,
+        gravity: Vec3,
+        bodies: Vec<Body>,
+        joints: Vec<Joint>,
+        parents: Vec<Option<usize>>,
+        world_shapes: Vec<CollisionShape>,
+    ) -> Model {
+        let mut q_idx = Vec::with_capacity(joints.len());
+        let mut v_idx = Vec::with_capacity(joints.len());
+        let (mut nq, mut nv) = (0, 0);
+        let mut dof_body = vec![];
+        for (i, j) in joints.iter().enumerate() {
+            q_idx.push(nq);
+            v_idx.push(nv);
+            nq += j.nq();
+            nv += j.nv();
+            dof_body.extend(std::iter::repeat_n(i, j.nv()));
+        }
+        let per_dof = |f: &dyn Fn(&Joint) -> &Vec<f64>| {
+            DVector::from_iterator(
+                nv,
+                joints.iter().flat_map(|j| f(j).iter().copied().chain(std::iter::repeat(0.0)).take(j.nv())),
+            )
+        };
+        let per_coord = |f: &dyn Fn(&Joint) -> &Vec<f64>, fill: f64| {
+            DVector::from_iterator(
+                nq,
+                joints.iter().flat_map(|j| f(j).iter().copied().chain(std::iter::repeat(fill)).take(j.nq())),
+            )
+        };
+        let armature = per_dof(&|j| &j.dynamics.armature);
+        let damping = per_dof(&|j| &j.dynamics.damping);
+        let stiffness = per_dof(&|j| &j.dynamics.stiffness);
+        let friction = per_dof(&|j| &j.dynamics.friction);
+        let velocity_limit = per_dof(&|j| &j.limits.velocity);
+        let effort_limit = per_dof(&|j| &j.limits.effort);
+        let lower = per_coord(&|j| &j.limits.lower, f64::NEG_INFINITY);
+        let upper = per_coord(&|j| &j.limits.upper, f64::INFINITY);
+        let rest = per_coord(&|j| &j.dynamics.rest, 0.0);
+        let has_springs = stiffness.iter().any(|&k| k != 0.0);
+        Model {
+            name,
+            gravity,
+            bodies,
+            joints,
+            parents,
+            world_shapes,
+            q_idx,
+            v_idx,
+            nq,
+            nv,
+            dof_body,
+            armature,
+            damping,
+            stiffness,
+            friction,
+            velocity_limit,
+            effort_limit,
+            lower,
+            upper,
+            rest,
+            has_springs,
+        }
+    }
+
+    /// The model name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Number of configuration coordinates.
+    pub fn nq(&self) -> usize {
+        self.nq
+    }
+    /// Number of degrees of freedom (velocity coordinates).
+    pub fn nv(&self) -> usize {
+        self.nv
+    }
+    /// Number of bodies (the world excluded).
+    pub fn nbodies(&self) -> usize {
+        self.bodies.len()
+    }
+    /// Gravity in world coordinates.
+    pub fn gravity(&self) -> Vec3 {
+        self.gravity
+    }
+    /// A copy of this model with another gravity vector.
+    pub fn with_gravity(&self, gravity: Vec3) -> Result<Model> {
+        if !gravity.iter().all(|x| x.is_finite()) {
+            return Err(ModelError::NonFinite { what: "gravity".into() }.into());
+        }
+        let mut m = self.clone();
+        m.gravity = gravity;
+        Ok(m)
+    }
+    /// The bodies in depth-first order.
+    pub fn bodies(&self) -> &[Body] {
+        &self.bodies
+    }
+    /// The joints; joint `i` carries body `i`.
+    pub fn joints(&self) -> &[Joint] {
+        &self.joints
+    }
+    /// The parent body of body `i` (`None` for the world).
+    pub fn parent(&self, i: usize) -> Option<usize> {
+        self.parents[i]
+    }
+    /// Parent of every body (`None` for the world).
+    pub fn parents(&self) -> &[Option<usize>] {
+        &self.parents
+    }
+    /// Collision shapes fixed to the world (from a URDF link named `world`).
+    pub fn world_shapes(&self) -> &[CollisionShape] {
+        &self.world_shapes
+    }
+    /// First configuration index of body `i`'s joint.
+    pub fn q_index(&self, i: usize) -> usize {
+        self.q_idx[i]
+    }
+    /// First velocity index of body `i`'s joint.
+    pub fn v_index(&self, i: usize) -> usize {
+        self.v_idx[i]
+    }
+    /// The body owning each degree of freedom.
+    pub fn dof_body(&self) -> &[usize] {
+        &self.dof_body
+    }
+    /// Index of the body named `name`.
+    pub fn body_index(&self, name: &str) -> Result<usize> {
+        self.bodies
+            .iter()
+            .position(|b| b.name == name)
+            .ok_or_else(|| Error::InvalidInput(format!("no body named '{name}' in model '{}'", self.name)))
+    }
+    /// Index of the body carried by the joint named `name`.
+    pub fn joint_index(&self, name: &str) -> Result<usize> {
+        self.joints
+            .iter()
+            .position(|j| j.name == name)
+            .ok_or_else(|| Error::InvalidInput(format!("no joint named '{name}' in model '{}'", self.name)))
+    }
+    /// Names of the joints that have degrees of freedom, in coordinate order.
+    pub fn joint_names(&self) -> Vec<String> {
+        self.joints.iter().filter(|j| j.nv() > 0).map(|j| j.name.clone()).collect()
+    }
+    /// First configuration index of the joint named `name`.
+    pub fn joint_q_index(&self, name: &str) -> Result<usize> {
+        Ok(self.q_idx[self.joint_index(name)?])
+    }
+    /// First velocity index of the joint named `name`.
+    pub fn joint_v_index(&self, name: &str) -> Result<usize> {
+        Ok(self.v_idx[self.joint_index(name)?])
+    }
+    /// Armature per degree of freedom.
+    pub fn armature(&self) -> &DVector<f64> {
+        &self.armature
+    }
+    /// Viscous damping per degree of freedom.
+    pub fn damping(&self) -> &DVector<f64> {
+        &self.damping
+    }
+    /// Spring stiffness per degree of freedom.
+    pub fn stiffness(&self) -> &DVector<f64> {
+        &self.stiffness
+    }
+    /// Coulomb friction per degree of freedom.
+    pub fn joint_friction(&self) -> &DVector<f64> {
+        &self.friction
+    }
+    /// Spring rest configuration (nq).
+    pub fn rest_configuration(&self) -> &DVector<f64> {
+        &self.rest
+    }
+    /// Lower position limits (nq; −∞ where unlimited or quaternion).
+    pub fn lower_limits(&self) -> &DVector<f64> {
+        &self.lower
+    }
+    /// Upper position limits (nq; +∞ where unlimited or quaternion).
+    pub fn upper_limits(&self) -> &DVector<f64> {
+        &self.upper
+    }
+    /// Velocity limits per degree of freedom.
+    pub fn velocity_limits(&self) -> &DVector<f64> {
+        &self.velocity_limit
+    }
+    /// Effort limits per degree of freedom.
+    pub fn effort_limits(&self) -> &DVector<f64> {
+        &self.effort_limit
+    }
+    /// Total mass of the moving bodies and those welded to them.
+    pub fn total_mass(&self) -> f64 {
+        self.bodies.iter().map(|b| b.inertia.mass).sum()
+    }
+
+    /// Serializes the model to JSON.
+    pub fn to_json(&self) -> Result<String> {
+        serde_json::to_string_pretty(self).map_err(|e| Error::Serde(e.to_string()))
+    }
+    /// Reads a model from JSON; the result is validated like a built model.
+    pub fn from_json(s: &str) -> Result<Model> {
+        serde_json::from_str(s).map_err(|e| Error::Serde(e.to_string()))
+    }
+}
+
+impl From<Model> for ModelBuilder {
+    fn from(m: Model) -> ModelBuilder {
+        let joints = m
+            .joints
+            .iter()
+            .zip(&m.parents)
+            .zip(&m.bodies)
+            .map(|((j, p), b)| JointSpec {
+                parent: p.map_or_else(|| WORLD.to_string(), |p| m.bodies[p].name.clone()),
+                child: b.name.clone(),
+                joint: j.clone(),
+            })
+            .collect();
+        let mut links = m.bodies.clone();
+        if !m.world_shapes.is_empty() {
+            let mut w = Body::massless(WORLD);
+            w.collisions = m.world_shapes.clone();
+            links.push(w);
+        }
+        ModelBuilder { name: m.name.clone(), gravity: m.gravity, base: Default::default(), links, joints }
+    }
+}
+
+impl TryFrom<ModelBuilder> for Model {
+    type Error = ModelError;
+    fn try_from(b: ModelBuilder) -> Result<Model, ModelError> {
+        b.build()
+    }
+}

@@ -1,0 +1,446 @@
+//! Joint types and their kinematics: the joint transform `X_J(q)`, the motion
+//! subspace `S(q)` in the child frame, the velocity-product bias `c_J = Ṡ q̇`
+//! (Featherstone 2008, §4.4, Table 4.1), and the configuration-space operations
+//! `q ⊕ v` and `q₁ ⊖ q₀` that live on each joint's manifold.
+//!
+//! Configuration and velocity layouts:
+//!
+//! | type        | nq | nv | q                                   | v                              |
+//! |-------------|----|----|-------------------------------------|--------------------------------|
+//! | fixed       | 0  | 0  | –                                   | –                              |
+//! | revolute    | 1  | 1  | angle                               | angular rate                   |
+//! | continuous  | 1  | 1  | angle (unbounded)                   | angular rate                   |
+//! | prismatic   | 1  | 1  | displacement                        | rate                           |
+//! | screw       | 1  | 1  | angle (translation = pitch·angle)   | angular rate                   |
+//! | universal   | 2  | 2  | angle about axis 1, then axis 2     | rates                          |
+//! | planar      | 3  | 3  | x, y in the plane, angle about normal | rates                        |
+//! | spherical   | 4  | 3  | unit quaternion `[w, x, y, z]`      | body-frame angular velocity    |
+//! | free        | 7  | 6  | position, unit quaternion `[w,x,y,z]` | body-frame twist `[ω; v]`    |
+//!
+//! Ball and free joints integrate with the exact exponential map: `R⁺ = R exp(h ω)`
+//! and `T⁺ = T exp(h ξ)` on SE(3).
+
+use crate::math::{quat_integrate, se3_exp, se3_log, so3_exp, so3_log, Motion, Vec3, SE3};
+use nalgebra::{Quaternion, UnitQuaternion};
+use serde::{Deserialize, Serialize};
+
+/// The kind of a joint and its geometric parameters (axes are unit vectors in the joint frame).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum JointType {
+    /// Rigid attachment, no degree of freedom.
+    Fixed,
+    /// Rotation about `axis`, with position limits.
+    Revolute {
+        /// Unit rotation axis in the joint frame.
+        axis: Vec3,
+    },
+    /// Rotation about `axis` without position limits.
+    Continuous {
+        /// Unit rotation axis in the joint frame.
+        axis: Vec3,
+    },
+    /// Translation along `axis`.
+    Prismatic {
+        /// Unit translation axis in the joint frame.
+        axis: Vec3,
+    },
+    /// Ball joint: free rotation, configuration a unit quaternion.
+    Spherical,
+    /// Six degrees of freedom: position and unit quaternion.
+    Free,
+    /// Translation in the plane normal to `normal` and rotation about `normal`.
+    Planar {
+        /// Unit normal of the plane of motion, in the joint frame.
+        normal: Vec3,
+    },
+    /// Rotation about `axis1`, then about `axis2` of the rotated frame (Hooke joint).
+    Universal {
+        /// First unit axis, in the joint frame.
+        axis1: Vec3,
+        /// Second unit axis, in the frame rotated by the first angle.
+        axis2: Vec3,
+    },
+    /// Rotation about `axis` coupled to translation `pitch · angle` along it.
+    Screw {
+        /// Unit screw axis in the joint frame.
+        axis: Vec3,
+        /// Translation per radian (metres per radian).
+        pitch: f64,
+    },
+}
+
+impl JointType {
+    /// Number of configuration coordinates.
+    pub fn nq(&self) -> usize {
+        match self {
+            JointType::Fixed => 0,
+            JointType::Revolute { .. }
+            | JointType::Continuous { .. }
+            | JointType::Prismatic { .. }
+            | JointType::Screw { .. } => 1,
+            JointType::Universal { .. } => 2,
+            JointType::Planar { .. } => 3,
+            JointType::Spherical => 4,
+            JointType::Free => 7,
+        }
+    }
+
+    /// Number of velocity coordinates (degrees of freedom).
+    pub fn nv(&self) -> usize {
+        match self {
+            JointType::Spherical => 3,
+            JointType::Free => 6,
+            other => other.nq(),
+        }
+    }
+
+    /// A short lowercase name (`"revolute"`, `"free"`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            JointType::Fixed => "fixed",
+            JointType::Revolute { .. } => "revolute",
+            JointType::Continuous { .. } => "continuous",
+            JointType::Prismatic { .. } => "prismatic",
+            JointType::Spherical => "spherical",
+            JointType::Free => "free",
+            JointType::Planar { .. } => "planar",
+            JointType::Universal { .. } => "universal",
+            JointType::Screw { .. } => "screw",
+        }
+    }
+
+    /// True when q holds a unit quaternion (ball and free joints).
+    pub fn has_quaternion(&self) -> bool {
+        matches!(self, JointType::Spherical | JointType::Free)
+    }
+
+    /// Whether the coordinate `k` of this joint is an angle-like coordinate that wraps.
+    pub(crate) fn is_translation_coord(&self, k: usize) -> bool {
+        match self {
+            JointType::Prismatic { .. } => true,
+            JointType::Planar { .. } => k < 2,
+            JointType::Free => k < 3,
+            _ => false,
+        }
+    }
+
+    /// Writes the neutral configuration (zero angles, identity quaternions) into `q`.
+    pub fn neutral(&self, q: &mut [f64]) {
+        q.fill(0.0);
+        match self {
+            JointType::Spherical => q[0] = 1.0,
+            JointType::Free => q[3] = 1.0,
+            _ => {}
+        }
+    }
+
+    /// Joint kinematics: the transform `X_J(q)` (pose of the child frame in the joint
+    /// frame), the motion subspace `S(q)` (columns written to `s[..nv]`, child
+    /// coordinates) and the bias `c_J = Ṡ(q) q̇` (child coordinates).
+    #[inline]
+    pub fn kinematics(&self, q: &[f64], qd: &[f64], s: &mut [Motion]) -> (SE3, Motion) {
+        let z = Vec3::zeros();
+        match self {
+            JointType::Fixed => (SE3::identity(), Motion::zero()),
+            JointType::Revolute { axis } | JointType::Continuous { axis } => {
+                s[0] = Motion::new(*axis, z);
+                (SE3::new(so3_exp(&(axis * q[0])), z), Motion::zero())
+            }
+            JointType::Prismatic { axis } => {
+                s[0] = Motion::new(z, *axis);
+                (SE3::from_translation(axis * q[0]), Motion::zero())
+            }
+            JointType::Screw { axis, pitch } => {
+                s[0] = Motion::new(*axis, axis * *pitch);
+                (SE3::new(so3_exp(&(axis * q[0])), axis * (pitch * q[0])), Motion::zero())
+            }
+            JointType::Spherical => {
+                for (k, col) in s.iter_mut().take(3).enumerate() {
+                    *col = Motion::new(Vec3::ith(k, 1.0), z);
+                }
+                (SE3::new(quat_rotation(&q[0..4]), z), Motion::zero())
+            }
+            JointType::Free => {
+                for (k, col) in s.iter_mut().take(6).enumerate() {
+                    *col =
+                        if k < 3 { Motion::new(Vec3::ith(k, 1.0), z) } else { Motion::new(z, Vec3::ith(k - 3, 1.0)) };
+                }
+                let rot = quat_rotation(&q[3..7]);
+                (SE3::new(rot, Vec3::new(q[0], q[1], q[2])), Motion::zero())
+            }
+            JointType::Universal { axis1, axis2 } => {
+                let r1 = so3_exp(&(axis1 * q[0]));
+                let r2 = so3_exp(&(axis2 * q[1]));
+                let a1c = r2.tr_mul(axis1);
+                s[0] = Motion::new(a1c, z);
+                s[1] = Motion::new(*axis2, z);
+                let c = Motion::new(a1c.cross(axis2) * (qd[0] * qd[1]), z);
+                (SE3::new(r1 * r2, z), c)
+            }
+            JointType::Planar { normal } => {
+                let (t1, t2) = plane_basis(normal);
+                let r = so3_exp(&(normal * q[2]));
+                let e1 = r.tr_mul(&t1);
+                let e2 = r.tr_mul(&t2);
+                s[0] = Motion::new(z, e1);
+                s[1] = Motion::new(z, e2);
+                s[2] = Motion::new(*normal, z);
+                let vlin = e1 * qd[0] + e2 * qd[1];
+                let c = Motion::new(z, -normal.cross(&vlin) * qd[2]);
+                (SE3::new(r, t1 * q[0] + t2 * q[1]), c)
+            }
+        }
+    }
+
+    /// `q ⊕ dv`: moves the joint configuration `q` along the tangent vector `dv`
+    /// (already multiplied by the time step), on the joint's manifold.
+    pub fn integrate(&self, q: &[f64], dv: &[f64], out: &mut [f64]) {
+        match self {
+            JointType::Spherical => {
+                let r = quat_integrate(&[q[0], q[1], q[2], q[3]], &Vec3::new(dv[0], dv[1], dv[2]));
+                out[..4].copy_from_slice(&r);
+            }
+            JointType::Free => {
+                let t = SE3::new(quat_rotation(&q[3..7]), Vec3::new(q[0], q[1], q[2]));
+                let t1 = t * se3_exp(&Motion::from_slice(dv));
+                write_pose(&t1, out);
+            }
+            _ => {
+                for k in 0..q.len() {
+                    out[k] = q[k] + dv[k];
+                }
+            }
+        }
+    }
+
+    /// `q1 ⊖ q0`: the tangent vector `dv` with `q0 ⊕ dv = q1`.
+    pub fn difference(&self, q0: &[f64], q1: &[f64], dv: &mut [f64]) {
+        match self {
+            JointType::Spherical => {
+                let r0 = quat_rotation(q0);
+                let r1 = quat_rotation(q1);
+                let w = so3_log(&(r0.transpose() * r1));
+                dv[..3].copy_from_slice(w.as_slice());
+            }
+            JointType::Free => {
+                let t0 = SE3::new(quat_rotation(&q0[3..7]), Vec3::new(q0[0], q0[1], q0[2]));
+                let t1 = SE3::new(quat_rotation(&q1[3..7]), Vec3::new(q1[0], q1[1], q1[2]));
+                let xi = se3_log(&(t0.inverse() * t1));
+                dv[..6].copy_from_slice(xi.to_vector().as_slice());
+            }
+            _ => {
+                for k in 0..q0.len() {
+                    dv[k] = q1[k] - q0[k];
+                }
+            }
+        }
+    }
+}
+
+/// The rotation matrix of a quaternion `[w, x, y, z]` (normalised first).
+#[inline]
+pub(crate) fn quat_rotation(q: &[f64]) -> crate::math::Mat3 {
+    let uq = UnitQuaternion::from_quaternion(Quaternion::new(q[0], q[1], q[2], q[3]));
+    *uq.to_rotation_matrix().matrix()
+}
+
+/// Writes a pose as `[x, y, z, w, qx, qy, qz]`.
+pub(crate) fn write_pose(t: &SE3, out: &mut [f64]) {
+    let q = t.quaternion();
+    out[0] = t.trans.x;
+    out[1] = t.trans.y;
+    out[2] = t.trans.z;
+    out[3] = q.w;
+    out[4] = q.i;
+    out[5] = q.j;
+    out[6] = q.k;
+}
+
+/// An orthonormal basis `(t1, t2)` of the plane normal to the unit vector `n`,
+/// chosen deterministically (t1 is the first coordinate axis least aligned with n,
+/// projected; t2 = n × t1).
+pub fn plane_basis(n: &Vec3) -> (Vec3, Vec3) {
+    let a = n.abs();
+    let seed = if a.x <= a.y && a.x <= a.z {
+        Vec3::x()
+    } else if a.y <= a.z {
+        Vec3::y()
+    } else {
+        Vec3::z()
+    };
+    let t1 = (seed - n * n.dot(&seed)).normalize();
+    (t1, n.cross(&t1))
+}
+
+/// Per-degree-of-freedom limits of a joint. Infinite bounds mean "unlimited".
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JointLimits {
+    /// Lower position bound per coordinate (nq entries; ignored for quaternion coordinates).
+    pub lower: Vec<f64>,
+    /// Upper position bound per coordinate (nq entries).
+    pub upper: Vec<f64>,
+    /// Maximum speed per degree of freedom (nv entries).
+    pub velocity: Vec<f64>,
+    /// Maximum effort (torque or force) per degree of freedom (nv entries).
+    pub effort: Vec<f64>,
+}
+
+impl JointLimits {
+    /// No limits for a joint of the given type.
+    pub fn unlimited(kind: &JointType) -> Self {
+        Self {
+            lower: vec![f64::NEG_INFINITY; kind.nq()],
+            upper: vec![f64::INFINITY; kind.nq()],
+            velocity: vec![f64::INFINITY; kind.nv()],
+            effort: vec![f64::INFINITY; kind.nv()],
+        }
+    }
+}
+
+/// Passive joint dynamics per degree of freedom (nv entries each).
+///
+/// Damping and armature enter the step implicitly (see `step::semi_implicit_euler`);
+/// the spring torque is `−k ⊙ (q ⊖ q_rest)`. `friction` is stored for the contact
+/// layer, where joint Coulomb friction becomes a boxed constraint row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JointDynamics {
+    /// Viscous damping coefficient (N·m·s/rad or N·s/m).
+    pub damping: Vec<f64>,
+    /// Spring stiffness (N·m/rad or N/m).
+    pub stiffness: Vec<f64>,
+    /// Rest configuration of the spring (nq entries, on the joint's manifold).
+    pub rest: Vec<f64>,
+    /// Armature (rotor inertia reflected through the gearbox), added to the mass-matrix diagonal.
+    pub armature: Vec<f64>,
+    /// Coulomb friction magnitude (stored; enforced by the contact layer).
+    pub friction: Vec<f64>,
+}
+
+impl JointDynamics {
+    /// No damping, spring, armature or friction; spring rest at the neutral configuration.
+    pub fn none(kind: &JointType) -> Self {
+        let mut rest = vec![0.0; kind.nq()];
+        kind.neutral(&mut rest);
+        Self {
+            damping: vec![0.0; kind.nv()],
+            stiffness: vec![0.0; kind.nv()],
+            rest,
+            armature: vec![0.0; kind.nv()],
+            friction: vec![0.0; kind.nv()],
+        }
+    }
+}
+
+/// A joint: connects a parent body to a child body.
+///
+/// `placement` is the pose of the joint frame in the parent body frame; the child
+/// body frame coincides with the joint frame at the neutral configuration and moves
+/// with `X_J(q)` relative to it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Joint {
+    /// Unique joint name.
+    pub name: String,
+    /// Joint type and axes.
+    pub kind: JointType,
+    /// Pose of the joint frame in the parent body frame.
+    pub placement: SE3,
+    /// Position, velocity and effort limits.
+    pub limits: JointLimits,
+    /// Damping, spring, armature and friction.
+    pub dynamics: JointDynamics,
+}
+
+impl Joint {
+    /// A joint of the given type with identity placement, no limits and no passive dynamics.
+    pub fn new(name: impl Into<String>, kind: JointType) -> Self {
+        let limits = JointLimits::unlimited(&kind);
+        let dynamics = JointDynamics::none(&kind);
+        Self { name: name.into(), kind, placement: SE3::identity(), limits, dynamics }
+    }
+    /// A fixed joint.
+    pub fn fixed(name: impl Into<String>) -> Self {
+        Self::new(name, JointType::Fixed)
+    }
+    /// A revolute joint about `axis` (normalised by the model validation, which rejects zero axes).
+    pub fn revolute(name: impl Into<String>, axis: Vec3) -> Self {
+        Self::new(name, JointType::Revolute { axis })
+    }
+    /// A continuous (unlimited revolute) joint about `axis`.
+    pub fn continuous(name: impl Into<String>, axis: Vec3) -> Self {
+        Self::new(name, JointType::Continuous { axis })
+    }
+    /// A prismatic joint along `axis`.
+    pub fn prismatic(name: impl Into<String>, axis: Vec3) -> Self {
+        Self::new(name, JointType::Prismatic { axis })
+    }
+    /// A spherical (ball) joint.
+    pub fn spherical(name: impl Into<String>) -> Self {
+        Self::new(name, JointType::Spherical)
+    }
+    /// A free (floating) joint.
+    pub fn free(name: impl Into<String>) -> Self {
+        Self::new(name, JointType::Free)
+    }
+    /// A planar joint moving in the plane normal to `normal`.
+    pub fn planar(name: impl Into<String>, normal: Vec3) -> Self {
+        Self::new(name, JointType::Planar { normal })
+    }
+    /// A universal joint with axes `axis1` then `axis2`.
+    pub fn universal(name: impl Into<String>, axis1: Vec3, axis2: Vec3) -> Self {
+        Self::new(name, JointType::Universal { axis1, axis2 })
+    }
+    /// A screw joint about `axis` with `pitch` metres per radian.
+    pub fn screw(name: impl Into<String>, axis: Vec3, pitch: f64) -> Self {
+        Self::new(name, JointType::Screw { axis, pitch })
+    }
+    /// Sets the pose of the joint frame in the parent body frame.
+    pub fn with_placement(mut self, placement: SE3) -> Self {
+        self.placement = placement;
+        self
+    }
+    /// Sets position limits for every coordinate of a one-coordinate joint, or per coordinate.
+    pub fn with_position_limits(mut self, lower: &[f64], upper: &[f64]) -> Self {
+        self.limits.lower = lower.to_vec();
+        self.limits.upper = upper.to_vec();
+        self
+    }
+    /// Sets velocity limits (one per degree of freedom).
+    pub fn with_velocity_limits(mut self, velocity: &[f64]) -> Self {
+        self.limits.velocity = velocity.to_vec();
+        self
+    }
+    /// Sets effort limits (one per degree of freedom).
+    pub fn with_effort_limits(mut self, effort: &[f64]) -> Self {
+        self.limits.effort = effort.to_vec();
+        self
+    }
+    /// Sets the same viscous damping on every degree of freedom.
+    pub fn with_damping(mut self, damping: f64) -> Self {
+        self.dynamics.damping.fill(damping);
+        self
+    }
+    /// Sets the same spring stiffness on every degree of freedom and the spring rest configuration.
+    pub fn with_spring(mut self, stiffness: f64, rest: &[f64]) -> Self {
+        self.dynamics.stiffness.fill(stiffness);
+        self.dynamics.rest = rest.to_vec();
+        self
+    }
+    /// Sets the same armature on every degree of freedom.
+    pub fn with_armature(mut self, armature: f64) -> Self {
+        self.dynamics.armature.fill(armature);
+        self
+    }
+    /// Sets the same Coulomb friction on every degree of freedom.
+    pub fn with_friction(mut self, friction: f64) -> Self {
+        self.dynamics.friction.fill(friction);
+        self
+    }
+    /// Number of configuration coordinates.
+    pub fn nq(&self) -> usize {
+        self.kind.nq()
+    }
+    /// Number of degrees of freedom.
+    pub fn nv(&self) -> usize {
+        self.kind.nv()
+    }
+}

@@ -1,0 +1,18 @@
+//! The model: bodies, joints, shapes, the builder and its validation, and the
+//! configuration-manifold operations. A [`Model`] is immutable after
+//! [`ModelBuilder::build`]; all scratch lives in [`crate::Data`].
+
+mod body;
+mod builder;
+mod configuration;
+mod definition;
+mod joint;
+pub mod samples;
+mod shape;
+mod validate;
+
+pub use body::Body;
+pub use builder::{BaseJoint, JointSpec, ModelBuilder, WORLD};
+pub use definition::Model;
+pub use joint::{plane_basis, Joint, JointDynamics, JointLimits, JointType};
+pub use shape::{CollisionShape, Geometry, Material, TriangleMesh, VisualGeometry, VisualShape};

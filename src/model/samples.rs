@@ -1,0 +1,315 @@
+//! Ready-made models for examples, tests and benchmarks: pendulum chains, a
+//! 7-DoF arm, branching trees, a ~50-DoF floating-base humanoid-like tree, a
+//! model holding every joint type, and random trees.
+
+use super::{Body, Joint, JointType, Model, ModelBuilder, WORLD};
+use crate::math::{Inertia, Mat3, SplitMix64, Vec3, SE3};
+
+/// A uniform rod of `mass` and `length` along the body's `dir` axis, starting at the origin.
+pub fn rod(name: &str, mass: f64, length: f64, radius: f64, dir: Vec3) -> Body {
+    let d = dir.normalize();
+    let along = mass * radius * radius / 2.0;
+    let across = mass * (3.0 * radius * radius + length * length) / 12.0;
+    // I = across·(1 − ddᵀ) + along·ddᵀ
+    let i = Mat3::identity() * across + d * d.transpose() * (along - across);
+    Body::new(name, Inertia::from_com(mass, d * (length / 2.0), i))
+}
+
+/// A planar chain of `n` rods hanging along −z, hinged about y (a double pendulum for n = 2).
+pub fn pendulum_chain(n: usize, length: f64, mass: f64) -> Model {
+    let mut b = ModelBuilder::new(format!("chain{n}"));
+    let mut parent = WORLD.to_string();
+    for k in 0..n {
+        let placement = if k == 0 { SE3::identity() } else { SE3::from_translation(Vec3::new(0.0, 0.0, -length)) };
+        let name = format!("link{k}");
+        b.add_body(
+            &parent,
+            Joint::revolute(format!("joint{k}"), Vec3::y()).with_placement(placement),
+            rod(&name, mass, length, 0.02, -Vec3::z()),
+        );
+        parent = name;
+    }
+    b.build().expect("sample model is valid")
+}
+
+/// A spatial chain of `n` links whose hinge axes cycle through x, y, z (bench model).
+pub fn spatial_chain(n: usize) -> Model {
+    let mut b = ModelBuilder::new(format!("spatial_chain{n}"));
+    let mut parent = WORLD.to_string();
+    for k in 0..n {
+        let axis = Vec3::ith(k % 3, 1.0);
+        let placement = if k == 0 { SE3::identity() } else { SE3::from_translation(Vec3::new(0.1, 0.0, -0.3)) };
+        let name = format!("link{k}");
+        b.add_body(
+            &parent,
+            Joint::revolute(format!("joint{k}"), axis).with_placement(placement),
+            rod(&name, 1.0, 0.3, 0.03, Vec3::new(0.1, 0.0, -0.3)),
+        );
+        parent = name;
+    }
+    b.build().expect("sample model is valid")
+}
+
+/// A 7-DoF arm with the kinematic layout of common collaborative arms
+/// (alternating z/y hinges with offsets, limits, damping and armature).
+pub fn arm7() -> Model {
+    let mut b = ModelBuilder::new("arm7");
+    b.add_body(WORLD, Joint::fixed("base_weld"), Body::new("base", Inertia::solid_cylinder(4.0, 0.08, 0.15)));
+    let spec: [(Vec3, Vec3, SE3, f64); 7] = [
+        (Vec3::z(), Vec3::new(0.0, 0.0, 0.333), SE3::identity(), 4.0),
+        (Vec3::z(), Vec3::zeros(), SE3::from_axis_angle(&Vec3::x(), -std::f64::consts::FRAC_PI_2), 4.0),
+        (Vec3::z(), Vec3::new(0.0, -0.316, 0.0), SE3::from_axis_angle(&Vec3::x(), std::f64::consts::FRAC_PI_2), 3.0),
+        (Vec3::z(), Vec3::new(0.0825, 0.0, 0.0), SE3::from_axis_angle(&Vec3::x(), std::f64::consts::FRAC_PI_2), 2.5),
+        (
+            Vec3::z(),
+            Vec3::new(-0.0825, 0.384, 0.0),
+            SE3::from_axis_angle(&Vec3::x(), -std::f64::consts::FRAC_PI_2),
+            3.0,
+        ),
+        (Vec3::z(), Vec3::zeros(), SE3::from_axis_angle(&Vec3::x(), std::f64::consts::FRAC_PI_2), 1.5),
+        (Vec3::z(), Vec3::new(0.088, 0.0, 0.0), SE3::from_axis_angle(&Vec3::x(), std::f64::consts::FRAC_PI_2), 0.7),
+    ];
+    let mut parent = "base".to_string();
+    for (k, (axis, offset, rot, mass)) in spec.iter().enumerate() {
+        let placement = SE3::new(rot.rot, *offset);
+        let name = format!("link{}", k + 1);
+        let body = Body::new(
+            &name,
+            Inertia::from_com(
+                *mass,
+                Vec3::new(0.01, -0.02, 0.05),
+                Mat3::from_diagonal(&Vec3::new(0.02, 0.025, 0.015)) * *mass,
+            ),
+        );
+        b.add_body(
+            &parent,
+            Joint::revolute(format!("joint{}", k + 1), *axis)
+                .with_placement(placement)
+                .with_position_limits(&[-2.8], &[2.8])
+                .with_velocity_limits(&[2.5])
+                .with_effort_limits(&[87.0])
+                .with_damping(0.05)
+                .with_armature(0.01),
+            body,
+        );
+        parent = name;
+    }
+    b.build().expect("sample model is valid")
+}
+
+/// A binary tree of revolute joints `depth` levels deep (2^depth − 1 bodies).
+pub fn binary_tree(depth: usize) -> Model {
+    let mut b = ModelBuilder::new(format!("binary_tree{depth}"));
+    let mut frontier = vec![WORLD.to_string()];
+    let mut count = 0;
+    for level in 0..depth {
+        let mut next = vec![];
+        for (k, parent) in frontier.iter().enumerate() {
+            let children = if level == 0 { 1 } else { 2 };
+            for c in 0..children {
+                let name = format!("b{count}");
+                count += 1;
+                let side = if c == 0 { 0.15 } else { -0.15 };
+                let placement =
+                    if level == 0 { SE3::identity() } else { SE3::from_translation(Vec3::new(side, 0.0, -0.3)) };
+                let axis = Vec3::ith((level + k + c) % 3, 1.0);
+                b.add_body(
+                    parent,
+                    Joint::revolute(format!("j{}", count - 1), axis).with_placement(placement),
+                    rod(&name, 1.0, 0.3, 0.03, -Vec3::z()),
+                );
+                next.push(name);
+            }
+        }
+        frontier = next;
+    }
+    b.build().expect("sample model is valid")
+}
+
+/// A floating-base humanoid-like tree with 50 degrees of freedom: free root (6),
+/// waist (2), neck (2), two legs with a ball hip (3+1+2+1 = 7 each), two arms with a
+/// ball shoulder (3+1+3 = 7 each) and two three-finger grippers (6 each).
+pub fn humanoid() -> Model {
+    let mut b = ModelBuilder::new("humanoid50");
+    b.floating_base(true);
+    b.add_link(Body::new("pelvis", Inertia::solid_box(8.0, Vec3::new(0.3, 0.25, 0.15))));
+    let hinge =
+        |name: &str, axis: Vec3, at: Vec3| Joint::revolute(name, axis).with_placement(SE3::from_translation(at));
+    b.add_body(
+        "pelvis",
+        hinge("waist_yaw", Vec3::z(), Vec3::new(0.0, 0.0, 0.1)),
+        rod("abdomen", 2.0, 0.1, 0.08, Vec3::z()),
+    );
+    b.add_body(
+        "abdomen",
+        hinge("waist_pitch", Vec3::y(), Vec3::new(0.0, 0.0, 0.1)),
+        Body::new(
+            "torso",
+            Inertia::from_com(15.0, Vec3::new(0.0, 0.0, 0.2), Mat3::from_diagonal(&Vec3::new(0.4, 0.3, 0.2))),
+        ),
+    );
+    b.add_body(
+        "torso",
+        hinge("neck_yaw", Vec3::z(), Vec3::new(0.0, 0.0, 0.45)),
+        rod("neck", 0.5, 0.08, 0.04, Vec3::z()),
+    );
+    b.add_body(
+        "neck",
+        hinge("neck_pitch", Vec3::y(), Vec3::new(0.0, 0.0, 0.08)),
+        Body::new("head", Inertia::solid_sphere(3.0, 0.1)),
+    );
+    for (side, s) in [("l", 1.0), ("r", -1.0)] {
+        let n = |x: &str| format!("{side}_{x}");
+        b.add_body(
+            "pelvis",
+            Joint::spherical(n("hip")).with_placement(SE3::from_translation(Vec3::new(0.0, 0.1 * s, -0.08))),
+            rod(&n("thigh"), 6.0, 0.4, 0.06, -Vec3::z()),
+        );
+        b.add_body(
+            &n("thigh"),
+            hinge(&n("knee"), Vec3::y(), Vec3::new(0.0, 0.0, -0.4)),
+            rod(&n("shin"), 3.5, 0.4, 0.05, -Vec3::z()),
+        );
+        b.add_body(
+            &n("shin"),
+            Joint::universal(n("ankle"), Vec3::y(), Vec3::x())
+                .with_placement(SE3::from_translation(Vec3::new(0.0, 0.0, -0.4))),
+            Body::new(
+                n("foot"),
+                Inertia::from_com(
+                    1.2,
+                    Vec3::new(0.05, 0.0, -0.04),
+                    Mat3::from_diagonal(&Vec3::new(0.002, 0.006, 0.007)),
+                ),
+            ),
+        );
+        b.add_body(
+            &n("foot"),
+            hinge(&n("toe"), Vec3::y(), Vec3::new(0.15, 0.0, -0.05)),
+            Body::new(n("toes"), Inertia::solid_box(0.2, Vec3::new(0.05, 0.08, 0.02))),
+        );
+        b.add_body(
+            "torso",
+            Joint::spherical(n("shoulder")).with_placement(SE3::from_translation(Vec3::new(0.0, 0.2 * s, 0.4))),
+            rod(&n("upper_arm"), 2.0, 0.3, 0.04, -Vec3::z()),
+        );
+        b.add_body(
+            &n("upper_arm"),
+            hinge(&n("elbow"), Vec3::y(), Vec3::new(0.0, 0.0, -0.3)),
+            rod(&n("forearm"), 1.2, 0.28, 0.035, -Vec3::z()),
+        );
+        b.add_body(
+            &n("forearm"),
+            hinge(&n("wrist_roll"), Vec3::z(), Vec3::new(0.0, 0.0, -0.28)),
+            rod(&n("wrist1"), 0.2, 0.03, 0.03, -Vec3::z()),
+        );
+        b.add_body(
+            &n("wrist1"),
+            hinge(&n("wrist_pitch"), Vec3::y(), Vec3::new(0.0, 0.0, -0.03)),
+            rod(&n("wrist2"), 0.2, 0.03, 0.03, -Vec3::z()),
+        );
+        b.add_body(
+            &n("wrist2"),
+            hinge(&n("wrist_yaw"), Vec3::x(), Vec3::new(0.0, 0.0, -0.03)),
+            Body::new(n("palm"), Inertia::solid_box(0.4, Vec3::new(0.08, 0.04, 0.1))),
+        );
+        for f in 0..3 {
+            let fname = |x: &str| format!("{side}_f{f}_{x}");
+            let y = (f as f64 - 1.0) * 0.025;
+            b.add_body(
+                &n("palm"),
+                hinge(&fname("base"), Vec3::y(), Vec3::new(0.0, y, -0.1)),
+                rod(&fname("proximal"), 0.05, 0.04, 0.008, -Vec3::z()),
+            );
+            b.add_body(
+                &fname("proximal"),
+                hinge(&fname("mid"), Vec3::y(), Vec3::new(0.0, 0.0, -0.04)),
+                rod(&fname("distal"), 0.03, 0.03, 0.007, -Vec3::z()),
+            );
+        }
+    }
+    b.build().expect("sample model is valid")
+}
+
+/// A tree holding one joint of every type (free root), with springs, damping and
+/// armature on some of them — the model the per-joint tests run on.
+pub fn all_joint_types() -> Model {
+    let mut b = ModelBuilder::new("all_joints");
+    b.floating_base(true);
+    b.add_link(Body::new("root", Inertia::solid_box(2.0, Vec3::new(0.3, 0.2, 0.1))));
+    let at = |x: f64, y: f64, z: f64| SE3::from_translation(Vec3::new(x, y, z));
+    let axis = Vec3::new(0.3, -0.5, 0.8);
+    let joints = [
+        Joint::revolute("revolute", Vec3::new(0.0, 1.0, 0.2))
+            .with_placement(at(0.2, 0.0, 0.0))
+            .with_position_limits(&[-2.0], &[2.0]),
+        Joint::continuous("continuous", Vec3::x())
+            .with_placement(SE3::new(SE3::from_axis_angle(&Vec3::z(), 0.4).rot, Vec3::new(0.0, 0.0, -0.3)))
+            .with_damping(0.1),
+        Joint::prismatic("prismatic", axis).with_placement(at(0.1, 0.1, -0.2)).with_spring(5.0, &[0.05]),
+        Joint::spherical("spherical").with_placement(at(0.0, -0.1, -0.25)).with_armature(0.02),
+        Joint::fixed("fixed")
+            .with_placement(SE3::new(SE3::from_axis_angle(&Vec3::y(), 0.3).rot, Vec3::new(0.05, 0.0, -0.1))),
+        Joint::planar("planar", Vec3::new(0.2, 0.1, 1.0)).with_placement(at(0.0, 0.0, -0.2)),
+        Joint::universal("universal", Vec3::x(), Vec3::new(0.0, 0.6, 0.8))
+            .with_placement(at(0.1, 0.0, -0.2))
+            .with_spring(2.0, &[0.1, -0.2]),
+        Joint::screw("screw", Vec3::z(), 0.05).with_placement(at(0.0, 0.1, -0.2)),
+    ];
+    let mut parent = "root".to_string();
+    for (k, j) in joints.into_iter().enumerate() {
+        let name = format!("body_{}", j.name);
+        let mass = 0.5 + 0.2 * k as f64;
+        let body = Body::new(
+            &name,
+            Inertia::from_com(
+                mass,
+                Vec3::new(0.03, -0.02, -0.1),
+                Mat3::new(0.010, 0.001, 0.0, 0.001, 0.012, 0.002, 0.0, 0.002, 0.008) * mass,
+            ),
+        );
+        // Branch the spherical and planar joints off the root, chain the others.
+        let p = if k == 3 || k == 5 { "root".to_string() } else { parent.clone() };
+        b.add_body(&p, j, body);
+        parent = name;
+    }
+    b.build().expect("sample model is valid")
+}
+
+/// A random tree of `n` bodies: random parents, joint types (weighted toward
+/// revolute), placements, axes and physically valid inertias. With `floating`, the
+/// root is free.
+pub fn random_tree(n: usize, seed: u64, floating: bool) -> Model {
+    let mut rng = SplitMix64::new(seed);
+    let mut b = ModelBuilder::new(format!("random_tree{n}_{seed}"));
+    b.floating_base(floating);
+    let rand_vec = |rng: &mut SplitMix64, s: f64| Vec3::new(rng.range(-s, s), rng.range(-s, s), rng.range(-s, s));
+    let rand_inertia = |rng: &mut SplitMix64| {
+        let mass = rng.range(0.3, 3.0);
+        let d = Vec3::new(rng.range(0.005, 0.05), rng.range(0.005, 0.05), rng.range(0.005, 0.05));
+        // principal moments from a box of random sides: always satisfy the triangle inequality
+        let moments = Vec3::new(d.y + d.z, d.x + d.z, d.x + d.y) * mass;
+        let r = SE3::from_axis_angle(&rand_vec(rng, 1.0).normalize(), rng.range(0.0, 3.0)).rot;
+        Inertia::from_com(mass, rand_vec(rng, 0.1), r * Mat3::from_diagonal(&moments) * r.transpose())
+    };
+    b.add_link(Body::new("b0", rand_inertia(&mut rng)));
+    for k in 1..n {
+        let parent = format!("b{}", (rng.next_u64() % k as u64) as usize);
+        let axis = rand_vec(&mut rng, 1.0).normalize();
+        let kind = match rng.next_u64() % 10 {
+            0 => JointType::Prismatic { axis },
+            1 => JointType::Spherical,
+            2 => JointType::Universal { axis1: axis, axis2: axis.cross(&Vec3::new(0.3, 0.2, 0.9)).normalize() },
+            3 => JointType::Planar { normal: axis },
+            4 => JointType::Screw { axis, pitch: rng.range(-0.1, 0.1) },
+            _ => JointType::Revolute { axis },
+        };
+        let placement = SE3::new(
+            SE3::from_axis_angle(&rand_vec(&mut rng, 1.0).normalize(), rng.range(0.0, 3.0)).rot,
+            rand_vec(&mut rng, 0.3),
+        );
+        let joint = Joint::new(format!("j{k}"), kind).with_placement(placement);
+        b.add_body(&parent, joint, Body::new(format!("b{k}"), rand_inertia(&mut rng)));
+    }
+    b.build().expect("random tree is valid")
+}

@@ -1,0 +1,111 @@
+//! Collision and visual geometry attached to bodies, and contact materials.
+//! Stored by the model now; used by the collision and contact layers.
+
+use crate::math::{Vec3, SE3};
+use serde::{Deserialize, Serialize};
+
+/// A triangle mesh (collision meshes are loaded into memory; see `io`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TriangleMesh {
+    /// Vertex positions in the shape frame (scale already applied).
+    pub vertices: Vec<Vec3>,
+    /// Triangles as vertex-index triples (counter-clockwise seen from outside).
+    pub triangles: Vec<[u32; 3]>,
+    /// Where the mesh came from, if loaded from a file.
+    pub source: Option<String>,
+}
+
+/// A collision geometry, in its own shape frame.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Geometry {
+    /// The half-space `z ≤ 0` of the shape frame (outward normal +z).
+    Plane,
+    /// A sphere centred at the origin.
+    Sphere {
+        /// Radius.
+        radius: f64,
+    },
+    /// A box centred at the origin.
+    Box {
+        /// Half side lengths.
+        half_extents: Vec3,
+    },
+    /// A capsule along the z axis: a segment of length `length` swept by a sphere.
+    Capsule {
+        /// Radius.
+        radius: f64,
+        /// Length of the segment (excluding the caps).
+        length: f64,
+    },
+    /// A cylinder along the z axis, centred at the origin.
+    Cylinder {
+        /// Radius.
+        radius: f64,
+        /// Full length.
+        length: f64,
+    },
+    /// A triangle mesh.
+    Mesh(TriangleMesh),
+}
+
+/// Contact material of a shape.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Material {
+    /// Coulomb friction coefficient μ.
+    pub friction: f64,
+    /// Coefficient of restitution in [0, 1].
+    pub restitution: f64,
+}
+
+impl Default for Material {
+    fn default() -> Self {
+        Self { friction: 0.8, restitution: 0.0 }
+    }
+}
+
+/// A collision shape: a geometry placed on a body, with a material.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CollisionShape {
+    /// Optional name (URDF `<collision name=...>`).
+    pub name: Option<String>,
+    /// The geometry.
+    pub geometry: Geometry,
+    /// Pose of the shape frame in the body frame.
+    pub origin: SE3,
+    /// Contact material.
+    pub material: Material,
+}
+
+impl CollisionShape {
+    /// A shape with the default material, placed at `origin` on its body.
+    pub fn new(geometry: Geometry, origin: SE3) -> Self {
+        Self { name: None, geometry, origin, material: Material::default() }
+    }
+}
+
+/// Visual geometry: a primitive, or a reference to a mesh file that is not loaded.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum VisualGeometry {
+    /// A primitive shape.
+    Primitive(Geometry),
+    /// A mesh file, kept as a reference.
+    MeshFile {
+        /// The path as resolved (or as written when it could not be resolved).
+        path: String,
+        /// Scale per axis.
+        scale: Vec3,
+    },
+}
+
+/// A visual shape on a body.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VisualShape {
+    /// Optional name.
+    pub name: Option<String>,
+    /// The geometry.
+    pub geometry: VisualGeometry,
+    /// Pose of the shape frame in the body frame.
+    pub origin: SE3,
+    /// RGBA colour, if given.
+    pub rgba: Option<[f64; 4]>,
+}

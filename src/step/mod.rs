@@ -1,0 +1,8 @@
+//! Time stepping: the contact-free semi-implicit Euler integrator on the
+//! configuration manifold and the [`Simulator`] that owns a model and its options.
+
+mod semi_implicit_euler;
+mod simulator;
+
+pub use semi_implicit_euler::semi_implicit_euler;
+pub use simulator::{Control, SimOptions, Simulator, State};

@@ -1,0 +1,139 @@
+//! The [`Simulator`]: owns a model, its options and its workspace, and steps states.
+
+use super::semi_implicit_euler::semi_implicit_euler;
+use crate::dynamics::Data;
+use crate::error::{check_vector, Error, Result};
+use crate::math::{Force, Vec3};
+use crate::Model;
+use nalgebra::DVector;
+use serde::{Deserialize, Serialize};
+
+/// Simulation options.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimOptions {
+    /// Time step in seconds.
+    pub dt: f64,
+    /// Gravity override; `None` keeps the model's gravity.
+    pub gravity: Option<Vec3>,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        Self { dt: 1e-3, gravity: None }
+    }
+}
+
+/// A state: configuration `q` (nq) and generalized velocity `v` (nv).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    /// Configuration.
+    pub q: DVector<f64>,
+    /// Generalized velocity.
+    pub v: DVector<f64>,
+}
+
+impl State {
+    /// The neutral configuration at rest.
+    pub fn neutral(model: &Model) -> State {
+        State { q: model.neutral(), v: DVector::zeros(model.nv()) }
+    }
+    /// Serializes to JSON.
+    pub fn to_json(&self) -> Result<String> {
+        serde_json::to_string(self).map_err(|e| Error::Serde(e.to_string()))
+    }
+    /// Reads from JSON.
+    pub fn from_json(s: &str) -> Result<State> {
+        serde_json::from_str(s).map_err(|e| Error::Serde(e.to_string()))
+    }
+}
+
+/// Controls applied during one step.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Control {
+    /// Joint torques/forces (nv).
+    pub tau: DVector<f64>,
+    /// Optional external wrenches, one per body, in world coordinates about the world
+    /// origin (use [`Force::from_point_force`] for a force at a point).
+    pub wrenches: Option<Vec<Force>>,
+}
+
+impl Control {
+    /// Joint torques only.
+    pub fn torques(tau: DVector<f64>) -> Control {
+        Control { tau, wrenches: None }
+    }
+}
+
+/// Steps an articulated system forward in time (contact-free semi-implicit Euler).
+#[derive(Clone, Debug)]
+pub struct Simulator {
+    model: Model,
+    options: SimOptions,
+    data: Data,
+}
+
+impl Simulator {
+    /// A simulator for `model` with `options` (checked: `dt` positive, gravity finite).
+    pub fn new(model: Model, options: SimOptions) -> Result<Simulator> {
+        if !(options.dt.is_finite() && options.dt > 0.0) {
+            return Err(Error::InvalidInput(format!("time step must be positive and finite, got {}", options.dt)));
+        }
+        let model = match options.gravity {
+            Some(g) => model.with_gravity(g)?,
+            None => model,
+        };
+        let data = Data::new(&model);
+        Ok(Simulator { model, options, data })
+    }
+    /// The simulated model (with the gravity override applied).
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+    /// The options.
+    pub fn options(&self) -> &SimOptions {
+        &self.options
+    }
+    /// The time step.
+    pub fn dt(&self) -> f64 {
+        self.options.dt
+    }
+    /// The workspace of the last step (poses, velocities, accelerations).
+    pub fn data(&self) -> &Data {
+        &self.data
+    }
+
+    /// One step from `state` under `control`.
+    pub fn step(&mut self, state: &State, control: &Control) -> Result<State> {
+        let mut next = State { q: DVector::zeros(self.model.nq()), v: DVector::zeros(self.model.nv()) };
+        self.step_into(state, control, &mut next)?;
+        Ok(next)
+    }
+
+    /// One step from `state` under `control`, written into `next` (no allocation).
+    pub fn step_into(&mut self, state: &State, control: &Control, next: &mut State) -> Result<()> {
+        check_vector("tau", control.tau.as_slice(), self.model.nv())?;
+        semi_implicit_euler(
+            &self.model,
+            &mut self.data,
+            state.q.as_slice(),
+            state.v.as_slice(),
+            control.tau.as_slice(),
+            control.wrenches.as_deref(),
+            self.options.dt,
+            next.q.as_mut_slice(),
+            next.v.as_mut_slice(),
+        )
+    }
+
+    /// Steps `controls.len()` times from `state`; returns the states after each step.
+    pub fn rollout(&mut self, state: &State, controls: &[Control]) -> Result<Vec<State>> {
+        let mut out = Vec::with_capacity(controls.len());
+        let mut cur = state.clone();
+        for c in controls {
+            let next = self.step(&cur, c)?;
+            out.push(next.clone());
+            cur = next;
+        }
+        Ok(out)
+    }
+}
