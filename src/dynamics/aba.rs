@@ -5,7 +5,7 @@
 use super::kinematics::{check_q, external_forces_to_bodies, gravity_acceleration, kinematics_pass};
 use super::Data;
 use crate::error::{check_vector, Error, Result};
-use crate::math::{Force, Mat6, Motion, Vec6};
+use crate::math::{Force, Mat6, Motion};
 use crate::Model;
 use nalgebra::DVector;
 
@@ -32,18 +32,22 @@ pub fn aba<'d>(
 /// ABA after the kinematics pass, with `diag(armature + damping_dt · damping)` added
 /// to the joint-space inertia (`damping_dt = h` integrates damping implicitly).
 pub(crate) fn aba_pass(model: &Model, data: &mut Data, tau: &[f64], damping_dt: f64) -> Result<()> {
+    aba_inertia_pass(model, data, damping_dt)?;
+    aba_bias_pass(model, data, tau)
+}
+
+/// The configuration-dependent half of ABA (pass 2 without forces): articulated
+/// inertias `I^A`, `U = I^A S`, `D⁻¹` and the projected inertias `I^a` passed to
+/// the parents. Needs `x_parent` and `s`.
+pub(crate) fn aba_inertia_pass(model: &Model, data: &mut Data, damping_dt: f64) -> Result<()> {
     let nb = model.nbodies();
     for i in 0..nb {
-        let inertia = &model.bodies[i].inertia;
-        data.ia[i] = inertia.to_matrix();
-        let vi = data.v[i];
-        data.pa[i] = vi.cross_force(&inertia.mul_motion(&vi)) - data.f_ext[i];
+        data.ia[i] = model.bodies[i].inertia.to_matrix();
     }
     for i in (0..nb).rev() {
         let (va, nv) = (model.v_idx[i], model.joints[i].nv());
         let ia = data.ia[i];
         let mut ia_art = ia;
-        let mut pa_art = data.pa[i];
         if nv == 1 {
             let s = data.s[va].to_vector();
             let u = ia * s;
@@ -52,22 +56,13 @@ pub(crate) fn aba_pass(model: &Model, data: &mut Data, tau: &[f64], damping_dt: 
                 return Err(singular(model, i, d));
             }
             let dinv = 1.0 / d;
-            let ui = tau[va] - s.dot(&data.pa[i].to_vector());
             data.u_cols[va] = Force::from_vector(&u);
             data.d_inv[i][(0, 0)] = dinv;
-            data.u[va] = ui;
-            if model.parents[i].is_some() {
-                ia_art -= u * u.transpose() * dinv;
-                pa_art += Force::from_vector(&(ia_art * data.c[i].to_vector() + u * (dinv * ui)));
-            }
+            ia_art -= u * u.transpose() * dinv;
         } else if nv > 1 {
             let mut d = Mat6::identity();
-            let mut uvec = Vec6::zeros();
             for k in 0..nv {
-                let u = ia * data.s[va + k].to_vector();
-                data.u_cols[va + k] = Force::from_vector(&u);
-                uvec[k] = tau[va + k] - data.s[va + k].dot(&data.pa[i]);
-                data.u[va + k] = uvec[k];
+                data.u_cols[va + k] = Force::from_vector(&(ia * data.s[va + k].to_vector()));
             }
             for k in 0..nv {
                 for l in 0..nv {
@@ -77,33 +72,50 @@ pub(crate) fn aba_pass(model: &Model, data: &mut Data, tau: &[f64], damping_dt: 
             }
             let dinv = d.cholesky().ok_or_else(|| singular(model, i, d[(0, 0)]))?.inverse();
             data.d_inv[i] = dinv;
-            if model.parents[i].is_some() {
-                // Ia = IA − U D⁻¹ Uᵀ ;  pa = pA + Ia c + U D⁻¹ u
-                let mut dinv_u = Vec6::zeros();
-                for k in 0..nv {
-                    for l in 0..nv {
-                        dinv_u[k] += dinv[(k, l)] * uvec[l];
-                    }
+            for k in 0..nv {
+                let uk = data.u_cols[va + k].to_vector();
+                for l in 0..nv {
+                    ia_art -= uk * data.u_cols[va + l].to_vector().transpose() * dinv[(k, l)];
                 }
-                let mut corr = Vec6::zeros();
-                for k in 0..nv {
-                    let uk = data.u_cols[va + k].to_vector();
-                    corr += uk * dinv_u[k];
-                    for l in 0..nv {
-                        let ul = data.u_cols[va + l].to_vector();
-                        ia_art -= uk * ul.transpose() * dinv[(k, l)];
-                    }
-                }
-                pa_art += Force::from_vector(&(ia_art * data.c[i].to_vector() + corr));
             }
-        } else if model.parents[i].is_some() {
-            pa_art += Force::from_vector(&(ia * data.c[i].to_vector()));
+        }
+        data.ia_art[i] = ia_art;
+        if let Some(p) = model.parents[i] {
+            let moved = data.x_parent[i].act_inertia_matrix(&ia_art);
+            data.ia[p] += moved;
+        }
+    }
+    Ok(())
+}
+
+/// The force-dependent half of ABA: bias forces `p^A` (pass 2) and accelerations
+/// (pass 3), reusing [`aba_inertia_pass`]'s results. Needs `v`, `c` and `f_ext` current.
+pub(crate) fn aba_bias_pass(model: &Model, data: &mut Data, tau: &[f64]) -> Result<()> {
+    let nb = model.nbodies();
+    for i in 0..nb {
+        let inertia = &model.bodies[i].inertia;
+        let vi = data.v[i];
+        data.pa[i] = vi.cross_force(&inertia.mul_motion(&vi)) - data.f_ext[i];
+    }
+    for i in (0..nb).rev() {
+        let (va, nv) = (model.v_idx[i], model.joints[i].nv());
+        let pa = data.pa[i];
+        let mut dinv_u = [0.0; 6];
+        for k in 0..nv {
+            data.u[va + k] = tau[va + k] - data.s[va + k].dot(&pa);
+        }
+        for k in 0..nv {
+            for l in 0..nv {
+                dinv_u[k] += data.d_inv[i][(k, l)] * data.u[va + l];
+            }
         }
         if let Some(p) = model.parents[i] {
-            let xp = data.x_parent[i];
-            let moved = xp.act_inertia_matrix(&ia_art);
-            data.ia[p] += moved;
-            data.pa[p] += xp.act_force(&pa_art);
+            let mut pa_art = pa + Force::from_vector(&(data.ia_art[i] * data.c[i].to_vector()));
+            for k in 0..nv {
+                pa_art += data.u_cols[va + k] * dinv_u[k];
+            }
+            let moved = data.x_parent[i].act_force(&pa_art);
+            data.pa[p] += moved;
         }
     }
     let a0 = gravity_acceleration(model);
@@ -124,14 +136,9 @@ pub(crate) fn aba_pass(model: &Model, data: &mut Data, tau: &[f64], damping_dt: 
                 rhs[k] = data.u[va + k] - ai.dot(&data.u_cols[va + k]);
             }
             for k in 0..nv {
-                let mut qdd = 0.0;
-                for l in 0..nv {
-                    qdd += data.d_inv[i][(k, l)] * rhs[l];
-                }
+                let qdd = (0..nv).map(|l| data.d_inv[i][(k, l)] * rhs[l]).sum::<f64>();
                 data.ddq[va + k] = qdd;
-            }
-            for k in 0..nv {
-                ai += data.s[va + k] * data.ddq[va + k];
+                ai += data.s[va + k] * qdd;
             }
         }
         data.a[i] = ai;

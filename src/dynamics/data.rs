@@ -31,6 +31,8 @@ pub struct Data {
     pub ic: Vec<Inertia>,
     /// Articulated-body inertias (ABA).
     pub ia: Vec<Mat6>,
+    /// Articulated inertias projected across each joint, `I^A − U D⁻¹ Uᵀ` (ABA).
+    pub ia_art: Vec<Mat6>,
     /// Articulated bias forces (ABA).
     pub pa: Vec<Force>,
     /// `U = I^A S`, one column per degree of freedom (ABA).
@@ -66,6 +68,7 @@ impl Data {
             f: vec![Force::zero(); nb],
             ic: vec![Inertia::zero(); nb],
             ia: vec![Mat6::zeros(); nb],
+            ia_art: vec![Mat6::zeros(); nb],
             pa: vec![Force::zero(); nb],
             u_cols: vec![Force::zero(); nv],
             d_inv: vec![Mat6::zeros(); nb],

@@ -14,7 +14,7 @@ mod kinematics;
 mod rnea;
 
 pub use aba::aba;
-pub(crate) use aba::aba_pass;
+pub(crate) use aba::{aba_bias_pass, aba_inertia_pass};
 pub use crba::crba;
 pub use data::Data;
 pub use energy::{center_of_mass, kinetic_energy, momentum, potential_energy};

@@ -4,5 +4,5 @@
 mod semi_implicit_euler;
 mod simulator;
 
-pub use semi_implicit_euler::semi_implicit_euler;
-pub use simulator::{Control, SimOptions, Simulator, State};
+pub use semi_implicit_euler::{semi_implicit_euler, IntegratorOptions, StepStats, VelocityProducts};
+pub use simulator::{Control, SimOptions, SimStats, Simulator, State};

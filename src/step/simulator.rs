@@ -1,6 +1,6 @@
 //! The [`Simulator`]: owns a model, its options and its workspace, and steps states.
 
-use super::semi_implicit_euler::semi_implicit_euler;
+use super::semi_implicit_euler::{semi_implicit_euler, IntegratorOptions, StepStats};
 use crate::dynamics::Data;
 use crate::error::{check_vector, Error, Result};
 use crate::math::{Force, Vec3};
@@ -15,11 +15,13 @@ pub struct SimOptions {
     pub dt: f64,
     /// Gravity override; `None` keeps the model's gravity.
     pub gravity: Option<Vec3>,
+    /// Velocity-update settings (where velocity products are evaluated).
+    pub integrator: IntegratorOptions,
 }
 
 impl Default for SimOptions {
     fn default() -> Self {
-        Self { dt: 1e-3, gravity: None }
+        Self { dt: 1e-3, gravity: None, integrator: IntegratorOptions::default() }
     }
 }
 
@@ -64,12 +66,25 @@ impl Control {
     }
 }
 
+/// Counters accumulated over a simulator's life.
+#[derive(Clone, Copy, Debug, PartialEq, Default, Serialize, Deserialize)]
+pub struct SimStats {
+    /// Steps taken.
+    pub steps: u64,
+    /// Midpoint iterations over all steps.
+    pub midpoint_iterations: u64,
+    /// Steps whose midpoint iteration did not converge and fell back to the explicit evaluation.
+    pub midpoint_fallbacks: u64,
+}
+
 /// Steps an articulated system forward in time (contact-free semi-implicit Euler).
 #[derive(Clone, Debug)]
 pub struct Simulator {
     model: Model,
     options: SimOptions,
     data: Data,
+    last: StepStats,
+    stats: SimStats,
 }
 
 impl Simulator {
@@ -78,12 +93,19 @@ impl Simulator {
         if !(options.dt.is_finite() && options.dt > 0.0) {
             return Err(Error::InvalidInput(format!("time step must be positive and finite, got {}", options.dt)));
         }
+        let it = &options.integrator;
+        if !(it.tolerance.is_finite() && it.tolerance > 0.0) || it.max_iterations == 0 {
+            return Err(Error::InvalidInput(format!(
+                "integrator tolerance must be positive and max_iterations at least 1, got {} and {}",
+                it.tolerance, it.max_iterations
+            )));
+        }
         let model = match options.gravity {
             Some(g) => model.with_gravity(g)?,
             None => model,
         };
         let data = Data::new(&model);
-        Ok(Simulator { model, options, data })
+        Ok(Simulator { model, options, data, last: StepStats::default(), stats: SimStats::default() })
     }
     /// The simulated model (with the gravity override applied).
     pub fn model(&self) -> &Model {
@@ -102,6 +124,15 @@ impl Simulator {
         &self.data
     }
 
+    /// Statistics of the last step.
+    pub fn last_step_stats(&self) -> &StepStats {
+        &self.last
+    }
+    /// Counters accumulated since construction.
+    pub fn stats(&self) -> &SimStats {
+        &self.stats
+    }
+
     /// One step from `state` under `control`.
     pub fn step(&mut self, state: &State, control: &Control) -> Result<State> {
         let mut next = State { q: DVector::zeros(self.model.nq()), v: DVector::zeros(self.model.nv()) };
@@ -112,7 +143,13 @@ impl Simulator {
     /// One step from `state` under `control`, written into `next` (no allocation).
     pub fn step_into(&mut self, state: &State, control: &Control, next: &mut State) -> Result<()> {
         check_vector("tau", control.tau.as_slice(), self.model.nv())?;
-        semi_implicit_euler(
+        if next.q.len() != self.model.nq() {
+            next.q = DVector::zeros(self.model.nq());
+        }
+        if next.v.len() != self.model.nv() {
+            next.v = DVector::zeros(self.model.nv());
+        }
+        let stats = semi_implicit_euler(
             &self.model,
             &mut self.data,
             state.q.as_slice(),
@@ -120,9 +157,15 @@ impl Simulator {
             control.tau.as_slice(),
             control.wrenches.as_deref(),
             self.options.dt,
+            &self.options.integrator,
             next.q.as_mut_slice(),
             next.v.as_mut_slice(),
-        )
+        )?;
+        self.last = stats;
+        self.stats.steps += 1;
+        self.stats.midpoint_iterations += stats.iterations as u64;
+        self.stats.midpoint_fallbacks += stats.fallback as u64;
+        Ok(())
     }
 
     /// Steps `controls.len()` times from `state`; returns the states after each step.

@@ -1,0 +1,184 @@
+//! Spatial algebra: transforms, inertia, and the SO(3)/SE(3) exponential, logarithm
+//! and Jacobians checked against finite differences (central and Ridders).
+
+mod common;
+use common::{central, rel_err, ridders};
+use nalgebra::DVector;
+use stiction::math::*;
+
+fn rand_vec(rng: &mut SplitMix64, s: f64) -> Vec3 {
+    Vec3::new(rng.range(-s, s), rng.range(-s, s), rng.range(-s, s))
+}
+
+fn rand_pose(rng: &mut SplitMix64) -> SE3 {
+    SE3::new(so3_exp(&rand_vec(rng, 2.0)), rand_vec(rng, 1.0))
+}
+
+#[test]
+fn transform_actions_match_matrix_forms() {
+    let mut rng = SplitMix64::new(11);
+    for _ in 0..50 {
+        let x = rand_pose(&mut rng);
+        let m = Motion::new(rand_vec(&mut rng, 1.0), rand_vec(&mut rng, 1.0));
+        let f = Force::new(rand_vec(&mut rng, 1.0), rand_vec(&mut rng, 1.0));
+        let xm = x.action_matrix();
+        assert!((x.act_motion(&m).to_vector() - xm * m.to_vector()).amax() < 1e-14);
+        // force transform is X⁻ᵀ
+        let xf = xm.try_inverse().unwrap().transpose();
+        assert!((x.act_force(&f).to_vector() - xf * f.to_vector()).amax() < 1e-13);
+        assert!((x.inv_act_motion(&x.act_motion(&m)) - m).norm() < 1e-14);
+        assert!((x.inv_act_force(&x.act_force(&f)) - f).norm() < 1e-14);
+        // power is frame invariant
+        assert!((x.act_motion(&m).dot(&x.act_force(&f)) - m.dot(&f)).abs() < 1e-13);
+        let y = rand_pose(&mut rng);
+        let p = rand_vec(&mut rng, 1.0);
+        assert!(((x * y).act_point(&p) - x.act_point(&y.act_point(&p))).amax() < 1e-14);
+        assert!((x.inverse().act_point(&x.act_point(&p)) - p).amax() < 1e-14);
+    }
+}
+
+#[test]
+fn cross_products_match_matrix_forms() {
+    let mut rng = SplitMix64::new(12);
+    let v = Motion::new(rand_vec(&mut rng, 1.0), rand_vec(&mut rng, 1.0));
+    let m = Motion::new(rand_vec(&mut rng, 1.0), rand_vec(&mut rng, 1.0));
+    let f = Force::new(rand_vec(&mut rng, 1.0), rand_vec(&mut rng, 1.0));
+    let mut crm = Mat6::zeros();
+    crm.fixed_view_mut::<3, 3>(0, 0).copy_from(&skew(&v.ang));
+    crm.fixed_view_mut::<3, 3>(3, 3).copy_from(&skew(&v.ang));
+    crm.fixed_view_mut::<3, 3>(3, 0).copy_from(&skew(&v.lin));
+    assert!((v.cross_motion(&m).to_vector() - crm * m.to_vector()).amax() < 1e-15);
+    // ×* = −(×)ᵀ
+    assert!((v.cross_force(&f).to_vector() + crm.transpose() * f.to_vector()).amax() < 1e-15);
+}
+
+#[test]
+fn inertia_transform_matches_congruence() {
+    let mut rng = SplitMix64::new(13);
+    for _ in 0..30 {
+        let i = Inertia::from_com(
+            rng.range(0.5, 3.0),
+            rand_vec(&mut rng, 0.3),
+            Mat3::from_diagonal(&Vec3::new(0.3, 0.4, 0.5)),
+        );
+        let x = rand_pose(&mut rng);
+        let xinv = x.action_matrix().try_inverse().unwrap();
+        let expected = xinv.transpose() * i.to_matrix() * xinv;
+        assert!((i.transformed(&x).to_matrix() - expected).amax() < 1e-12);
+        assert!((x.act_inertia_matrix(&i.to_matrix()) - expected).amax() < 1e-12);
+        let v = Motion::new(rand_vec(&mut rng, 1.0), rand_vec(&mut rng, 1.0));
+        assert!((i.mul_motion(&v).to_vector() - i.to_matrix() * v.to_vector()).amax() < 1e-14);
+        assert!((i.inertia_about_com() - Mat3::from_diagonal(&Vec3::new(0.3, 0.4, 0.5))).amax() < 1e-14);
+    }
+}
+
+#[test]
+fn so3_exp_log_round_trip_including_near_zero_and_pi() {
+    let mut rng = SplitMix64::new(14);
+    let mut cases: Vec<Vec3> = (0..100).map(|_| rand_vec(&mut rng, 1.8)).collect();
+    cases.push(Vec3::new(1e-9, -2e-9, 3e-10));
+    cases.push(Vec3::zeros());
+    cases.push(Vec3::new(0.0, 0.0, std::f64::consts::PI - 1e-7));
+    cases.push(Vec3::new(1.0, 1.0, 0.0).normalize() * (std::f64::consts::PI - 1e-9));
+    for w in cases {
+        let r = so3_exp(&w);
+        assert!((r.transpose() * r - Mat3::identity()).amax() < 1e-14);
+        assert!((r.determinant() - 1.0).abs() < 1e-14);
+        assert!((so3_log(&r) - w).amax() < 1e-8 * (1.0 + w.norm()), "{w:?}");
+    }
+}
+
+/// Checks `exp(ξ + ε e_k) = exp(ξ) exp(ε J_r e_k) + O(ε²)` column by column.
+#[test]
+fn so3_jacobians_match_ridders() {
+    let mut rng = SplitMix64::new(15);
+    for trial in 0..40 {
+        let w = if trial == 0 { Vec3::new(3e-6, -1e-6, 2e-6) } else { rand_vec(&mut rng, 1.5) };
+        let jr = so3_right_jacobian(&w);
+        let jl = so3_left_jacobian(&w);
+        assert!((so3_right_jacobian_inv(&w) * jr - Mat3::identity()).amax() < 1e-12);
+        assert!((so3_left_jacobian_inv(&w) * jl - Mat3::identity()).amax() < 1e-12);
+        let r0 = so3_exp(&w);
+        for k in 0..3 {
+            let fr = |e: f64| {
+                let d = so3_log(&(r0.transpose() * so3_exp(&(w + Vec3::ith(k, e)))));
+                DVector::from_column_slice(d.as_slice())
+            };
+            let fl = |e: f64| {
+                let d = so3_log(&(so3_exp(&(w + Vec3::ith(k, e))) * r0.transpose()));
+                DVector::from_column_slice(d.as_slice())
+            };
+            let (dr, _) = ridders(&fr, 1e-2);
+            let (dl, _) = ridders(&fl, 1e-2);
+            let er = DVector::from_column_slice(jr.column(k).as_slice());
+            let el = DVector::from_column_slice(jl.column(k).as_slice());
+            assert!(rel_err(&dr, &er, 1.0) < 1e-9, "J_r col {k}: {dr} vs {er}");
+            assert!(rel_err(&dl, &el, 1.0) < 1e-9, "J_l col {k}");
+            assert!(rel_err(&central(&fr, 1e-6), &er, 1.0) < 1e-7);
+        }
+    }
+}
+
+#[test]
+fn se3_exp_log_and_jacobians_match_ridders() {
+    let mut rng = SplitMix64::new(16);
+    for trial in 0..40 {
+        let xi = if trial == 0 {
+            Motion::new(Vec3::new(2e-6, 1e-6, -1e-6), rand_vec(&mut rng, 1.0))
+        } else {
+            Motion::new(rand_vec(&mut rng, 1.5), rand_vec(&mut rng, 1.0))
+        };
+        let t0 = se3_exp(&xi);
+        assert!((se3_log(&t0) - xi).norm() < 1e-10);
+        let jr = se3_right_jacobian(&xi);
+        let jl = se3_left_jacobian(&xi);
+        assert!((se3_right_jacobian_inv(&xi) * jr - Mat6::identity()).amax() < 1e-11);
+        assert!((se3_left_jacobian_inv(&xi) * jl - Mat6::identity()).amax() < 1e-11);
+        for k in 0..6 {
+            let pert = |e: f64| {
+                let mut x = xi.to_vector();
+                x[k] += e;
+                se3_exp(&Motion::from_vector(&x))
+            };
+            let fr = |e: f64| DVector::from_column_slice(se3_log(&(t0.inverse() * pert(e))).to_vector().as_slice());
+            let fl = |e: f64| DVector::from_column_slice(se3_log(&(pert(e) * t0.inverse())).to_vector().as_slice());
+            let (dr, _) = ridders(&fr, 1e-2);
+            let (dl, _) = ridders(&fl, 1e-2);
+            let er = DVector::from_column_slice(jr.column(k).as_slice());
+            let el = DVector::from_column_slice(jl.column(k).as_slice());
+            assert!(rel_err(&dr, &er, 1.0) < 1e-9, "SE3 J_r col {k}: {dr} vs {er}");
+            assert!(rel_err(&dl, &el, 1.0) < 1e-9, "SE3 J_l col {k}");
+        }
+    }
+}
+
+#[test]
+fn quaternion_integration_is_the_exponential_map() {
+    let mut rng = SplitMix64::new(17);
+    for _ in 0..30 {
+        let q = rng.unit_quaternion();
+        let w = rand_vec(&mut rng, 0.5);
+        let q1 = quat_integrate(&q, &w);
+        let n: f64 = q1.iter().map(|x| x * x).sum();
+        assert!((n - 1.0).abs() < 1e-15);
+        let r0 = nalgebra::UnitQuaternion::from_quaternion(nalgebra::Quaternion::new(q[0], q[1], q[2], q[3]));
+        let r1 = nalgebra::UnitQuaternion::from_quaternion(nalgebra::Quaternion::new(q1[0], q1[1], q1[2], q1[3]));
+        let expected = r0.to_rotation_matrix().matrix() * so3_exp(&w);
+        assert!((r1.to_rotation_matrix().matrix() - expected).amax() < 1e-14);
+    }
+}
+
+#[test]
+fn rng_is_deterministic_and_uniform_quaternions_are_unit() {
+    let mut a = SplitMix64::new(5);
+    let mut b = SplitMix64::new(5);
+    for _ in 0..10 {
+        assert_eq!(a.next_u64(), b.next_u64());
+    }
+    let mean: f64 = (0..10000).map(|_| a.uniform()).sum::<f64>() / 10000.0;
+    assert!((mean - 0.5).abs() < 0.02);
+    for _ in 0..100 {
+        let q = a.unit_quaternion();
+        assert!((q.iter().map(|x| x * x).sum::<f64>() - 1.0).abs() < 1e-14);
+    }
+}
