@@ -276,12 +276,16 @@ pub fn plane_basis(n: &Vec3) -> (Vec3, Vec3) {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JointLimits {
     /// Lower position bound per coordinate (nq entries; ignored for quaternion coordinates).
+    #[serde(with = "serde_inf")]
     pub lower: Vec<f64>,
     /// Upper position bound per coordinate (nq entries).
+    #[serde(with = "serde_inf")]
     pub upper: Vec<f64>,
     /// Maximum speed per degree of freedom (nv entries).
+    #[serde(with = "serde_inf")]
     pub velocity: Vec<f64>,
     /// Maximum effort (torque or force) per degree of freedom (nv entries).
+    #[serde(with = "serde_inf")]
     pub effort: Vec<f64>,
 }
 
@@ -442,5 +446,48 @@ impl Joint {
     /// Number of degrees of freedom.
     pub fn nv(&self) -> usize {
         self.kind.nv()
+    }
+}
+
+/// Serde for `Vec<f64>` that writes infinities as the strings `"inf"` / `"-inf"`
+/// (JSON has no infinity; unlimited joint limits are infinite).
+mod serde_inf {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Num {
+        F(f64),
+        S(String),
+    }
+
+    pub fn serialize<S: Serializer>(xs: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        let v: Vec<Num> = xs
+            .iter()
+            .map(|&x| match x {
+                x if x == f64::INFINITY => Num::S("inf".into()),
+                x if x == f64::NEG_INFINITY => Num::S("-inf".into()),
+                x if x.is_nan() => Num::S("nan".into()),
+                x => Num::F(x),
+            })
+            .collect();
+        v.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        let v: Vec<Num> = Vec::deserialize(d)?;
+        v.into_iter()
+            .map(|n| match n {
+                Num::F(x) => Ok(x),
+                Num::S(s) => match s.as_str() {
+                    "inf" => Ok(f64::INFINITY),
+                    "-inf" => Ok(f64::NEG_INFINITY),
+                    "nan" => Ok(f64::NAN),
+                    other => {
+                        Err(serde::de::Error::custom(format!("expected a number, 'inf' or '-inf', got '{other}'")))
+                    }
+                },
+            })
+            .collect()
     }
 }
