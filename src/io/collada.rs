@@ -353,3 +353,106 @@ fn geometry(doc: &Document, g: Node) -> Result<Raw, String> {
     }
     Ok((points, tris))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use approx::assert_relative_eq;
+
+    /// A one-geometry document: `prims` are the primitive elements, `scene` the
+    /// visual-scene nodes, `asset` the asset contents.
+    fn doc(asset: &str, prims: &str, scene: &str) -> String {
+        format!(
+            r##"<?xml version="1.0"?>
+<COLLADA xmlns="http://www.collada.org/2005/11/COLLADASchema" version="1.4.1">
+  <asset>{asset}</asset>
+  <library_geometries>
+    <geometry id="quad"><mesh>
+      <source id="pos">
+        <float_array id="pos-a" count="12">0 0 0 1 0 0 1 1 0 0 1 0</float_array>
+        <technique_common><accessor source="#pos-a" count="4" stride="3"/></technique_common>
+      </source>
+      <source id="nrm">
+        <float_array id="nrm-a" count="3">0 0 1</float_array>
+        <technique_common><accessor source="#nrm-a" count="1" stride="3"/></technique_common>
+      </source>
+      <vertices id="vtx"><input semantic="POSITION" source="#pos"/></vertices>
+      {prims}
+    </mesh></geometry>
+  </library_geometries>
+  <library_visual_scenes><visual_scene id="s">{scene}</visual_scene></library_visual_scenes>
+</COLLADA>"##
+        )
+    }
+
+    const TRIS: &str = r##"<triangles count="2">
+        <input semantic="VERTEX" source="#vtx" offset="0"/>
+        <input semantic="NORMAL" source="#nrm" offset="1"/>
+        <p>0 0 1 0 2 0  0 0 2 0 3 0</p></triangles>"##;
+
+    #[test]
+    fn triangles_with_interleaved_inputs_and_no_scene() {
+        let (v, t) = parse_collada(&doc("<up_axis>Z_UP</up_axis>", TRIS, "")).unwrap();
+        assert_eq!(v.len(), 4);
+        assert_eq!(t, vec![[0, 1, 2], [0, 2, 3]]);
+        assert_relative_eq!(v[2], Vec3::new(1.0, 1.0, 0.0));
+    }
+
+    #[test]
+    fn polygons_polylist_trifans_tristrips_triangulate() {
+        let prims = r##"
+          <polylist count="1"><input semantic="VERTEX" source="#vtx" offset="0"/><vcount>4</vcount><p>0 1 2 3</p></polylist>
+          <polygons count="1"><input semantic="VERTEX" source="#vtx" offset="0"/><p>0 1 2 3</p></polygons>
+          <trifans count="1"><input semantic="VERTEX" source="#vtx" offset="0"/><p>0 1 2 3</p></trifans>
+          <tristrips count="1"><input semantic="VERTEX" source="#vtx" offset="0"/><p>0 1 3 2</p></tristrips>
+          <lines count="1"><input semantic="VERTEX" source="#vtx" offset="0"/><p>0 1</p></lines>"##;
+        let (_, t) = parse_collada(&doc("<up_axis>Z_UP</up_axis>", prims, "")).unwrap();
+        assert_eq!(t.len(), 8);
+        assert_eq!(&t[..2], &[[0, 1, 2], [0, 2, 3]]);
+        // the strip keeps a consistent winding
+        assert_eq!(&t[6..], &[[0, 1, 3], [3, 1, 2]]);
+    }
+
+    #[test]
+    fn node_transforms_units_and_up_axis() {
+        // scale 2, then 90° about z, then translate (row-major matrix); instanced twice.
+        let scene = r##"
+          <node id="a"><matrix>1 0 0 5  0 1 0 0  0 0 1 0  0 0 0 1</matrix>
+            <rotate>0 0 1 90</rotate><scale>2 2 2</scale>
+            <instance_geometry url="#quad"/></node>
+          <node id="b"><translate>0 0 1</translate>
+            <node id="c"><scale>-1 1 1</scale><instance_geometry url="#quad"/></node></node>"##;
+        let (v, t) = parse_collada(&doc("<unit meter=\"0.5\"/><up_axis>Z_UP</up_axis>", TRIS, scene)).unwrap();
+        assert_eq!((v.len(), t.len()), (8, 4));
+        // vertex (1, 0, 0): scaled (2, 0, 0), rotated (0, 2, 0), translated (5, 2, 0), halved
+        assert_relative_eq!(v[1], Vec3::new(2.5, 1.0, 0.0), epsilon = 1e-12);
+        // second instance: mirrored in x, raised by 1, halved; triangles re-wound
+        assert_relative_eq!(v[4 + 1], Vec3::new(-0.5, 0.0, 0.5), epsilon = 1e-12);
+        assert_eq!(t[2], [4, 6, 5]);
+    }
+
+    #[test]
+    fn y_up_is_rotated_to_z_up() {
+        // Y_UP is the Collada default.
+        let (v, _) = parse_collada(&doc("", TRIS, "")).unwrap();
+        // (0, 1, 0) in y-up is "up": (0, 0, 1) in z-up
+        assert_relative_eq!(v[3], Vec3::new(0.0, 0.0, 1.0), epsilon = 1e-12);
+        let (v, _) = parse_collada(&doc("<up_axis>X_UP</up_axis>", TRIS, "")).unwrap();
+        assert_relative_eq!(v[1], Vec3::new(0.0, 0.0, 1.0), epsilon = 1e-12);
+    }
+
+    #[test]
+    fn errors_are_descriptive() {
+        let bad_p = TRIS.replace("0 0 2 0 3 0</p>", "0 0 2 0 3</p>");
+        let e = parse_collada(&doc("", &bad_p, "")).unwrap_err();
+        assert!(e.contains("not a multiple of the stride 2"), "{e}");
+        let e = parse_collada(&doc("", TRIS, r##"<node><instance_geometry url="#nope"/></node>"##)).unwrap_err();
+        assert!(e.contains("unknown geometry '#nope'"), "{e}");
+        let e = parse_collada(&doc("<up_axis>W_UP</up_axis>", TRIS, "")).unwrap_err();
+        assert!(e.contains("W_UP"), "{e}");
+        let e = parse_collada("<mesh/>").unwrap_err();
+        assert!(e.contains("expected <COLLADA>"), "{e}");
+        let e = parse_collada(&doc("", &TRIS.replace("0 0 1 0 2 0", "0 0 1 0 x 0"), "")).unwrap_err();
+        assert!(e.contains("'x' is not a non-negative integer"), "{e}");
+    }
+}
