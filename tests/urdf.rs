@@ -557,3 +557,52 @@ fn mirroring_scale_rewinds_triangles() {
     }
     assert_eq!(b.vertices[1], Vec3::new(-a.vertices[1].x, a.vertices[1].y, a.vertices[1].z));
 }
+
+// ---- the loaded models simulate ----
+
+#[test]
+fn loaded_pendulum_has_the_right_dynamics() {
+    let m = load_urdf(fixture("world.urdf"), &UrdfOptions::default()).unwrap().model;
+    let mut data = stiction::Data::new(&m);
+    let theta = 0.5f64;
+    let ddq = stiction::dynamics::aba(&m, &mut data, &[theta], &[0.0], &[0.0], None).unwrap()[0];
+    // point-like bob 1 m below the hinge: |θ̈| = m g l sin θ / (I + m l²)
+    assert_relative_eq!(ddq.abs(), 9.81 * theta.sin() / 1.001, epsilon = 1e-9);
+    // gravity pulls it back towards the bottom
+    assert!(ddq * theta < 0.0);
+}
+
+#[test]
+fn loaded_full_model_has_finite_forward_dynamics() {
+    for floating_base in [false, true] {
+        let m = load_urdf(fixture("full.urdf"), &UrdfOptions { floating_base, ..opts() }).unwrap().model;
+        let mut data = stiction::Data::new(&m);
+        let q = m.random_configuration(7);
+        let v = vec![0.1; m.nv()];
+        let tau = vec![0.0; m.nv()];
+        let ddq = stiction::dynamics::aba(&m, &mut data, q.as_slice(), &v, &tau, None).unwrap();
+        assert_eq!(ddq.len(), m.nv());
+        assert!(ddq.iter().all(|x| x.is_finite()), "{ddq:?}");
+    }
+}
+
+#[test]
+fn unknown_elements_warn_where_they_are() {
+    let xml = r#"<robot name="r">
+      <link name="base">
+        <inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial>
+        <collision><geometry><sphere radius="0.1"/></geometry><contact_coefficients mu="1"/></collision>
+        <visual><geometry><box size="1 1 1"/></geometry><material name="nowhere"/></visual>
+        <self_collision_checking/>
+      </link>
+      <extra/>
+    </robot>"#;
+    let r = parse_urdf(xml, None, &UrdfOptions::default()).unwrap();
+    let w = &r.warnings;
+    assert_eq!(w.len(), 4, "{w:#?}");
+    assert!(w[0].contains("<contact_coefficients> in collision 0 of link 'base'"), "{w:#?}");
+    assert!(w[1].contains("material 'nowhere' is not defined"), "{w:#?}");
+    assert!(w[2].contains("<self_collision_checking> in link 'base'"), "{w:#?}");
+    assert!(w[3].contains("unknown element <extra> in <robot>"), "{w:#?}");
+    assert!(w[0].starts_with("<string>:4:"), "{w:#?}");
+}

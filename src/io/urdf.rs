@@ -397,6 +397,12 @@ impl<'a, 'input> Parser<'a, 'input> {
                 Geometry::Mesh(mesh)
             }
         };
+        for c in elements(n) {
+            let tag = c.tag_name().name();
+            if !matches!(tag, "origin" | "geometry") {
+                self.warn(c, format!("unknown element <{tag}> in {what} ignored"));
+            }
+        }
         let mut shape = CollisionShape::new(geometry, origin);
         shape.name = n.attribute("name").map(str::to_string);
         Ok(Some(shape))
