@@ -9,6 +9,9 @@
 //! Conventions: z-up world, SI units, `f64`, spatial vectors `[angular; linear]`,
 //! unit quaternions stored `[w, x, y, z]`; see `docs/architecture.md`.
 
+// Index loops over joint coordinates mirror the algorithms' equations.
+#![allow(clippy::needless_range_loop)]
+
 pub mod dynamics;
 pub mod error;
 pub mod io;
