@@ -10,7 +10,6 @@
 //! unit quaternions stored `[w, x, y, z]`; see `docs/architecture.md`.
 
 // Index loops over joint coordinates mirror the algorithms' equations.
-#![allow(clippy::needless_range_loop)]
 
 pub mod dynamics;
 pub mod error;
