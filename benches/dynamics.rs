@@ -1,1 +1,72 @@
-fn main() {}
+//! Criterion benches of the rigid-body algorithms (CRBA, RNEA, ABA) and of one
+//! contact-free step, on a 7-DoF arm, a 30-link spatial chain and the 50-DoF
+//! floating-base humanoid. Run: `cargo bench --bench dynamics`.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use nalgebra::DVector;
+use std::hint::black_box;
+use std::time::Duration;
+use stiction::dynamics::{aba, crba, rnea};
+use stiction::math::SplitMix64;
+use stiction::model::samples::{arm7, humanoid, spatial_chain};
+use stiction::step::{IntegratorOptions, VelocityProducts};
+use stiction::{Control, Data, Model, SimOptions, Simulator, State};
+
+fn models() -> Vec<(&'static str, Model)> {
+    vec![("arm7", arm7()), ("chain30", spatial_chain(30)), ("humanoid50", humanoid())]
+}
+
+fn state(model: &Model) -> (DVector<f64>, DVector<f64>, DVector<f64>) {
+    let mut rng = SplitMix64::new(1);
+    let q = model.random_configuration(7);
+    let v = DVector::from_fn(model.nv(), |_, _| rng.range(-1.0, 1.0));
+    let tau = DVector::from_fn(model.nv(), |_, _| rng.range(-1.0, 1.0));
+    (q, v, tau)
+}
+
+fn bench_algorithms(c: &mut Criterion) {
+    let mut group = c.benchmark_group("dynamics");
+    group.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    for (name, model) in models() {
+        let (q, v, tau) = state(&model);
+        let mut data = Data::new(&model);
+        group.bench_with_input(BenchmarkId::new("crba", name), &model, |b, m| {
+            b.iter(|| {
+                crba(m, &mut data, black_box(q.as_slice())).unwrap();
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("rnea", name), &model, |b, m| {
+            b.iter(|| {
+                rnea(m, &mut data, black_box(q.as_slice()), v.as_slice(), tau.as_slice(), None).unwrap();
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("aba", name), &model, |b, m| {
+            b.iter(|| {
+                aba(m, &mut data, black_box(q.as_slice()), v.as_slice(), tau.as_slice(), None).unwrap();
+            })
+        });
+    }
+    group.finish();
+}
+
+fn bench_step(c: &mut Criterion) {
+    let mut group = c.benchmark_group("step");
+    group.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    for (name, model) in models() {
+        let (q, v, tau) = state(&model);
+        for (label, vp) in [("explicit", VelocityProducts::Explicit), ("midpoint", VelocityProducts::Midpoint)] {
+            let integrator = IntegratorOptions { velocity_products: vp, ..Default::default() };
+            let mut sim = Simulator::new(model.clone(), SimOptions { dt: 1e-3, gravity: None, integrator }).unwrap();
+            let st = State { q: q.clone(), v: v.clone() };
+            let ctrl = Control::torques(tau.clone());
+            let mut next = st.clone();
+            group.bench_function(BenchmarkId::new(label, name), |b| {
+                b.iter(|| sim.step_into(black_box(&st), &ctrl, &mut next).unwrap())
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_algorithms, bench_step);
+criterion_main!(benches);

@@ -46,6 +46,30 @@ pub(crate) fn kinematics_pass(model: &Model, data: &mut Data, q: &[f64], v: Opti
     }
 }
 
+/// Velocity pass alone: body velocities `v` and velocity products `c` for new
+/// generalized velocities, reusing the poses and motion subspaces of the last
+/// [`kinematics_pass`] at the same configuration.
+#[inline]
+pub(crate) fn velocity_pass(model: &Model, data: &mut Data, v: &[f64]) {
+    for i in 0..model.nbodies() {
+        let joint = &model.joints[i];
+        let (va, nv) = (model.v_idx[i], joint.nv());
+        let qd = &v[va..va + nv];
+        let s = &data.s[va..va + nv];
+        let mut vj = Motion::zero();
+        for k in 0..nv {
+            vj += s[k] * qd[k];
+        }
+        let cj = joint.kind.bias(s, qd);
+        let vi = match model.parents[i] {
+            Some(p) => data.x_parent[i].inv_act_motion(&data.v[p]) + vj,
+            None => vj,
+        };
+        data.v[i] = vi;
+        data.c[i] = cj + vi.cross_motion(&vj);
+    }
+}
+
 /// Converts world-frame external wrenches (about the world origin) into body frames.
 /// `x_world` must be current.
 pub(crate) fn external_forces_to_bodies(model: &Model, data: &mut Data, f_ext: Option<&[Force]>) -> Result<()> {

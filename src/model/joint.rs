@@ -174,8 +174,7 @@ impl JointType {
                 let a1c = r2.tr_mul(axis1);
                 s[0] = Motion::new(a1c, z);
                 s[1] = Motion::new(*axis2, z);
-                let c = Motion::new(a1c.cross(axis2) * (qd[0] * qd[1]), z);
-                (SE3::new(r1 * r2, z), c)
+                (SE3::new(r1 * r2, z), self.bias(s, qd))
             }
             JointType::Planar { normal } => {
                 let (t1, t2) = plane_basis(normal);
@@ -185,10 +184,23 @@ impl JointType {
                 s[0] = Motion::new(z, e1);
                 s[1] = Motion::new(z, e2);
                 s[2] = Motion::new(*normal, z);
-                let vlin = e1 * qd[0] + e2 * qd[1];
-                let c = Motion::new(z, -normal.cross(&vlin) * qd[2]);
-                (SE3::new(r, t1 * q[0] + t2 * q[1]), c)
+                (SE3::new(r, t1 * q[0] + t2 * q[1]), self.bias(s, qd))
             }
+        }
+    }
+
+    /// The velocity-product bias `c_J = Ṡ q̇` from the joint's current motion-subspace
+    /// columns `s` (child frame). Zero for joints whose `S` is constant in the child frame;
+    /// universal: `(R₂ᵀa₁ × a₂) q̇₁ q̇₂`; planar: `−q̇_θ n × (e₁ q̇_x + e₂ q̇_y)`.
+    #[inline]
+    pub fn bias(&self, s: &[Motion], qd: &[f64]) -> Motion {
+        match self {
+            JointType::Universal { .. } => Motion::new(s[0].ang.cross(&s[1].ang) * (qd[0] * qd[1]), Vec3::zeros()),
+            JointType::Planar { .. } => {
+                let vlin = s[0].lin * qd[0] + s[1].lin * qd[1];
+                Motion::new(Vec3::zeros(), -s[2].ang.cross(&vlin) * qd[2])
+            }
+            _ => Motion::zero(),
         }
     }
 

@@ -19,7 +19,9 @@
 //!   (the articulated inertias depend on q alone). With [`VelocityProducts::Explicit`]
 //!   `v̄ = v`, the classic semi-implicit Euler step.
 
-use crate::dynamics::{aba_bias_pass, aba_inertia_pass, check_q, external_forces_to_bodies, kinematics_pass, Data};
+use crate::dynamics::{
+    aba_bias_pass, aba_inertia_pass, check_q, external_forces_to_bodies, kinematics_pass, velocity_pass, Data,
+};
 use crate::error::{check_vector, Error, Result};
 use crate::math::Force;
 use crate::Model;
@@ -107,7 +109,7 @@ pub fn semi_implicit_euler(
             tau_eff[k] -= model.stiffness[k] * dq[k];
         }
     }
-    let result = velocity_update(model, data, q, v, tau_eff.as_slice(), dt, options, v_out);
+    let result = velocity_update(model, data, v, tau_eff.as_slice(), dt, options, v_out);
     data.tmp_nv = tau_eff;
     let stats = result?;
     model.integrate_into(q, v_out, dt, q_out);
@@ -125,7 +127,6 @@ pub fn semi_implicit_euler(
 fn velocity_update(
     model: &Model,
     data: &mut Data,
-    q: &[f64],
     v: &[f64],
     tau_eff: &[f64],
     dt: f64,
@@ -149,7 +150,7 @@ fn velocity_update(
         for k in 0..nv {
             vbar[k] = 0.5 * (v[k] + v_out[k]);
         }
-        kinematics_pass(model, data, q, Some(&vbar));
+        velocity_pass(model, data, &vbar);
         aba_bias_pass(model, data, tau_eff)?;
         let (mut delta, mut scale) = (0.0f64, 1.0f64);
         for k in 0..nv {
