@@ -63,7 +63,7 @@ impl Model {
             v_idx.push(nv);
             nq += j.nq();
             nv += j.nv();
-            dof_body.extend(std::iter::repeat_n(i, j.nv()));
+            dof_body.extend(std::iter::repeat(i).take(j.nv()));
         }
         let per_dof = |f: &dyn Fn(&Joint) -> &Vec<f64>| {
             DVector::from_iterator(

@@ -276,13 +276,56 @@ pub fn plane_basis(n: &Vec3) -> (Vec3, Vec3) {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JointLimits {
     /// Lower position bound per coordinate (nq entries; ignored for quaternion coordinates).
+    #[serde(with = "unbounded")]
     pub lower: Vec<f64>,
     /// Upper position bound per coordinate (nq entries).
+    #[serde(with = "unbounded")]
     pub upper: Vec<f64>,
     /// Maximum speed per degree of freedom (nv entries).
+    #[serde(with = "unbounded")]
     pub velocity: Vec<f64>,
     /// Maximum effort (torque or force) per degree of freedom (nv entries).
+    #[serde(with = "unbounded")]
     pub effort: Vec<f64>,
+}
+
+/// Serde for limit vectors that may hold ±∞. JSON has no infinity (`serde_json`
+/// writes it as `null`, which does not read back), so non-finite entries are
+/// written as the strings `"inf"`, `"-inf"` and `"nan"`.
+mod unbounded {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Entry {
+        Number(f64),
+        Text(String),
+    }
+
+    pub fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(|&x| match x {
+            x if x.is_finite() => Entry::Number(x),
+            x if x == f64::INFINITY => Entry::Text("inf".into()),
+            x if x == f64::NEG_INFINITY => Entry::Text("-inf".into()),
+            _ => Entry::Text("nan".into()),
+        }))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        Vec::<Entry>::deserialize(d)?
+            .into_iter()
+            .map(|e| match e {
+                Entry::Number(x) => Ok(x),
+                Entry::Text(t) => match t.to_ascii_lowercase().as_str() {
+                    "inf" | "+inf" | "infinity" | "+infinity" => Ok(f64::INFINITY),
+                    "-inf" | "-infinity" => Ok(f64::NEG_INFINITY),
+                    "nan" => Ok(f64::NAN),
+                    _ => Err(D::Error::custom(format!("invalid limit '{t}': expected a number, 'inf' or '-inf'"))),
+                },
+            })
+            .collect()
+    }
 }
 
 impl JointLimits {
@@ -442,5 +485,29 @@ impl Joint {
     /// Number of degrees of freedom.
     pub fn nv(&self) -> usize {
         self.kind.nv()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unbounded_limits_survive_json() {
+        let j = Joint::revolute("j", Vec3::z()).with_position_limits(&[f64::NEG_INFINITY], &[1.5]);
+        let s = serde_json::to_string(&j).unwrap();
+        assert!(s.contains("\"-inf\"") && s.contains("\"inf\""), "{s}");
+        let back: Joint = serde_json::from_str(&s).unwrap();
+        assert_eq!(back, j);
+        let bad = s.replace("\"-inf\"", "\"minus infinity\"");
+        assert!(serde_json::from_str::<Joint>(&bad).is_err());
+    }
+
+    #[test]
+    fn sample_models_round_trip_through_json_exactly() {
+        for m in [crate::model::samples::all_joint_types(), crate::model::samples::random_tree(12, 3, true)] {
+            let back = crate::Model::from_json(&m.to_json().unwrap()).unwrap();
+            assert_eq!(back, m);
+        }
     }
 }

@@ -142,7 +142,11 @@ fn normalise_axes(kind: &mut JointType, joint: &str) -> Result<(), ModelError> {
         if n < 1e-12 {
             return Err(ModelError::ZeroAxis { joint: joint.into() });
         }
-        *a /= n;
+        // Leave axes that are already unit (to rounding) untouched, so that building
+        // a model read back from JSON reproduces it bit for bit.
+        if (n - 1.0).abs() > 4.0 * f64::EPSILON {
+            *a /= n;
+        }
     }
     if let JointType::Universal { axis1, axis2 } = kind {
         if axis1.cross(axis2).norm() < 1e-9 {
