@@ -43,6 +43,8 @@ def test_from_urdf_happy_path(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", stiction.LoadWarning)
         m = stiction.Model.from_urdf(str(path), load_collision_meshes=False)
+        # os.PathLike is accepted too, and a floating base adds a free joint
+        f = stiction.Model.from_urdf(path, floating_base=True, load_collision_meshes=False)
     assert m.name == "pendulum"
     assert (m.nq, m.nv) == (1, 1)
     assert m.joint_names == ["hinge"]
@@ -50,8 +52,6 @@ def test_from_urdf_happy_path(tmp_path):
     np.testing.assert_allclose(m.upper_limits, [1.5])
     np.testing.assert_allclose(m.effort_limits, [10.0])
     np.testing.assert_allclose(m.total_mass, 3.0)
-    # os.PathLike is accepted too, and a floating base adds a free joint
-    f = stiction.Model.from_urdf(path, floating_base=True, load_collision_meshes=False)
     assert (f.nq, f.nv) == (8, 7)
 
 
