@@ -34,10 +34,19 @@ fn main() -> Result<(), stiction::Error> {
         let e = energy(&mut data, &s)?;
         worst = worst.max((e - e0).abs() / (e0 - rest));
         if k % 20_000 == 0 {
-            println!("   t = {:4.1} s  q = [{:+.3}, {:+.3}]  relative energy error {:+.2e}", k as f64 * 1e-4, s.q[0], s.q[1], (e - e0) / (e0 - rest));
+            println!(
+                "   t = {:4.1} s  q = [{:+.3}, {:+.3}]  relative energy error {:+.2e}",
+                k as f64 * 1e-4,
+                s.q[0],
+                s.q[1],
+                (e - e0) / (e0 - rest)
+            );
         }
     }
-    println!("   worst relative energy error over 10 s: {worst:.2e}  ({:.0} ms wall)", t0.elapsed().as_secs_f64() * 1e3);
+    println!(
+        "   worst relative energy error over 10 s: {worst:.2e}  ({:.0} ms wall)",
+        t0.elapsed().as_secs_f64() * 1e3
+    );
 
     // 2. Computed-torque tracking on a 7-DoF arm.
     let arm = arm7();
@@ -71,7 +80,10 @@ fn main() -> Result<(), stiction::Error> {
     // 3. Tumbling free body.
     let mut b = ModelBuilder::new("brick");
     b.floating_base(true).gravity(Vec3::zeros());
-    b.add_link(Body::new("brick", Inertia::from_com(1.5, Vec3::zeros(), Mat3::from_diagonal(&Vec3::new(0.1, 0.2, 0.3)))));
+    b.add_link(Body::new(
+        "brick",
+        Inertia::from_com(1.5, Vec3::zeros(), Mat3::from_diagonal(&Vec3::new(0.1, 0.2, 0.3))),
+    ));
     let brick = b.build()?;
     let mut sim = Simulator::new(brick.clone(), SimOptions { dt: 1e-4, ..Default::default() })?;
     let mut data = Data::new(&brick);

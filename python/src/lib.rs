@@ -1,1 +1,33 @@
+//! Python bindings of the stiction physics engine (the `stiction._stiction`
+//! extension module). The pure-Python package `stiction` re-exports everything.
+//!
+//! Every array argument accepts any array-like convertible to a float64 array;
+//! lengths are checked against the model and reported as `stiction.InputError`
+//! (a `ValueError`). Rust errors map to the exception hierarchy in [`errors`].
 
+mod builder;
+mod convert;
+mod errors;
+mod model;
+mod samples;
+mod simulator;
+
+use pyo3::prelude::*;
+
+/// The extension module.
+#[pymodule]
+fn _stiction(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("StictionError", py.get_type::<errors::StictionError>())?;
+    m.add("ModelError", py.get_type::<errors::ModelError>())?;
+    m.add("LoadError", py.get_type::<errors::LoadError>())?;
+    m.add("NumericalError", py.get_type::<errors::NumericalError>())?;
+    m.add("InputError", errors::input_error_type(py)?)?;
+    m.add("LoadWarning", py.get_type::<errors::LoadWarning>())?;
+    m.add_class::<model::PyModel>()?;
+    m.add_class::<builder::PyModelBuilder>()?;
+    m.add_class::<simulator::PySimulator>()?;
+    samples::register(m)?;
+    Ok(())
+}

@@ -503,3 +503,27 @@ mod serde_inf {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unbounded_limits_survive_json() {
+        let j = Joint::revolute("j", Vec3::z()).with_position_limits(&[f64::NEG_INFINITY], &[1.5]);
+        let s = serde_json::to_string(&j).unwrap();
+        assert!(s.contains("\"-inf\"") && s.contains("\"inf\""), "{s}");
+        let back: Joint = serde_json::from_str(&s).unwrap();
+        assert_eq!(back, j);
+        let bad = s.replace("\"-inf\"", "\"minus infinity\"");
+        assert!(serde_json::from_str::<Joint>(&bad).is_err());
+    }
+
+    #[test]
+    fn sample_models_round_trip_through_json_exactly() {
+        for m in [crate::model::samples::all_joint_types(), crate::model::samples::random_tree(12, 3, true)] {
+            let back = crate::Model::from_json(&m.to_json().unwrap()).unwrap();
+            assert_eq!(back, m);
+        }
+    }
+}

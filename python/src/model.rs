@@ -1,0 +1,380 @@
+//! `stiction.Model`: an immutable model plus a scratch workspace.
+
+use crate::convert::{dvector, out_mat, out_se3, out_vec, vector};
+use crate::errors::{input_error, load_err, model_err, IntoPyResult, LoadWarning};
+use numpy::{PyArray1, PyArray2};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use std::ffi::CString;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+use stiction::dynamics::{self, Data, ReferenceFrame};
+use stiction::io::UrdfOptions;
+use stiction::{Model, ModelBuilder};
+
+/// A body given by index or by name.
+#[derive(FromPyObject)]
+pub enum BodyRef {
+    Index(usize),
+    Name(String),
+}
+
+/// An articulated rigid-body model. Immutable; build one with `ModelBuilder`,
+/// `Model.from_urdf`, `Model.from_json` or `stiction.samples`.
+#[pyclass(name = "Model", module = "stiction", frozen)]
+pub struct PyModel {
+    pub model: Model,
+    data: Mutex<Data>,
+}
+
+impl PyModel {
+    pub fn new(model: Model) -> Self {
+        let data = Data::new(&model);
+        Self { model, data: Mutex::new(data) }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Data> {
+        // A panic cannot leave `Data` in a state later calls rely on: every
+        // algorithm overwrites what it reads.
+        self.data.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` on the model and its workspace with the GIL released.
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&Model, &mut Data) -> stiction::Result<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| f(&self.model, &mut self.lock())).py_err()
+    }
+
+    fn q(&self, obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<f64>> {
+        vector(obj, name, self.model.nq(), "model.nq")
+    }
+
+    fn v(&self, obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<f64>> {
+        vector(obj, name, self.model.nv(), "model.nv")
+    }
+
+    fn body(&self, body: BodyRef) -> PyResult<usize> {
+        match body {
+            BodyRef::Index(i) if i < self.model.nbodies() => Ok(i),
+            BodyRef::Index(i) => {
+                Err(input_error(format!("body index {i} out of range (model has {} bodies)", self.model.nbodies())))
+            }
+            BodyRef::Name(n) => self.model.body_index(&n).py_err(),
+        }
+    }
+}
+
+fn reference_frame(frame: &str) -> PyResult<ReferenceFrame> {
+    match frame {
+        "world" => Ok(ReferenceFrame::World),
+        "local" => Ok(ReferenceFrame::Local),
+        "local_world_aligned" => Ok(ReferenceFrame::LocalWorldAligned),
+        other => Err(input_error(format!("frame must be 'world', 'local' or 'local_world_aligned', got '{other}'"))),
+    }
+}
+
+#[pymethods]
+impl PyModel {
+    /// Loads a URDF file. Loader warnings are issued as `stiction.LoadWarning`.
+    #[staticmethod]
+    #[pyo3(signature = (path, floating_base=false, package_dirs=Vec::new(), load_collision_meshes=true, strict=false))]
+    fn from_urdf(
+        py: Python<'_>,
+        path: PathBuf,
+        floating_base: bool,
+        package_dirs: Vec<PathBuf>,
+        load_collision_meshes: bool,
+        strict: bool,
+    ) -> PyResult<Self> {
+        let options = UrdfOptions { floating_base, package_dirs, load_collision_meshes, strict };
+        let loaded = py.detach(|| Model::from_urdf(&path, &options)).map_err(load_err)?;
+        let category = py.get_type::<LoadWarning>();
+        for w in &loaded.warnings {
+            let msg = CString::new(w.replace('\0', "\\0")).expect("NUL bytes were replaced");
+            // From native code, stacklevel 1 is the Python frame that called
+            // from_urdf (what stacklevel=2 means inside a Python wrapper).
+            PyErr::warn(py, &category, &msg, 1)?;
+        }
+        Ok(PyModel::new(loaded.model))
+    }
+
+    /// Reads a model from the JSON written by `to_json`.
+    #[staticmethod]
+    fn from_json(py: Python<'_>, s: &str) -> PyResult<Self> {
+        let builder: ModelBuilder =
+            serde_json::from_str(s).map_err(|e| input_error(format!("invalid model JSON: {e}")))?;
+        let model = py.detach(|| builder.build()).map_err(model_err)?;
+        Ok(PyModel::new(model))
+    }
+
+    /// Serializes the model to JSON.
+    fn to_json(&self) -> PyResult<String> {
+        self.model.to_json().py_err()
+    }
+
+    /// The model name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.model.name()
+    }
+    /// Number of configuration coordinates.
+    #[getter]
+    fn nq(&self) -> usize {
+        self.model.nq()
+    }
+    /// Number of degrees of freedom.
+    #[getter]
+    fn nv(&self) -> usize {
+        self.model.nv()
+    }
+    /// Number of bodies (the world excluded).
+    #[getter]
+    fn nbodies(&self) -> usize {
+        self.model.nbodies()
+    }
+    /// Names of the joints with degrees of freedom, in coordinate order.
+    #[getter]
+    fn joint_names(&self) -> Vec<String> {
+        self.model.joint_names()
+    }
+    /// Names of the bodies, in depth-first order (body indices).
+    #[getter]
+    fn body_names(&self) -> Vec<String> {
+        self.model.bodies().iter().map(|b| b.name.clone()).collect()
+    }
+    /// Gravity in world coordinates, shape (3,).
+    #[getter]
+    fn gravity<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        out_vec(py, self.model.gravity().as_slice())
+    }
+    /// Total mass of the bodies.
+    #[getter]
+    fn total_mass(&self) -> f64 {
+        self.model.total_mass()
+    }
+    /// Lower position limits, shape (nq,); -inf where unlimited.
+    #[getter]
+    fn lower_limits<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        out_vec(py, self.model.lower_limits().as_slice())
+    }
+    /// Upper position limits, shape (nq,); +inf where unlimited.
+    #[getter]
+    fn upper_limits<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        out_vec(py, self.model.upper_limits().as_slice())
+    }
+    /// Velocity limits, shape (nv,).
+    #[getter]
+    fn velocity_limits<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        out_vec(py, self.model.velocity_limits().as_slice())
+    }
+    /// Effort limits, shape (nv,).
+    #[getter]
+    fn effort_limits<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        out_vec(py, self.model.effort_limits().as_slice())
+    }
+
+    /// Index of the body named `name`.
+    fn body_index(&self, name: &str) -> PyResult<usize> {
+        self.model.body_index(name).py_err()
+    }
+    /// First configuration index of the joint named `name`.
+    fn joint_q_index(&self, name: &str) -> PyResult<usize> {
+        self.model.joint_q_index(name).py_err()
+    }
+    /// First velocity index of the joint named `name`.
+    fn joint_v_index(&self, name: &str) -> PyResult<usize> {
+        self.model.joint_v_index(name).py_err()
+    }
+
+    /// The neutral configuration, shape (nq,).
+    fn neutral<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        out_vec(py, self.model.neutral().as_slice())
+    }
+    /// A random configuration reproducible from `seed`, shape (nq,).
+    #[pyo3(signature = (seed=0))]
+    fn random_configuration<'py>(&self, py: Python<'py>, seed: u64) -> Bound<'py, PyArray1<f64>> {
+        out_vec(py, self.model.random_configuration(seed).as_slice())
+    }
+    /// `q ⊕ v·dt`, shape (nq,).
+    fn integrate<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        v: &Bound<'py, PyAny>,
+        dt: f64,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let q = dvector(q, "q", self.model.nq(), "model.nq")?;
+        let v = dvector(v, "v", self.model.nv(), "model.nv")?;
+        if !dt.is_finite() {
+            return Err(input_error(format!("dt is not finite ({dt})")));
+        }
+        let out = self.model.integrate(&q, &v, dt).py_err()?;
+        Ok(out_vec(py, out.as_slice()))
+    }
+    /// `q1 ⊖ q0`: the velocity that takes `q0` to `q1` in unit time, shape (nv,).
+    fn difference<'py>(
+        &self,
+        py: Python<'py>,
+        q0: &Bound<'py, PyAny>,
+        q1: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let q0 = dvector(q0, "q0", self.model.nq(), "model.nq")?;
+        let q1 = dvector(q1, "q1", self.model.nq(), "model.nq")?;
+        let out = self.model.difference(&q0, &q1).py_err()?;
+        Ok(out_vec(py, out.as_slice()))
+    }
+    /// `q` with every quaternion normalised, shape (nq,).
+    fn normalize<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let q = dvector(q, "q", self.model.nq(), "model.nq")?;
+        let out = self.model.normalize(&q).py_err()?;
+        Ok(out_vec(py, out.as_slice()))
+    }
+
+    /// The joint-space mass matrix M(q), shape (nv, nv).
+    fn mass_matrix<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let q = self.q(q, "q")?;
+        let m = self.run(py, |m, d| dynamics::crba(m, d, &q).cloned())?;
+        Ok(out_mat(py, &m))
+    }
+    /// Coriolis, centrifugal and gravity forces c(q, v), shape (nv,).
+    fn bias_forces<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        v: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let (q, v) = (self.q(q, "q")?, self.v(v, "v")?);
+        let c = self.run(py, |m, d| dynamics::bias_forces(m, d, &q, &v).cloned())?;
+        Ok(out_vec(py, c.as_slice()))
+    }
+    /// Generalized gravity forces g(q), shape (nv,).
+    fn gravity_forces<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let q = self.q(q, "q")?;
+        let g = self.run(py, |m, d| dynamics::gravity_forces(m, d, &q).cloned())?;
+        Ok(out_vec(py, g.as_slice()))
+    }
+    /// Inverse dynamics (RNEA): tau = M(q) a + c(q, v) - J^T f_ext, shape (nv,).
+    /// `wrenches`: optional world-frame body wrenches `[torque, force]`, shape (nbodies, 6).
+    #[pyo3(signature = (q, v, a, wrenches=None))]
+    fn inverse_dynamics<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        v: &Bound<'py, PyAny>,
+        a: &Bound<'py, PyAny>,
+        wrenches: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let (q, v, a) = (self.q(q, "q")?, self.v(v, "v")?, self.v(a, "a")?);
+        let f = crate::convert::wrenches(wrenches, self.model.nbodies())?;
+        let tau = self.run(py, |m, d| dynamics::rnea(m, d, &q, &v, &a, f.as_deref()).cloned())?;
+        Ok(out_vec(py, tau.as_slice()))
+    }
+    /// Forward dynamics (ABA): the joint accelerations, shape (nv,).
+    /// `wrenches`: optional world-frame body wrenches `[torque, force]`, shape (nbodies, 6).
+    #[pyo3(signature = (q, v, tau, wrenches=None))]
+    fn forward_dynamics<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        v: &Bound<'py, PyAny>,
+        tau: &Bound<'py, PyAny>,
+        wrenches: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let (q, v, tau) = (self.q(q, "q")?, self.v(v, "v")?, self.v(tau, "tau")?);
+        let f = crate::convert::wrenches(wrenches, self.model.nbodies())?;
+        let a = self.run(py, |m, d| dynamics::aba(m, d, &q, &v, &tau, f.as_deref()).cloned())?;
+        Ok(out_vec(py, a.as_slice()))
+    }
+    /// World poses of every body as 4x4 homogeneous transforms, in body order.
+    fn forward_kinematics<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyArray2<f64>>>> {
+        let q = self.q(q, "q")?;
+        let poses = self.run(py, |m, d| {
+            dynamics::forward_kinematics(m, d, &q)?;
+            Ok(d.x_world.clone())
+        })?;
+        Ok(poses.iter().map(|x| out_se3(py, x)).collect())
+    }
+    /// The 6 x nv Jacobian `[angular; linear]` of `body` (index or name), expressed in
+    /// `frame`: 'world' (spatial velocity at the world origin), 'local' (body frame) or
+    /// 'local_world_aligned' (at the body origin, world axes).
+    #[pyo3(signature = (q, body, frame="world"))]
+    fn body_jacobian<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        body: BodyRef,
+        frame: &str,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let q = self.q(q, "q")?;
+        let body = self.body(body)?;
+        let frame = reference_frame(frame)?;
+        let j = self.run(py, |m, d| {
+            dynamics::forward_kinematics(m, d, &q)?;
+            dynamics::body_jacobian(m, d, body, frame)
+        })?;
+        Ok(out_mat(py, &j))
+    }
+    /// Kinetic energy 1/2 v^T M v (armature included).
+    fn kinetic_energy(&self, py: Python<'_>, q: &Bound<'_, PyAny>, v: &Bound<'_, PyAny>) -> PyResult<f64> {
+        let (q, v) = (self.q(q, "q")?, self.v(v, "v")?);
+        self.run(py, |m, d| dynamics::kinetic_energy(m, d, &q, &v))
+    }
+    /// Gravitational plus spring potential energy.
+    fn potential_energy(&self, py: Python<'_>, q: &Bound<'_, PyAny>) -> PyResult<f64> {
+        let q = self.q(q, "q")?;
+        self.run(py, |m, d| dynamics::potential_energy(m, d, &q))
+    }
+    /// Centre of mass in world coordinates, shape (3,).
+    fn center_of_mass<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let q = self.q(q, "q")?;
+        let c = self.run(py, |m, d| dynamics::center_of_mass(m, d, &q))?;
+        Ok(out_vec(py, c.as_slice()))
+    }
+    /// Spatial momentum `[angular; linear]` about the world origin, shape (6,).
+    fn momentum<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        v: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let (q, v) = (self.q(q, "q")?, self.v(v, "v")?);
+        let h = self.run(py, |m, d| dynamics::momentum(m, d, &q, &v))?;
+        Ok(out_vec(py, h.to_vector().as_slice()))
+    }
+    /// A copy of this model with another gravity vector.
+    fn with_gravity(&self, g: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let g = crate::convert::vec3(g, "gravity")?;
+        Ok(PyModel::new(self.model.with_gravity(g).py_err()?))
+    }
+
+    pub(crate) fn __repr__(&self) -> String {
+        format!(
+            "Model(name={:?}, nq={}, nv={}, nbodies={})",
+            self.model.name(),
+            self.model.nq(),
+            self.model.nv(),
+            self.model.nbodies()
+        )
+    }
+    fn __eq__(&self, other: PyRef<'_, Self>) -> bool {
+        self.model == other.model
+    }
+    fn __copy__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+    fn __deepcopy__<'py>(slf: PyRef<'py, Self>, _memo: &Bound<'py, PyAny>) -> PyRef<'py, Self> {
+        slf
+    }
+    /// Pickles through JSON.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let ctor = py.get_type::<PyModel>().getattr("from_json")?;
+        Ok((ctor, PyTuple::new(py, [self.model.to_json().py_err()?])?))
+    }
+}

@@ -1,0 +1,78 @@
+//! Ready-made models (`stiction.samples`).
+
+use crate::errors::input_error;
+use crate::model::PyModel;
+use pyo3::prelude::*;
+use stiction::model::samples;
+
+fn positive(x: f64, name: &str) -> PyResult<f64> {
+    if x.is_finite() && x > 0.0 {
+        Ok(x)
+    } else {
+        Err(input_error(format!("{name} must be positive and finite, got {x}")))
+    }
+}
+
+fn at_least_one(n: usize, name: &str) -> PyResult<usize> {
+    if n >= 1 {
+        Ok(n)
+    } else {
+        Err(input_error(format!("{name} must be at least 1, got {n}")))
+    }
+}
+
+/// A planar chain of `n` rods hanging along -z, hinged about y.
+#[pyfunction]
+#[pyo3(signature = (n, length=1.0, mass=1.0))]
+fn pendulum_chain(n: usize, length: f64, mass: f64) -> PyResult<PyModel> {
+    let n = at_least_one(n, "n")?;
+    Ok(PyModel::new(samples::pendulum_chain(n, positive(length, "length")?, positive(mass, "mass")?)))
+}
+
+/// A spatial chain of `n` links with hinge axes cycling through x, y, z.
+#[pyfunction]
+fn spatial_chain(n: usize) -> PyResult<PyModel> {
+    Ok(PyModel::new(samples::spatial_chain(at_least_one(n, "n")?)))
+}
+
+/// A 7-DoF arm.
+#[pyfunction]
+fn arm7() -> PyModel {
+    PyModel::new(samples::arm7())
+}
+
+/// A binary tree of revolute joints of the given depth.
+#[pyfunction]
+fn binary_tree(depth: usize) -> PyResult<PyModel> {
+    Ok(PyModel::new(samples::binary_tree(at_least_one(depth, "depth")?)))
+}
+
+/// A floating-base humanoid-like tree.
+#[pyfunction]
+fn humanoid() -> PyModel {
+    PyModel::new(samples::humanoid())
+}
+
+/// A model with every joint type.
+#[pyfunction]
+fn all_joint_types() -> PyModel {
+    PyModel::new(samples::all_joint_types())
+}
+
+/// A random tree of `n` bodies, reproducible from `seed`; with `floating`, the root is free.
+#[pyfunction]
+#[pyo3(signature = (n, seed=0, floating=false))]
+fn random_tree(n: usize, seed: u64, floating: bool) -> PyResult<PyModel> {
+    Ok(PyModel::new(samples::random_tree(at_least_one(n, "n")?, seed, floating)))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(pendulum_chain, m)?)?;
+    m.add_function(wrap_pyfunction!(spatial_chain, m)?)?;
+    m.add_function(wrap_pyfunction!(arm7, m)?)?;
+    m.add_function(wrap_pyfunction!(binary_tree, m)?)?;
+    m.add_function(wrap_pyfunction!(humanoid, m)?)?;
+    m.add_function(wrap_pyfunction!(all_joint_types, m)?)?;
+    m.add_function(wrap_pyfunction!(random_tree, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,152 @@
+//! `stiction.Simulator`: contact-free semi-implicit Euler time stepping.
+
+use crate::convert::{matrix, out_rows, out_vec, vec3, vector};
+use crate::errors::IntoPyResult;
+use crate::model::PyModel;
+use nalgebra::DVector;
+use numpy::{PyArray1, PyArray2};
+use pyo3::prelude::*;
+use std::sync::Mutex;
+use stiction::step::{IntegratorOptions, VelocityProducts};
+use stiction::{Control, SimOptions, Simulator, State};
+
+/// Steps a model forward in time.
+#[pyclass(name = "Simulator", module = "stiction", frozen)]
+pub struct PySimulator {
+    sim: Mutex<Simulator>,
+    model: Py<PyModel>,
+    nq: usize,
+    nv: usize,
+    nbodies: usize,
+}
+
+type StepResult<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
+type RolloutResult<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
+
+#[pymethods]
+impl PySimulator {
+    /// A simulator of `model` with time step `dt`; `gravity` overrides the model's.
+    /// `velocity_products` is `"midpoint"` (default: Coriolis/gyroscopic forces at
+    /// `(v + v⁺)/2`, energy-conserving for free rigid bodies) or `"explicit"` (at `v`).
+    #[new]
+    #[pyo3(signature = (model, dt=1e-3, gravity=None, velocity_products="midpoint", tolerance=1e-13, max_iterations=50))]
+    fn new(
+        py: Python<'_>,
+        model: &PyModel,
+        dt: f64,
+        gravity: Option<&Bound<'_, PyAny>>,
+        velocity_products: &str,
+        tolerance: f64,
+        max_iterations: usize,
+    ) -> PyResult<Self> {
+        let gravity = gravity.filter(|g| !g.is_none()).map(|g| vec3(g, "gravity")).transpose()?;
+        let velocity_products = match velocity_products {
+            "midpoint" => VelocityProducts::Midpoint,
+            "explicit" => VelocityProducts::Explicit,
+            other => {
+                return Err(crate::errors::input_error(format!(
+                    "velocity_products must be 'midpoint' or 'explicit', got '{other}'"
+                )))
+            }
+        };
+        let integrator = IntegratorOptions { velocity_products, tolerance, max_iterations };
+        let sim = Simulator::new(model.model.clone(), SimOptions { dt, gravity, integrator }).py_err()?;
+        let m = sim.model();
+        let (nq, nv, nbodies) = (m.nq(), m.nv(), m.nbodies());
+        let model = Py::new(py, PyModel::new(m.clone()))?;
+        Ok(Self { sim: Mutex::new(sim), model, nq, nv, nbodies })
+    }
+
+    /// The time step.
+    #[getter]
+    fn dt(&self) -> f64 {
+        self.lock().dt()
+    }
+
+    /// Counters since construction: `{"steps", "midpoint_iterations", "midpoint_fallbacks"}`.
+    #[getter]
+    fn stats(&self) -> std::collections::HashMap<&'static str, u64> {
+        let s = *self.lock().stats();
+        [
+            ("steps", s.steps),
+            ("midpoint_iterations", s.midpoint_iterations),
+            ("midpoint_fallbacks", s.midpoint_fallbacks),
+        ]
+        .into_iter()
+        .collect()
+    }
+
+    /// The simulated model (with the gravity override applied).
+    #[getter]
+    fn model(&self, py: Python<'_>) -> Py<PyModel> {
+        self.model.clone_ref(py)
+    }
+
+    /// One step: returns the next `(q, v)`. `wrenches`: optional world-frame body
+    /// wrenches `[torque, force]`, shape (nbodies, 6).
+    #[pyo3(signature = (q, v, tau, wrenches=None))]
+    fn step<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        v: &Bound<'py, PyAny>,
+        tau: &Bound<'py, PyAny>,
+        wrenches: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<StepResult<'py>> {
+        let state = State {
+            q: DVector::from_vec(vector(q, "q", self.nq, "model.nq")?),
+            v: DVector::from_vec(vector(v, "v", self.nv, "model.nv")?),
+        };
+        let control = Control {
+            tau: DVector::from_vec(vector(tau, "tau", self.nv, "model.nv")?),
+            wrenches: crate::convert::wrenches(wrenches, self.nbodies)?,
+        };
+        let next = py.detach(|| self.lock().step(&state, &control)).py_err()?;
+        Ok((out_vec(py, next.q.as_slice()), out_vec(py, next.v.as_slice())))
+    }
+
+    /// `T` steps under the torques `taus` (shape (T, nv)); returns `(Q, V)` with the
+    /// states after each step, shapes (T, nq) and (T, nv).
+    fn rollout<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        v: &Bound<'py, PyAny>,
+        taus: &Bound<'py, PyAny>,
+    ) -> PyResult<RolloutResult<'py>> {
+        let (nq, nv) = (self.nq, self.nv);
+        let mut state = State {
+            q: DVector::from_vec(vector(q, "q", nq, "model.nq")?),
+            v: DVector::from_vec(vector(v, "v", nv, "model.nv")?),
+        };
+        let (steps, taus) = matrix(taus, "taus", None, nv)?;
+        let (qs, vs) = py
+            .detach(|| -> stiction::Result<(Vec<f64>, Vec<f64>)> {
+                let mut sim = self.lock();
+                let mut qs = Vec::with_capacity(steps * nq);
+                let mut vs = Vec::with_capacity(steps * nv);
+                let mut next = state.clone();
+                let mut control = Control::torques(DVector::zeros(nv));
+                for t in 0..steps {
+                    control.tau.as_mut_slice().copy_from_slice(&taus[t * nv..(t + 1) * nv]);
+                    sim.step_into(&state, &control, &mut next)?;
+                    std::mem::swap(&mut state, &mut next);
+                    qs.extend_from_slice(state.q.as_slice());
+                    vs.extend_from_slice(state.v.as_slice());
+                }
+                Ok((qs, vs))
+            })
+            .py_err()?;
+        Ok((out_rows(py, steps, nq, qs)?, out_rows(py, steps, nv, vs)?))
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("Simulator(model={}, dt={})", self.model.bind(py).borrow().__repr__(), self.dt())
+    }
+}
+
+impl PySimulator {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Simulator> {
+        self.sim.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

@@ -1,0 +1,39 @@
+"""stiction: a differentiable physics engine for articulated rigid bodies.
+
+Conventions: z-up world, SI units, float64 numpy arrays, spatial vectors
+``[angular; linear]``, unit quaternions stored ``[w, x, y, z]``.
+
+>>> import stiction
+>>> model = stiction.samples.pendulum_chain(2)
+>>> q, v = model.neutral(), [0.0, 0.0]
+>>> model.forward_dynamics(q, v, [0.0, 0.0]).shape
+(2,)
+"""
+
+from . import samples
+from ._stiction import (
+    InputError,
+    LoadError,
+    LoadWarning,
+    Model,
+    ModelBuilder,
+    ModelError,
+    NumericalError,
+    Simulator,
+    StictionError,
+    __version__,
+)
+
+__all__ = [
+    "InputError",
+    "LoadError",
+    "LoadWarning",
+    "Model",
+    "ModelBuilder",
+    "ModelError",
+    "NumericalError",
+    "Simulator",
+    "StictionError",
+    "__version__",
+    "samples",
+]

@@ -1,0 +1,315 @@
+"""Type stubs of the compiled extension ``stiction._stiction``.
+
+Array arguments accept any array-like convertible to float64 (lists, tuples,
+numpy arrays of any numeric dtype); results are new float64 numpy arrays.
+"""
+
+import os
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+ArrayLike = npt.ArrayLike
+Vector = npt.NDArray[np.float64]
+Matrix = npt.NDArray[np.float64]
+PathLike = Union[str, "os.PathLike[str]"]
+
+class StictionError(Exception):
+    """Base class of every error raised by stiction."""
+
+class ModelError(StictionError):
+    """The model is invalid (negative mass, zero joint axis, disconnected tree, ...)."""
+
+class LoadError(StictionError):
+    """A model file could not be read or parsed (missing file, malformed URDF, bad mesh)."""
+
+class NumericalError(StictionError):
+    """A numerical failure: a singular inertia or a non-finite result."""
+
+class InputError(StictionError, ValueError):
+    """An argument is invalid: wrong length or shape, NaN or infinity, an unknown name.
+
+    Subclass of both :class:`StictionError` and :class:`ValueError`; the message
+    names the argument (e.g. ``"q has length 3, expected 7 (model.nq)"`` or
+    ``"v[2] is not finite (NaN)"``).
+    """
+
+class LoadWarning(UserWarning):
+    """Something in a model file was ignored or approximated while loading it."""
+
+class Model:
+    """An articulated rigid-body model (immutable).
+
+    Build one with :class:`ModelBuilder`, :meth:`from_urdf`, :meth:`from_json` or
+    :mod:`stiction.samples`. Bodies are numbered depth-first; ``q`` has ``nq``
+    entries (quaternions ``[w, x, y, z]`` for ball and free joints) and ``v`` has
+    ``nv``. Models pickle (through JSON) and compare with ``==``.
+    """
+
+    @staticmethod
+    def from_urdf(
+        path: PathLike,
+        floating_base: bool = False,
+        package_dirs: Sequence[PathLike] = [],
+        load_collision_meshes: bool = True,
+        strict: bool = False,
+    ) -> "Model":
+        """Loads a URDF file.
+
+        :param floating_base: attach the root link with a free joint instead of welding it.
+        :param package_dirs: directories searched for ``package://NAME/...`` URIs.
+        :param load_collision_meshes: ``False`` drops mesh collision shapes (with a warning each).
+        :param strict: unsupported elements are errors instead of warnings.
+        :raises LoadError: the file is missing, unreadable, malformed or describes an invalid model.
+
+        Each loader warning is issued as a :class:`LoadWarning` attributed to the caller.
+        """
+    @staticmethod
+    def from_json(s: str) -> "Model":
+        """Reads a model from :meth:`to_json` output.
+
+        :raises InputError: the text is not a model in JSON.
+        :raises ModelError: the described model is invalid.
+        """
+    def to_json(self) -> str:
+        """Serializes the model to JSON."""
+    @property
+    def name(self) -> str:
+        """The model name."""
+    @property
+    def nq(self) -> int:
+        """Number of configuration coordinates."""
+    @property
+    def nv(self) -> int:
+        """Number of degrees of freedom (velocity coordinates)."""
+    @property
+    def nbodies(self) -> int:
+        """Number of bodies, the world excluded."""
+    @property
+    def joint_names(self) -> List[str]:
+        """Names of the joints with degrees of freedom, in coordinate order."""
+    @property
+    def body_names(self) -> List[str]:
+        """Names of the bodies in depth-first (body index) order."""
+    @property
+    def gravity(self) -> Vector:
+        """Gravity in world coordinates, shape (3,)."""
+    @property
+    def total_mass(self) -> float:
+        """Total mass of the bodies."""
+    @property
+    def lower_limits(self) -> Vector:
+        """Lower position limits, shape (nq,); -inf where unlimited."""
+    @property
+    def upper_limits(self) -> Vector:
+        """Upper position limits, shape (nq,); +inf where unlimited."""
+    @property
+    def velocity_limits(self) -> Vector:
+        """Velocity limits, shape (nv,)."""
+    @property
+    def effort_limits(self) -> Vector:
+        """Effort limits, shape (nv,)."""
+    def body_index(self, name: str) -> int:
+        """Index of the body named ``name`` (raises :class:`InputError` if unknown)."""
+    def joint_q_index(self, name: str) -> int:
+        """First configuration index of the joint named ``name``."""
+    def joint_v_index(self, name: str) -> int:
+        """First velocity index of the joint named ``name``."""
+    def neutral(self) -> Vector:
+        """The neutral configuration (zero angles, identity quaternions), shape (nq,)."""
+    def random_configuration(self, seed: int = 0) -> Vector:
+        """A random configuration reproducible from ``seed``, shape (nq,)."""
+    def integrate(self, q: ArrayLike, v: ArrayLike, dt: float) -> Vector:
+        """``q ⊕ v·dt`` on the configuration manifold, shape (nq,)."""
+    def difference(self, q0: ArrayLike, q1: ArrayLike) -> Vector:
+        """``q1 ⊖ q0``: the velocity taking ``q0`` to ``q1`` in unit time, shape (nv,)."""
+    def normalize(self, q: ArrayLike) -> Vector:
+        """``q`` with every quaternion normalised, shape (nq,)."""
+    def mass_matrix(self, q: ArrayLike) -> Matrix:
+        """The joint-space mass matrix M(q) (CRBA, armature included), shape (nv, nv)."""
+    def bias_forces(self, q: ArrayLike, v: ArrayLike) -> Vector:
+        """Coriolis, centrifugal and gravity forces c(q, v), shape (nv,)."""
+    def gravity_forces(self, q: ArrayLike) -> Vector:
+        """Generalized gravity forces g(q) = c(q, 0), shape (nv,)."""
+    def inverse_dynamics(
+        self, q: ArrayLike, v: ArrayLike, a: ArrayLike, wrenches: Optional[ArrayLike] = None
+    ) -> Vector:
+        """Joint forces realising accelerations ``a`` (RNEA), shape (nv,).
+
+        :param wrenches: optional world-frame body wrenches ``[torque, force]`` about
+            the world origin, shape (nbodies, 6).
+        """
+    def forward_dynamics(
+        self, q: ArrayLike, v: ArrayLike, tau: ArrayLike, wrenches: Optional[ArrayLike] = None
+    ) -> Vector:
+        """Joint accelerations under joint forces ``tau`` (ABA), shape (nv,).
+
+        :param wrenches: optional world-frame body wrenches, shape (nbodies, 6).
+        :raises NumericalError: the articulated inertia is singular.
+        """
+    def forward_kinematics(self, q: ArrayLike) -> List[Matrix]:
+        """World pose of every body as a 4x4 homogeneous transform, in body order."""
+    def body_jacobian(self, q: ArrayLike, body: Union[int, str], frame: str = "world") -> Matrix:
+        """The 6 x nv Jacobian ``[angular; linear]`` of ``body`` (index or name).
+
+        :param frame: ``"world"`` (spatial velocity at the world origin), ``"local"``
+            (body frame) or ``"local_world_aligned"`` (body origin, world axes).
+        """
+    def kinetic_energy(self, q: ArrayLike, v: ArrayLike) -> float:
+        """Kinetic energy ``½ vᵀ M(q) v``."""
+    def potential_energy(self, q: ArrayLike) -> float:
+        """Gravitational plus spring potential energy."""
+    def center_of_mass(self, q: ArrayLike) -> Vector:
+        """Centre of mass in world coordinates, shape (3,)."""
+    def momentum(self, q: ArrayLike, v: ArrayLike) -> Vector:
+        """Spatial momentum ``[angular; linear]`` about the world origin, shape (6,)."""
+    def with_gravity(self, g: ArrayLike) -> "Model":
+        """A copy of this model with gravity ``g``."""
+    def __eq__(self, other: object) -> bool: ...
+
+class ModelBuilder:
+    """Builds a :class:`Model` from links (bodies) and joints, URDF style.
+
+    Methods return the builder, so calls chain::
+
+        m = (ModelBuilder("pendulum")
+             .add_link("bob", mass=1.0, com=(0, 0, -1))
+             .add_joint("hinge", "revolute", "world", "bob", axis=(0, 1, 0))
+             .build())
+    """
+
+    def __init__(self, name: str) -> None: ...
+    @property
+    def name(self) -> str:
+        """The model name."""
+    def add_link(
+        self,
+        name: str,
+        mass: float = 0.0,
+        com: ArrayLike = (0.0, 0.0, 0.0),
+        inertia: Optional[ArrayLike] = None,
+    ) -> "ModelBuilder":
+        """Adds a link.
+
+        :param com: centre of mass in the link frame.
+        :param inertia: rotational inertia about the centre of mass, a 3x3 matrix or
+            ``(ixx, ixy, ixz, iyy, iyz, izz)``; zero when omitted.
+
+        A link named ``"world"`` stands for the world frame. Mass and inertia are
+        validated by :meth:`build`.
+        """
+    def add_joint(
+        self,
+        name: str,
+        type: str,
+        parent: str,
+        child: str,
+        axis: ArrayLike = (1.0, 0.0, 0.0),
+        origin_xyz: ArrayLike = (0.0, 0.0, 0.0),
+        origin_rpy: ArrayLike = (0.0, 0.0, 0.0),
+        lower: Optional[Union[float, ArrayLike]] = None,
+        upper: Optional[Union[float, ArrayLike]] = None,
+        velocity: Optional[Union[float, ArrayLike]] = None,
+        effort: Optional[Union[float, ArrayLike]] = None,
+        damping: float = 0.0,
+        stiffness: float = 0.0,
+        rest: Optional[Union[float, ArrayLike]] = None,
+        armature: float = 0.0,
+        friction: float = 0.0,
+        pitch: float = 0.0,
+        axis2: Optional[ArrayLike] = None,
+    ) -> "ModelBuilder":
+        """Adds a joint from link ``parent`` (or ``"world"``) to link ``child``.
+
+        :param type: ``fixed``, ``revolute``, ``continuous``, ``prismatic``,
+            ``spherical``, ``free`` (or ``floating``), ``planar`` (``axis`` is the
+            plane normal), ``universal`` (``axis`` then ``axis2``, required) or
+            ``screw`` (``pitch`` metres per radian).
+        :param origin_xyz: position of the joint frame in the parent frame.
+        :param origin_rpy: roll, pitch, yaw of the joint frame (URDF convention).
+        :param lower: lower position limit, a number or one per coordinate (nq).
+        :param upper: upper position limit, a number or one per coordinate (nq).
+        :param velocity: velocity limit, a number or one per degree of freedom (nv).
+        :param effort: effort limit, a number or one per degree of freedom (nv).
+        :param stiffness: spring stiffness; the spring pulls toward ``rest``
+            (default: the neutral configuration).
+        :raises InputError: unknown ``type``, malformed vectors, wrong limit lengths.
+        """
+    def floating_base(self, floating: bool = True) -> "ModelBuilder":
+        """Attach a parentless root link with a free joint (default: welded)."""
+    def set_gravity(self, g: ArrayLike) -> "ModelBuilder":
+        """Sets gravity in world coordinates (default ``(0, 0, -9.81)``)."""
+    def build(self) -> Model:
+        """Orders the tree depth-first and validates it.
+
+        :raises ModelError: the model is invalid (duplicate or unknown names,
+            negative mass, zero axis, loops, ...).
+        """
+
+class Simulator:
+    """Contact-free semi-implicit Euler stepping on the configuration manifold."""
+
+    def __init__(
+        self,
+        model: Model,
+        dt: float = 1e-3,
+        gravity: Optional[ArrayLike] = None,
+        velocity_products: str = "midpoint",
+        tolerance: float = 1e-13,
+        max_iterations: int = 50,
+    ) -> None:
+        """:param gravity: overrides the model's gravity when given.
+        :param velocity_products: ``"midpoint"`` evaluates Coriolis/gyroscopic forces at
+            ``(v + v⁺)/2`` (conserves a free body's energy and angular momentum; a few
+            fixed-point iterations per step), ``"explicit"`` at ``v`` (one ABA per step).
+        :param tolerance: convergence threshold of the midpoint iteration.
+        :param max_iterations: midpoint iterations before falling back to the explicit
+            evaluation (counted in :attr:`stats`).
+
+        :raises InputError: ``dt`` is not positive and finite, or an option is invalid.
+        """
+    @property
+    def stats(self) -> Dict[str, int]:
+        """Counters since construction: ``steps``, ``midpoint_iterations``, ``midpoint_fallbacks``."""
+    @property
+    def dt(self) -> float:
+        """The time step."""
+    @property
+    def model(self) -> Model:
+        """The simulated model (gravity override applied)."""
+    def step(
+        self, q: ArrayLike, v: ArrayLike, tau: ArrayLike, wrenches: Optional[ArrayLike] = None
+    ) -> Tuple[Vector, Vector]:
+        """Advances one step; returns the next ``(q, v)``.
+
+        :param wrenches: optional world-frame body wrenches, shape (nbodies, 6).
+        """
+    def rollout(self, q: ArrayLike, v: ArrayLike, taus: ArrayLike) -> Tuple[Matrix, Matrix]:
+        """Runs ``T = len(taus)`` steps under torques ``taus`` (shape (T, nv)).
+
+        Returns ``(Q, V)``, the states after each step, shapes (T, nq) and (T, nv).
+        """
+
+def pendulum_chain(n: int, length: float = 1.0, mass: float = 1.0) -> Model:
+    """A planar chain of ``n`` rods hanging along -z, hinged about y."""
+
+def spatial_chain(n: int) -> Model:
+    """A chain of ``n`` links whose hinge axes cycle through x, y, z."""
+
+def arm7() -> Model:
+    """A 7-DoF arm."""
+
+def binary_tree(depth: int) -> Model:
+    """A binary tree of revolute joints ``depth`` levels deep (2**depth - 1 bodies)."""
+
+def humanoid() -> Model:
+    """A floating-base humanoid-like tree with 50 degrees of freedom."""
+
+def all_joint_types() -> Model:
+    """A model with one joint of every type."""
+
+def random_tree(n: int, seed: int = 0, floating: bool = False) -> Model:
+    """A random tree of ``n`` bodies reproducible from ``seed``; with ``floating`` the root is free."""

@@ -1,0 +1,21 @@
+"""Ready-made models for examples, tests and benchmarks."""
+
+from ._stiction import (
+    all_joint_types,
+    arm7,
+    binary_tree,
+    humanoid,
+    pendulum_chain,
+    random_tree,
+    spatial_chain,
+)
+
+__all__ = [
+    "all_joint_types",
+    "arm7",
+    "binary_tree",
+    "humanoid",
+    "pendulum_chain",
+    "random_tree",
+    "spatial_chain",
+]

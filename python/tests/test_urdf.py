@@ -1,0 +1,78 @@
+import warnings
+
+import numpy as np
+import pytest
+
+import stiction
+
+PENDULUM_URDF = """<?xml version="1.0"?>
+<robot name="pendulum">
+  <link name="base">
+    <inertial>
+      <mass value="1.0"/>
+      <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/>
+    </inertial>
+  </link>
+  <link name="bob">
+    <inertial>
+      <origin xyz="0 0 -1" rpy="0 0 0"/>
+      <mass value="2.0"/>
+      <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/>
+    </inertial>
+    <collision>
+      <geometry><mesh filename="meshes/bob.stl"/></geometry>
+    </collision>
+  </link>
+  <joint name="hinge" type="revolute">
+    <parent link="base"/>
+    <child link="bob"/>
+    <origin xyz="0 0 0.5" rpy="0 0 0"/>
+    <axis xyz="0 1 0"/>
+    <limit lower="-1.5" upper="1.5" effort="10" velocity="3"/>
+  </joint>
+</robot>
+"""
+
+def test_from_urdf_happy_path(tmp_path):
+    path = tmp_path / "pendulum.urdf"
+    path.write_text(PENDULUM_URDF)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stiction.LoadWarning)
+        m = stiction.Model.from_urdf(str(path), load_collision_meshes=False)
+        # os.PathLike is accepted too, and a floating base adds a free joint
+        f = stiction.Model.from_urdf(path, floating_base=True, load_collision_meshes=False)
+    assert m.name == "pendulum"
+    assert (m.nq, m.nv) == (1, 1)
+    assert m.joint_names == ["hinge"]
+    np.testing.assert_allclose(m.lower_limits, [-1.5])
+    np.testing.assert_allclose(m.upper_limits, [1.5])
+    np.testing.assert_allclose(m.effort_limits, [10.0])
+    np.testing.assert_allclose(m.total_mass, 3.0)
+    assert (f.nq, f.nv) == (8, 7)
+
+
+def test_from_urdf_warnings_point_at_caller(tmp_path):
+    path = tmp_path / "pendulum.urdf"
+    path.write_text(PENDULUM_URDF)
+    with pytest.warns(stiction.LoadWarning) as record:
+        stiction.Model.from_urdf(path, load_collision_meshes=False)
+    assert record[0].filename == __file__
+
+
+def test_from_urdf_malformed(tmp_path):
+    path = tmp_path / "broken.urdf"
+    path.write_text('<robot name="broken"><link name="a"></robot')
+    with pytest.raises(stiction.LoadError) as info:
+        stiction.Model.from_urdf(path)
+    assert str(info.value)
+    assert isinstance(info.value, stiction.StictionError)
+
+
+def test_from_urdf_missing_file(tmp_path):
+    with pytest.raises(stiction.LoadError, match="missing.urdf"):
+        stiction.Model.from_urdf(tmp_path / "missing.urdf", package_dirs=[tmp_path], strict=True)
+
+
+def test_from_urdf_argument_types(tmp_path):
+    with pytest.raises(TypeError):
+        stiction.Model.from_urdf(tmp_path / "x.urdf", package_dirs=str(tmp_path))

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Full check: formatting, lints, Rust tests, Python extension build and pytest.
+# Run from anywhere; works on a fresh clone with a Rust toolchain and python3 (>= 3.9).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$(pwd)"
+VENV="$ROOT/.venv"
+PYTHON_BIN="${PYTHON:-python3}"
+START=$SECONDS
+
+banner() {
+    printf '\n==> [%ds] %s\n' "$((SECONDS - START))" "$*"
+}
+
+banner "python environment ($VENV)"
+if [[ ! -x "$VENV/bin/python" ]]; then
+    "$PYTHON_BIN" -m venv "$VENV"
+fi
+if ! "$VENV/bin/python" -c "import maturin, numpy, pytest" >/dev/null 2>&1 || [[ ! -x "$VENV/bin/maturin" ]]; then
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.16,<2" numpy pytest
+fi
+"$VENV/bin/python" --version
+"$VENV/bin/maturin" --version
+
+# Build the Python crate against the venv interpreter in every stage, so cargo
+# does not rebuild pyo3 between `cargo test` and `maturin develop`.
+export PYO3_PYTHON="$VENV/bin/python"
+
+banner "cargo fmt --all -- --check"
+cargo fmt --all -- --check
+
+banner "cargo clippy --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+
+banner "cargo test --release --workspace"
+cargo test --release --workspace
+
+banner "maturin develop --release -m python/Cargo.toml"
+VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" "$VENV/bin/maturin" develop --release -m python/Cargo.toml
+
+banner "pytest python/tests"
+"$VENV/bin/python" -m pytest python/tests -q
+
+banner "all checks passed in $((SECONDS - START))s"
