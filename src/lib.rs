@@ -9,7 +9,7 @@
 //! Conventions: z-up world, SI units, `f64`, spatial vectors `[angular; linear]`,
 //! unit quaternions stored `[w, x, y, z]`; see `docs/architecture.md`.
 
-// Index loops over joint coordinates mirror the algorithms' equations.
+#![deny(missing_docs)]
 
 pub mod dynamics;
 pub mod error;

@@ -270,3 +270,41 @@ fn invalid_inputs_are_errors_not_panics() {
     assert!(e.to_string().contains("quaternion"), "{e}");
     assert!(body_jacobian(&model, &data, 999, ReferenceFrame::World).is_err());
 }
+
+#[test]
+fn point_and_body_jacobians_are_derivatives_of_kinematics() {
+    for model in test_models() {
+        let mut data = Data::new(&model);
+        let mut rng = SplitMix64::new(10);
+        for (q, v, _) in states(&model, 10).into_iter().take(3) {
+            forward_kinematics_velocity(&model, &mut data, q.as_slice(), v.as_slice()).unwrap();
+            let x0 = data.x_world.clone();
+            for i in 0..model.nbodies() {
+                let p = stiction::math::Vec3::new(rng.range(-0.3, 0.3), rng.range(-0.3, 0.3), rng.range(-0.3, 0.3));
+                let jp = point_jacobian(&model, &data, i, &p).unwrap();
+                let f = |e: f64| {
+                    let qe = model.integrate(&q, &v, e).unwrap();
+                    let mut d = Data::new(&model);
+                    forward_kinematics(&model, &mut d, qe.as_slice()).unwrap();
+                    DVector::from_column_slice(point_position(&d, i, &p).as_slice())
+                };
+                let (dp, _) = ridders(&f, 1e-2);
+                assert!(
+                    rel_err(&dp, &DVector::from_column_slice((&jp * &v).as_slice()), 1.0) < 1e-8,
+                    "{} body {i}: point Jacobian",
+                    model.name()
+                );
+                // Body Jacobians: Local is the body velocity; World and LocalWorldAligned are its transforms.
+                let local = body_jacobian(&model, &data, i, ReferenceFrame::Local).unwrap() * &v;
+                assert!((local - data.v[i].to_vector()).amax() < 1e-12 * (1.0 + v.amax()));
+                let world = body_jacobian(&model, &data, i, ReferenceFrame::World).unwrap() * &v;
+                assert!((world - x0[i].act_motion(&data.v[i]).to_vector()).amax() < 1e-12 * (1.0 + v.amax()));
+                let aligned = body_jacobian(&model, &data, i, ReferenceFrame::LocalWorldAligned).unwrap() * &v;
+                let vw = x0[i].act_motion(&data.v[i]);
+                let origin_vel = vw.lin + vw.ang.cross(&x0[i].trans);
+                assert!((aligned.fixed_rows::<3>(3) - origin_vel).amax() < 1e-12 * (1.0 + v.amax()));
+                assert!((jp.clone() - point_jacobian(&model, &data, i, &p).unwrap()).amax() == 0.0);
+            }
+        }
+    }
+}

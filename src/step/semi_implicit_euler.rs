@@ -103,8 +103,8 @@ pub fn semi_implicit_euler(
         tau_eff[k] = tau[k] - model.damping[k] * v[k];
     }
     if model.has_springs {
-        let mut dq = vec![0.0; nv];
-        model.difference_into(model.rest.as_slice(), q, &mut dq);
+        let dq = &mut data.scratch[0];
+        model.difference_into(model.rest.as_slice(), q, dq);
         for k in 0..nv {
             tau_eff[k] -= model.stiffness[k] * dq[k];
         }
@@ -139,18 +139,37 @@ fn velocity_update(
     for k in 0..nv {
         v_out[k] = v[k] + dt * data.ddq[k];
     }
-    let mut stats = StepStats::default();
     if options.velocity_products == VelocityProducts::Explicit || nv == 0 {
-        return Ok(stats);
+        return Ok(StepStats::default());
     }
-    let explicit: Vec<f64> = v_out.to_vec();
-    let mut vbar = vec![0.0; nv];
+    let [spring, mut vbar, mut explicit] = std::mem::take(&mut data.scratch);
+    explicit.copy_from_slice(v_out);
+    let result = midpoint_iteration(model, data, v, tau_eff, dt, options, v_out, &mut vbar, &explicit);
+    data.scratch = [spring, vbar, explicit];
+    result
+}
+
+/// Fixed-point iteration `v⁺ ← v + h q̈(q, (v + v⁺)/2)` from the explicit step `explicit`.
+#[allow(clippy::too_many_arguments)]
+fn midpoint_iteration(
+    model: &Model,
+    data: &mut Data,
+    v: &[f64],
+    tau_eff: &[f64],
+    dt: f64,
+    options: &IntegratorOptions,
+    v_out: &mut [f64],
+    vbar: &mut [f64],
+    explicit: &[f64],
+) -> Result<StepStats> {
+    let nv = model.nv();
+    let mut stats = StepStats::default();
     let mut prev = f64::INFINITY;
     loop {
         for k in 0..nv {
             vbar[k] = 0.5 * (v[k] + v_out[k]);
         }
-        velocity_pass(model, data, &vbar);
+        velocity_pass(model, data, vbar);
         aba_bias_pass(model, data, tau_eff)?;
         let (mut delta, mut scale) = (0.0f64, 1.0f64);
         for k in 0..nv {
@@ -167,7 +186,7 @@ fn velocity_update(
         let diverging = stats.iterations > 2 && stats.residual > prev;
         if diverging || stats.iterations >= options.max_iterations {
             // Counted and reported through StepStats; the explicit step is always defined.
-            v_out.copy_from_slice(&explicit);
+            v_out.copy_from_slice(explicit);
             stats.fallback = true;
             return Ok(stats);
         }
