@@ -17,6 +17,7 @@ pub mod io;
 pub mod math;
 pub mod model;
 pub mod step;
+pub mod tape;
 
 pub use dynamics::Data;
 pub use error::{Error, LoadError, ModelError, Result};

@@ -4,9 +4,12 @@ use super::semi_implicit_euler::{semi_implicit_euler, IntegratorOptions, StepSta
 use crate::dynamics::Data;
 use crate::error::{check_vector, Error, Result};
 use crate::math::{Force, Vec3};
+use crate::model::ParamSpec;
+use crate::tape::StepRecord;
 use crate::Model;
 use nalgebra::DVector;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Simulation options.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -80,7 +83,8 @@ pub struct SimStats {
 /// Steps an articulated system forward in time (contact-free semi-implicit Euler).
 #[derive(Clone, Debug)]
 pub struct Simulator {
-    model: Model,
+    model: Arc<Model>,
+    params: Arc<ParamSpec>,
     options: SimOptions,
     data: Data,
     last: StepStats,
@@ -105,7 +109,14 @@ impl Simulator {
             None => model,
         };
         let data = Data::new(&model);
-        Ok(Simulator { model, options, data, last: StepStats::default(), stats: SimStats::default() })
+        Ok(Simulator {
+            model: Arc::new(model),
+            params: Arc::new(ParamSpec::new()),
+            options,
+            data,
+            last: StepStats::default(),
+            stats: SimStats::default(),
+        })
     }
     /// The simulated model (with the gravity override applied).
     pub fn model(&self) -> &Model {
@@ -166,6 +177,34 @@ impl Simulator {
         self.stats.midpoint_iterations += stats.iterations as u64;
         self.stats.midpoint_fallbacks += stats.fallback as u64;
         Ok(())
+    }
+
+    /// Sets the differentiable parameters θ that recorded steps differentiate against.
+    pub fn set_params(&mut self, params: ParamSpec) {
+        self.params = Arc::new(params);
+    }
+    /// The differentiable parameters θ.
+    pub fn params(&self) -> &ParamSpec {
+        &self.params
+    }
+
+    /// One step from `state` under `control`, with its [`StepRecord`] for the backward pass.
+    pub fn step_recorded(&mut self, state: &State, control: &Control) -> Result<(State, StepRecord)> {
+        let next = self.step(state, control)?;
+        let record = StepRecord {
+            model: self.model.clone(),
+            params: self.params.clone(),
+            dt: self.options.dt,
+            integrator: self.options.integrator,
+            q: state.q.clone(),
+            v: state.v.clone(),
+            tau: control.tau.clone(),
+            wrenches: control.wrenches.clone(),
+            q_next: next.q.clone(),
+            v_next: next.v.clone(),
+            fallback: self.last.fallback,
+        };
+        Ok((next, record))
     }
 
     /// Steps `controls.len()` times from `state`; returns the states after each step.

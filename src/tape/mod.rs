@@ -1,0 +1,10 @@
+//! The tape: self-contained records of steps and their backward pass —
+//! vector-Jacobian products and full Jacobian blocks of
+//! `(q⁺, v⁺) = step(q, v, τ, θ)`, and whole-rollout backpropagation.
+//!
+//! Conventions: derivatives with respect to configurations live in the tangent
+//! space (nv), perturbing `q ⊕ δ`; θ is ordered by the simulator's [`ParamSpec`].
+
+mod record;
+
+pub use record::{StepGradients, StepJacobians, StepRecord, Tape, TapeGradients};
