@@ -12,6 +12,7 @@ mod energy;
 mod jacobian;
 mod kinematics;
 mod rnea;
+mod rnea_derivatives;
 
 pub use aba::aba;
 pub(crate) use aba::{aba_bias_pass, aba_inertia_pass};
@@ -24,3 +25,4 @@ pub use kinematics::{
     forward_kinematics, forward_kinematics_acceleration, forward_kinematics_velocity, point_position,
 };
 pub use rnea::{bias_forces, gravity_forces, rnea};
+pub use rnea_derivatives::{rnea_derivatives, DerivativeData};

@@ -29,6 +29,8 @@ pub struct Model {
     pub(crate) nv: usize,
     /// Body owning each degree of freedom.
     pub(crate) dof_body: Vec<usize>,
+    /// One past the last body of each body's subtree (depth-first order makes subtrees contiguous).
+    pub(crate) subtree_end: Vec<usize>,
     /// Per-dof armature, damping, stiffness, friction, velocity and effort limits.
     pub(crate) armature: DVector<f64>,
     pub(crate) damping: DVector<f64>,
@@ -87,6 +89,12 @@ impl Model {
         let upper = per_coord(&|j| &j.limits.upper, f64::INFINITY);
         let rest = per_coord(&|j| &j.dynamics.rest, 0.0);
         let has_springs = stiffness.iter().any(|&k| k != 0.0);
+        let mut subtree_end: Vec<usize> = (1..=bodies.len()).collect();
+        for i in (0..bodies.len()).rev() {
+            if let Some(p) = parents[i] {
+                subtree_end[p] = subtree_end[p].max(subtree_end[i]);
+            }
+        }
         Model {
             name,
             gravity,
@@ -99,6 +107,7 @@ impl Model {
             nq,
             nv,
             dof_body,
+            subtree_end,
             armature,
             damping,
             stiffness,
@@ -168,6 +177,10 @@ impl Model {
     /// First velocity index of body `i`'s joint.
     pub fn v_index(&self, i: usize) -> usize {
         self.v_idx[i]
+    }
+    /// The bodies of body `i`'s subtree (itself and its descendants), a contiguous range.
+    pub fn subtree(&self, i: usize) -> std::ops::Range<usize> {
+        i..self.subtree_end[i]
     }
     /// The body owning each degree of freedom.
     pub fn dof_body(&self) -> &[usize] {

@@ -1,0 +1,308 @@
+//! Analytic partial derivatives of inverse dynamics, `∂τ/∂q` (tangent space) and
+//! `∂τ/∂q̇`, for every joint type, in O(n·d) plus one constant-cost term per pair
+//! (dof, descendant dof) — the structure of Carpentier & Mansard, *Analytical
+//! Derivatives of Rigid Body Dynamics Algorithms* (RSS 2018), re-derived here in the
+//! world frame with composite operators.
+//!
+//! Derivation (world coordinates, spatial vectors about the world origin). A tangent
+//! perturbation `δ` of dof j moves the bodies of its subtree rigidly by the twist
+//! `u = S_j`. With `v⁻`, `a⁻` the velocity and acceleration of the frame *before* dof j
+//! (the parent body; for the serial joints — universal, planar — the intermediate
+//! frame after the joint's earlier dofs), every body i of the subtree satisfies
+//!
+//! ```text
+//! ∂v_i/∂δ = u × (v_i − v⁻)
+//! ∂a_i/∂δ = u × (a_i − a⁻) − (u × v⁻) × (v_i − v⁻)
+//! ∂f_i/∂δ = u ×* f̂_i − I_i (u × a⁻ − z) − B_i w,      w = u × v⁻,  z = w × v⁻
+//! ```
+//!
+//! where `f̂_i = I_i a_i + v_i ×* I_i v_i` and `B_i w = I_i (w × v_i) + w ×* (I_i v_i) + v_i ×* (I_i w)`
+//! (a "Coriolis operator", linear in w). Summing over subtrees with the composite
+//! `I^C_l = Σ I_i`, `B^C_l = Σ B_i`, `F_l = Σ f_i`, `F^e_l = Σ f^ext_i` and projecting on
+//! `τ_k = S_kᵀ F_{b(k)}` (using `(u × S)·F = −S·(u ×* F)`):
+//!
+//! ```text
+//! k above j (or on j's joint, not carried by j):   ∂τ_k/∂δ_j = S_k · [u ×* (F_b + F^e_b) − I^C_b (u × a⁻ − z) − B^C_b w]
+//! k carried by j (on j's joint or below, body l):  ∂τ_k/∂δ_j = S_k · (u ×* F^e_l) − (I^C_l S_k)·(u × a⁻ − z) − (B^C_lᵀ S_k)·w
+//! ```
+//!
+//! and, with `Ṡ_j = v_{f(j)} × S_j` (f(j) the frame carrying column j) and `β = Ṡ_j − u × v⁻`,
+//!
+//! ```text
+//! k above j or on its joint:  ∂τ_k/∂q̇_j = S_k · (I^C_b β + B^C_b u)
+//! k below j (body l):          ∂τ_k/∂q̇_j = (I^C_l S_k)·β + (B^C_lᵀ S_k)·u
+//! ```
+//!
+//! External wrenches are given in the world frame, so they do not move with q; they
+//! enter only through `F^e`. Armature adds `diag(armature)·a`, independent of (q, q̇).
+//! The same machinery differentiates with respect to a joint placement's translation
+//! (a "virtual prismatic dof" before the joint): see [`placement_column`].
+
+use super::kinematics::{check_q, external_forces_to_bodies, gravity_acceleration, kinematics_pass};
+use super::rnea::rnea_pass;
+use super::Data;
+use crate::error::{check_vector, Result};
+use crate::math::{skew, Force, Mat6, Motion, Vec3, Vec6};
+use crate::model::JointType;
+use crate::Model;
+use nalgebra::DMatrix;
+
+/// World-frame workspace of the derivative algorithms.
+#[derive(Clone, Debug)]
+pub struct DerivativeData {
+    /// Motion-subspace columns in world coordinates (per dof).
+    pub s: Vec<Motion>,
+    /// Velocity of the frame before each dof (`v⁻`).
+    pub v_pre: Vec<Motion>,
+    /// Acceleration of the frame before each dof (`a⁻`, gravity offset included).
+    pub a_pre: Vec<Motion>,
+    /// Time derivative of each world column, `Ṡ_k`.
+    pub s_dot: Vec<Motion>,
+    /// `I^C S_k` per dof.
+    pub ics: Vec<Force>,
+    /// `B^Cᵀ S_k` per dof.
+    pub bcs: Vec<Vec6>,
+    /// Body velocities (world).
+    pub v: Vec<Motion>,
+    /// Body accelerations (world, gravity offset included).
+    pub a: Vec<Motion>,
+    /// Composite inertias (world).
+    pub ic: Vec<Mat6>,
+    /// Composite Coriolis operators (world).
+    pub bc: Vec<Mat6>,
+    /// Subtree net forces `F_l` (world).
+    pub f: Vec<Force>,
+    /// Subtree external forces `F^e_l` (world).
+    pub f_ext: Vec<Force>,
+    /// `∂τ/∂q` (nv × nv, tangent columns).
+    pub dtau_dq: DMatrix<f64>,
+    /// `∂τ/∂q̇` (nv × nv).
+    pub dtau_dv: DMatrix<f64>,
+}
+
+impl DerivativeData {
+    /// Allocates the workspace for `model`.
+    pub fn new(model: &Model) -> Self {
+        let (nb, nv) = (model.nbodies(), model.nv());
+        Self {
+            s: vec![Motion::zero(); nv],
+            v_pre: vec![Motion::zero(); nv],
+            a_pre: vec![Motion::zero(); nv],
+            s_dot: vec![Motion::zero(); nv],
+            ics: vec![Force::zero(); nv],
+            bcs: vec![Vec6::zeros(); nv],
+            v: vec![Motion::zero(); nb],
+            a: vec![Motion::zero(); nb],
+            ic: vec![Mat6::zeros(); nb],
+            bc: vec![Mat6::zeros(); nb],
+            f: vec![Force::zero(); nb],
+            f_ext: vec![Force::zero(); nb],
+            dtau_dq: DMatrix::zeros(nv, nv),
+            dtau_dv: DMatrix::zeros(nv, nv),
+        }
+    }
+}
+
+/// True for joints whose columns are carried by intermediate frames (serial
+/// composition of elementary motions): universal (axis 1 then axis 2) and planar
+/// (x, then y, then the rotation).
+#[inline]
+pub(crate) fn is_serial(kind: &JointType) -> bool {
+    matches!(kind, JointType::Universal { .. } | JointType::Planar { .. })
+}
+
+/// Matrix of `m × (·)` for a motion `m`: `[[ω×, 0], [v×, ω×]]`.
+fn crm(m: &Motion) -> Mat6 {
+    let (w, v) = (skew(&m.ang), skew(&m.lin));
+    let mut out = Mat6::zeros();
+    out.fixed_view_mut::<3, 3>(0, 0).copy_from(&w);
+    out.fixed_view_mut::<3, 3>(3, 3).copy_from(&w);
+    out.fixed_view_mut::<3, 3>(3, 0).copy_from(&v);
+    out
+}
+
+/// Matrix of `w ↦ w ×* h` for a force `h`: `[[−h_a×, −h_l×], [−h_l×, 0]]`.
+fn cross_force_by(h: &Force) -> Mat6 {
+    let (a, l) = (skew(&h.ang), skew(&h.lin));
+    let mut out = Mat6::zeros();
+    out.fixed_view_mut::<3, 3>(0, 0).copy_from(&-a);
+    out.fixed_view_mut::<3, 3>(0, 3).copy_from(&-l);
+    out.fixed_view_mut::<3, 3>(3, 0).copy_from(&-l);
+    out
+}
+
+#[inline]
+fn mat_motion(m: &Mat6, x: &Motion) -> Force {
+    Force::from_vector(&(m * x.to_vector()))
+}
+
+/// Computes `∂τ/∂q` and `∂τ/∂q̇` of RNEA at `(q, v, a)` with optional world-frame
+/// wrenches, into `deriv.dtau_dq` and `deriv.dtau_dv`. `data` is left holding the
+/// RNEA results (`data.tau`) at the same point.
+pub fn rnea_derivatives(
+    model: &Model,
+    data: &mut Data,
+    deriv: &mut DerivativeData,
+    q: &[f64],
+    v: &[f64],
+    a: &[f64],
+    f_ext: Option<&[Force]>,
+) -> Result<()> {
+    check_q(model, q)?;
+    check_vector("v", v, model.nv())?;
+    check_vector("a", a, model.nv())?;
+    kinematics_pass(model, data, q, Some(v));
+    external_forces_to_bodies(model, data, f_ext)?;
+    rnea_pass(model, data, a, true);
+    world_quantities(model, data, deriv, v, a, f_ext);
+    derivative_columns(model, deriv);
+    Ok(())
+}
+
+/// Fills the world-frame workspace after an RNEA pass at (q, v, a).
+pub(crate) fn world_quantities(
+    model: &Model,
+    data: &Data,
+    d: &mut DerivativeData,
+    v: &[f64],
+    a: &[f64],
+    f_ext: Option<&[Force]>,
+) {
+    let nb = model.nbodies();
+    for i in 0..nb {
+        let xw = &data.x_world[i];
+        let iw = model.bodies[i].inertia.transformed(xw).to_matrix();
+        let vw = xw.act_motion(&data.v[i]);
+        let hw = mat_motion(&iw, &vw);
+        d.v[i] = vw;
+        d.a[i] = xw.act_motion(&data.a[i]);
+        d.bc[i] = -(iw * crm(&vw)) + cross_force_by(&hw) - crm(&vw).transpose() * iw;
+        d.ic[i] = iw;
+        d.f[i] = xw.act_force(&data.f[i]);
+        d.f_ext[i] = f_ext.map_or(Force::zero(), |fs| fs[i]);
+    }
+    for i in (0..nb).rev() {
+        if let Some(p) = model.parents[i] {
+            let (ic, bc, fe) = (d.ic[i], d.bc[i], d.f_ext[i]);
+            d.ic[p] += ic;
+            d.bc[p] += bc;
+            d.f_ext[p] += fe;
+        }
+    }
+    let a0 = gravity_acceleration(model);
+    for i in 0..nb {
+        let joint = &model.joints[i];
+        let (va, nv) = (model.v_idx[i], joint.nv());
+        let (mut vm, mut am) = match model.parents[i] {
+            Some(p) => (d.v[p], d.a[p]),
+            None => (Motion::zero(), a0),
+        };
+        let serial = is_serial(&joint.kind);
+        for k in va..va + nv {
+            let s = data.x_world[i].act_motion(&data.s[k]);
+            d.s[k] = s;
+            d.v_pre[k] = vm;
+            d.a_pre[k] = am;
+            if serial {
+                let carrier = vm + s * v[k];
+                d.s_dot[k] = carrier.cross_motion(&s);
+                vm = carrier;
+                am += s * a[k] + d.s_dot[k] * v[k];
+            } else {
+                d.s_dot[k] = d.v[i].cross_motion(&s);
+            }
+            d.ics[k] = mat_motion(&d.ic[i], &s);
+            d.bcs[k] = d.bc[i].transpose() * s.to_vector();
+        }
+    }
+}
+
+/// The derivative terms of one perturbation twist `u` acting on the subtree of body
+/// `b`, from a frame moving with `(vm, am)`.
+struct Perturbation {
+    u: Motion,
+    w: Motion,
+    alpha: Motion,
+    psi: Force,
+}
+
+impl Perturbation {
+    fn new(d: &DerivativeData, b: usize, u: Motion, vm: &Motion, am: &Motion) -> Self {
+        let w = u.cross_motion(vm);
+        let z = w.cross_motion(vm);
+        let alpha = u.cross_motion(am) - z;
+        let psi = u.cross_force(&(d.f[b] + d.f_ext[b])) - mat_motion(&d.ic[b], &alpha) - mat_motion(&d.bc[b], &w);
+        Self { u, w, alpha, psi }
+    }
+    /// `∂τ_k/∂δ` for a dof k carried by the perturbation, on body l.
+    #[inline]
+    fn carried(&self, d: &DerivativeData, k: usize, l: usize) -> f64 {
+        d.s[k].dot(&self.u.cross_force(&d.f_ext[l])) - self.alpha.dot(&d.ics[k]) - d.bcs[k].dot(&self.w.to_vector())
+    }
+}
+
+/// Fills `dtau_dq` and `dtau_dv` from the world-frame workspace.
+pub(crate) fn derivative_columns(model: &Model, d: &mut DerivativeData) {
+    d.dtau_dq.fill(0.0);
+    d.dtau_dv.fill(0.0);
+    for b in 0..model.nbodies() {
+        let joint = &model.joints[b];
+        let (va, nv) = (model.v_idx[b], joint.nv());
+        let serial = is_serial(&joint.kind);
+        for j in va..va + nv {
+            let u = d.s[j];
+            let p = Perturbation::new(d, b, u, &d.v_pre[j], &d.a_pre[j]);
+            let beta = d.s_dot[j] - u.cross_motion(&d.v_pre[j]);
+            let phi = mat_motion(&d.ic[b], &beta) + mat_motion(&d.bc[b], &u);
+            // Strict ancestors.
+            let mut anc = model.parents[b];
+            while let Some(x) = anc {
+                let xa = model.v_idx[x];
+                for k in xa..xa + model.joints[x].nv() {
+                    d.dtau_dq[(k, j)] = d.s[k].dot(&p.psi);
+                    d.dtau_dv[(k, j)] = d.s[k].dot(&phi);
+                }
+                anc = model.parents[x];
+            }
+            // The joint's own dofs.
+            for k in va..va + nv {
+                d.dtau_dv[(k, j)] = d.s[k].dot(&phi);
+                d.dtau_dq[(k, j)] = if !serial || k >= j { p.carried(d, k, b) } else { d.s[k].dot(&p.psi) };
+            }
+            // Strict descendants.
+            for l in b + 1..model.subtree_end[b] {
+                let la = model.v_idx[l];
+                for k in la..la + model.joints[l].nv() {
+                    d.dtau_dq[(k, j)] = p.carried(d, k, l);
+                    d.dtau_dv[(k, j)] = beta.dot(&d.ics[k]) + d.bcs[k].dot(&u.to_vector());
+                }
+            }
+        }
+    }
+}
+
+/// `∂τ/∂t` for a translation `t` (parent-frame direction `axis`) of body `b`'s joint
+/// placement: a rigid translation of the subtree, seen from the parent's frame.
+/// Needs the workspace of [`world_quantities`] and `data.x_world` at the same point.
+pub(crate) fn placement_column(model: &Model, data: &Data, d: &DerivativeData, b: usize, axis: &Vec3, out: &mut [f64]) {
+    out.iter_mut().for_each(|x| *x = 0.0);
+    let (u, vm, am) = match model.parents[b] {
+        Some(p) => (data.x_world[p].act_motion(&Motion::new(Vec3::zeros(), *axis)), d.v[p], d.a[p]),
+        None => (Motion::new(Vec3::zeros(), *axis), Motion::zero(), gravity_acceleration(model)),
+    };
+    let pert = Perturbation::new(d, b, u, &vm, &am);
+    let mut anc = model.parents[b];
+    while let Some(x) = anc {
+        let xa = model.v_idx[x];
+        for k in xa..xa + model.joints[x].nv() {
+            out[k] = d.s[k].dot(&pert.psi);
+        }
+        anc = model.parents[x];
+    }
+    for l in b..model.subtree_end[b] {
+        let la = model.v_idx[l];
+        for k in la..la + model.joints[l].nv() {
+            out[k] = pert.carried(d, k, l);
+        }
+    }
+}
