@@ -27,7 +27,9 @@ fn points(model: &Model, seed: u64) -> Vec<Point> {
             let f = (k % 2 == 1).then(|| {
                 (0..model.nbodies())
                     .map(|_| {
-                        let r = |rng: &mut SplitMix64| Vec3::new(rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0));
+                        let r = |rng: &mut SplitMix64| {
+                            Vec3::new(rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0))
+                        };
                         Force::new(r(&mut rng), r(&mut rng))
                     })
                     .collect()

@@ -182,3 +182,24 @@ fn rng_is_deterministic_and_uniform_quaternions_are_unit() {
         assert!((q.iter().map(|x| x * x).sum::<f64>() - 1.0).abs() < 1e-14);
     }
 }
+
+#[test]
+fn dense_lu_solves_pivoting_systems() {
+    let mut rng = SplitMix64::new(18);
+    for n in [1usize, 2, 5, 17] {
+        let a = nalgebra::DMatrix::from_fn(n, n, |r, c| if r == c { 0.0 } else { rng.range(-1.0, 1.0) });
+        let x = nalgebra::DVector::from_fn(n, |_, _| rng.range(-1.0, 1.0));
+        let b = &a * &x;
+        let mut lu = a.clone();
+        let mut piv = vec![0; n];
+        if n == 1 {
+            assert!(!lu_factor(&mut lu, &mut piv), "zero 1×1 matrix is singular");
+            continue;
+        }
+        assert!(lu_factor(&mut lu, &mut piv));
+        let mut sol = b.as_slice().to_vec();
+        lu_solve(&lu, &piv, &mut sol);
+        let err = (nalgebra::DVector::from_vec(sol) - &x).amax();
+        assert!(err < 1e-12, "n = {n}: {err:e}");
+    }
+}

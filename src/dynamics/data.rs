@@ -51,6 +51,8 @@ pub struct Data {
     pub ddq: DVector<f64>,
     /// Generalized-force scratch vector (nv).
     pub tmp_nv: DVector<f64>,
+    /// Scratch matrix (nv × nv).
+    pub(crate) tmp_mat: DMatrix<f64>,
     /// Scratch vectors of the integrator (nv each): spring displacement, midpoint
     /// velocity, explicit-step fallback velocity.
     pub(crate) scratch: [Vec<f64>; 3],
@@ -81,6 +83,7 @@ impl Data {
             tau: DVector::zeros(nv),
             ddq: DVector::zeros(nv),
             tmp_nv: DVector::zeros(nv),
+            tmp_mat: DMatrix::zeros(nv, nv),
             scratch: [vec![0.0; nv], vec![0.0; nv], vec![0.0; nv]],
         }
     }

@@ -6,6 +6,7 @@
 //! values and quaternions, and leaves its results in `data`.
 
 mod aba;
+mod aba_derivatives;
 mod crba;
 mod data;
 mod energy;
@@ -16,7 +17,9 @@ mod rnea_derivatives;
 
 pub use aba::aba;
 pub(crate) use aba::{aba_bias_pass, aba_inertia_pass};
+pub use aba_derivatives::aba_derivatives;
 pub use crba::crba;
+pub(crate) use crba::crba_pass;
 pub use data::Data;
 pub use energy::{center_of_mass, kinetic_energy, momentum, potential_energy};
 pub use jacobian::{body_jacobian, point_jacobian, ReferenceFrame};
@@ -24,5 +27,7 @@ pub(crate) use kinematics::{check_q, external_forces_to_bodies, kinematics_pass,
 pub use kinematics::{
     forward_kinematics, forward_kinematics_acceleration, forward_kinematics_velocity, point_position,
 };
+pub(crate) use rnea::rnea_pass;
 pub use rnea::{bias_forces, gravity_forces, rnea};
+pub(crate) use rnea_derivatives::{derivative_columns, placement_column, rnea_derivatives_at, world_quantities};
 pub use rnea_derivatives::{rnea_derivatives, DerivativeData};

@@ -78,6 +78,11 @@ pub struct DerivativeData {
     pub dtau_dq: DMatrix<f64>,
     /// `∂τ/∂q̇` (nv × nv).
     pub dtau_dv: DMatrix<f64>,
+    /// Integrator scratch: the Newton matrix of the midpoint step and its pivots.
+    pub(crate) newton: DMatrix<f64>,
+    pub(crate) pivots: Vec<usize>,
+    pub(crate) acc: Vec<f64>,
+    pub(crate) resid: Vec<f64>,
 }
 
 impl DerivativeData {
@@ -99,6 +104,10 @@ impl DerivativeData {
             f_ext: vec![Force::zero(); nb],
             dtau_dq: DMatrix::zeros(nv, nv),
             dtau_dv: DMatrix::zeros(nv, nv),
+            newton: DMatrix::zeros(nv, nv),
+            pivots: vec![0; nv],
+            acc: vec![0.0; nv],
+            resid: vec![0.0; nv],
         }
     }
 }
@@ -148,14 +157,38 @@ pub fn rnea_derivatives(
     a: &[f64],
     f_ext: Option<&[Force]>,
 ) -> Result<()> {
+    rnea_derivatives_at(model, data, deriv, q, v, a, f_ext)?;
+    derivative_columns(model, deriv, true);
+    Ok(())
+}
+
+/// Checks inputs, runs kinematics and RNEA at (q, v, a) and fills the world-frame
+/// workspace (everything but the derivative matrices).
+pub(crate) fn rnea_derivatives_at(
+    model: &Model,
+    data: &mut Data,
+    deriv: &mut DerivativeData,
+    q: &[f64],
+    v: &[f64],
+    a: &[f64],
+    f_ext: Option<&[Force]>,
+) -> Result<()> {
     check_q(model, q)?;
     check_vector("v", v, model.nv())?;
     check_vector("a", a, model.nv())?;
+    if let Some(fs) = f_ext {
+        if fs.len() != model.nbodies() {
+            return Err(crate::Error::Dimension {
+                what: "external wrenches",
+                expected: model.nbodies(),
+                got: fs.len(),
+            });
+        }
+    }
     kinematics_pass(model, data, q, Some(v));
     external_forces_to_bodies(model, data, f_ext)?;
     rnea_pass(model, data, a, true);
     world_quantities(model, data, deriv, v, a, f_ext);
-    derivative_columns(model, deriv);
     Ok(())
 }
 
@@ -241,9 +274,11 @@ impl Perturbation {
     }
 }
 
-/// Fills `dtau_dq` and `dtau_dv` from the world-frame workspace.
-pub(crate) fn derivative_columns(model: &Model, d: &mut DerivativeData) {
-    d.dtau_dq.fill(0.0);
+/// Fills `dtau_dv` and, with `with_q`, `dtau_dq` from the world-frame workspace.
+pub(crate) fn derivative_columns(model: &Model, d: &mut DerivativeData, with_q: bool) {
+    if with_q {
+        d.dtau_dq.fill(0.0);
+    }
     d.dtau_dv.fill(0.0);
     for b in 0..model.nbodies() {
         let joint = &model.joints[b];
@@ -251,7 +286,7 @@ pub(crate) fn derivative_columns(model: &Model, d: &mut DerivativeData) {
         let serial = is_serial(&joint.kind);
         for j in va..va + nv {
             let u = d.s[j];
-            let p = Perturbation::new(d, b, u, &d.v_pre[j], &d.a_pre[j]);
+            let p = if with_q { Some(Perturbation::new(d, b, u, &d.v_pre[j], &d.a_pre[j])) } else { None };
             let beta = d.s_dot[j] - u.cross_motion(&d.v_pre[j]);
             let phi = mat_motion(&d.ic[b], &beta) + mat_motion(&d.bc[b], &u);
             // Strict ancestors.
@@ -259,7 +294,9 @@ pub(crate) fn derivative_columns(model: &Model, d: &mut DerivativeData) {
             while let Some(x) = anc {
                 let xa = model.v_idx[x];
                 for k in xa..xa + model.joints[x].nv() {
-                    d.dtau_dq[(k, j)] = d.s[k].dot(&p.psi);
+                    if let Some(p) = &p {
+                        d.dtau_dq[(k, j)] = d.s[k].dot(&p.psi);
+                    }
                     d.dtau_dv[(k, j)] = d.s[k].dot(&phi);
                 }
                 anc = model.parents[x];
@@ -267,13 +304,17 @@ pub(crate) fn derivative_columns(model: &Model, d: &mut DerivativeData) {
             // The joint's own dofs.
             for k in va..va + nv {
                 d.dtau_dv[(k, j)] = d.s[k].dot(&phi);
-                d.dtau_dq[(k, j)] = if !serial || k >= j { p.carried(d, k, b) } else { d.s[k].dot(&p.psi) };
+                if let Some(p) = &p {
+                    d.dtau_dq[(k, j)] = if !serial || k >= j { p.carried(d, k, b) } else { d.s[k].dot(&p.psi) };
+                }
             }
             // Strict descendants.
             for l in b + 1..model.subtree_end[b] {
                 let la = model.v_idx[l];
                 for k in la..la + model.joints[l].nv() {
-                    d.dtau_dq[(k, j)] = p.carried(d, k, l);
+                    if let Some(p) = &p {
+                        d.dtau_dq[(k, j)] = p.carried(d, k, l);
+                    }
                     d.dtau_dv[(k, j)] = beta.dot(&d.ics[k]) + d.bcs[k].dot(&u.to_vector());
                 }
             }

@@ -6,12 +6,14 @@
 //! `[angular; linear]` (Featherstone, *Rigid Body Dynamics Algorithms*, ch. 2);
 //! an [`SE3`] is the pose of a frame B in a frame A, `x_A = R x_B + t`.
 
+mod dense;
 mod inertia;
 mod lie;
 mod rng;
 mod spatial;
 mod transform;
 
+pub use dense::{lu_factor, lu_solve};
 pub use inertia::Inertia;
 pub use lie::{
     quat_integrate, se3_exp, se3_left_jacobian, se3_left_jacobian_inv, se3_log, se3_right_jacobian,

@@ -20,7 +20,10 @@
 //! Ball and free joints integrate with the exact exponential map: `R⁺ = R exp(h ω)`
 //! and `T⁺ = T exp(h ξ)` on SE(3).
 
-use crate::math::{quat_integrate, se3_exp, se3_log, so3_exp, so3_log, Motion, Vec3, SE3};
+use crate::math::{
+    quat_integrate, se3_exp, se3_log, se3_right_jacobian, se3_right_jacobian_inv, so3_exp, so3_log, so3_right_jacobian,
+    so3_right_jacobian_inv, Mat6, Motion, Vec3, SE3,
+};
 use nalgebra::{Quaternion, UnitQuaternion};
 use serde::{Deserialize, Serialize};
 
@@ -222,6 +225,41 @@ impl JointType {
                     out[k] = q[k] + dv[k];
                 }
             }
+        }
+    }
+
+    /// Jacobians of `q⁺ = q ⊕ w` in the tangent spaces: `(∂q⁺/∂q, ∂q⁺/∂w)`, top-left
+    /// `nv × nv` blocks used. Scalar coordinates: identities; ball: `exp(−w)`, `J_r(w)`
+    /// (SO(3)); free: `Ad_{exp(−w)}`, `J_r(w)` (SE(3)).
+    pub fn integrate_jacobians(&self, w: &[f64]) -> (Mat6, Mat6) {
+        match self {
+            JointType::Spherical => {
+                let wv = Vec3::new(w[0], w[1], w[2]);
+                let mut jq = Mat6::identity();
+                let mut jv = Mat6::identity();
+                jq.fixed_view_mut::<3, 3>(0, 0).copy_from(&so3_exp(&-wv));
+                jv.fixed_view_mut::<3, 3>(0, 0).copy_from(&so3_right_jacobian(&wv));
+                (jq, jv)
+            }
+            JointType::Free => {
+                let xi = Motion::from_slice(w);
+                (se3_exp(&-xi).action_matrix(), se3_right_jacobian(&xi))
+            }
+            _ => (Mat6::identity(), Mat6::identity()),
+        }
+    }
+
+    /// Jacobian of `d = q₁ ⊖ q₀` with respect to `q₁` (tangent), at the difference `d`:
+    /// identity for scalar coordinates, `J_r(d)⁻¹` on SO(3) and SE(3).
+    pub fn difference_jacobian(&self, d: &[f64]) -> Mat6 {
+        match self {
+            JointType::Spherical => {
+                let mut j = Mat6::identity();
+                j.fixed_view_mut::<3, 3>(0, 0).copy_from(&so3_right_jacobian_inv(&Vec3::new(d[0], d[1], d[2])));
+                j
+            }
+            JointType::Free => se3_right_jacobian_inv(&Motion::from_slice(d)),
+            _ => Mat6::identity(),
         }
     }
 

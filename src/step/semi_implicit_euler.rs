@@ -20,10 +20,12 @@
 //!   `v̄ = v`, the classic semi-implicit Euler step.
 
 use crate::dynamics::{
-    aba_bias_pass, aba_inertia_pass, check_q, external_forces_to_bodies, kinematics_pass, velocity_pass, Data,
+    aba_bias_pass, aba_inertia_pass, check_q, crba_pass, derivative_columns, external_forces_to_bodies,
+    kinematics_pass, rnea_derivatives_at, rnea_pass, velocity_pass, Data, DerivativeData,
 };
 use crate::error::{check_vector, Error, Result};
 use crate::math::Force;
+use crate::math::{lu_factor, lu_solve};
 use crate::Model;
 use serde::{Deserialize, Serialize};
 
@@ -44,7 +46,7 @@ pub struct IntegratorOptions {
     pub velocity_products: VelocityProducts,
     /// Convergence threshold of the midpoint iteration on `‖Δv⁺‖∞ / max(1, ‖v⁺‖∞)`.
     pub tolerance: f64,
-    /// Maximum midpoint iterations before falling back to the explicit evaluation.
+    /// Maximum Newton iterations of the midpoint solve before falling back to the explicit evaluation.
     pub max_iterations: usize,
 }
 
@@ -57,21 +59,25 @@ impl Default for IntegratorOptions {
 /// What one step did.
 #[derive(Clone, Copy, Debug, PartialEq, Default, Serialize, Deserialize)]
 pub struct StepStats {
-    /// Midpoint iterations performed (0 for the explicit evaluation).
+    /// Newton iterations of the midpoint solve (0 for the explicit evaluation).
     pub iterations: usize,
-    /// Last relative change of `v⁺` in the midpoint iteration.
+    /// Factorisations of the Newton matrix (1 when the first linearisation sufficed).
+    pub jacobian_updates: usize,
+    /// Last relative change of `v⁺` in the midpoint solve.
     pub residual: f64,
-    /// True when the midpoint iteration did not converge and the step used the
-    /// explicit evaluation instead.
+    /// True when the midpoint solve did not converge (or its Newton matrix was singular)
+    /// and the step used the explicit evaluation instead.
     pub fallback: bool,
 }
 
 /// Advances `(q, v)` by one step of length `dt` under joint torques `tau` and
 /// optional world-frame body wrenches, writing `q⁺` and `v⁺` into `q_out`, `v_out`.
+/// `data` and `deriv` are the workspaces ([`Data::new`], [`DerivativeData::new`]).
 #[allow(clippy::too_many_arguments)]
 pub fn semi_implicit_euler(
     model: &Model,
     data: &mut Data,
+    deriv: &mut DerivativeData,
     q: &[f64],
     v: &[f64],
     tau: &[f64],
@@ -109,7 +115,7 @@ pub fn semi_implicit_euler(
             tau_eff[k] -= model.stiffness[k] * dq[k];
         }
     }
-    let result = velocity_update(model, data, v, tau_eff.as_slice(), dt, options, v_out);
+    let result = velocity_update(model, data, deriv, q, v, f_ext, tau_eff.as_slice(), dt, options, v_out);
     data.tmp_nv = tau_eff;
     let stats = result?;
     model.integrate_into(q, v_out, dt, q_out);
@@ -122,12 +128,15 @@ pub fn semi_implicit_euler(
     Ok(stats)
 }
 
-/// Computes `v⁺` (kinematics at `(q, v)` already done).
+/// Computes `v⁺` (kinematics at `(q, v)` and body-frame wrenches already done).
 #[allow(clippy::too_many_arguments)]
 fn velocity_update(
     model: &Model,
     data: &mut Data,
+    deriv: &mut DerivativeData,
+    q: &[f64],
     v: &[f64],
+    f_ext: Option<&[Force]>,
     tau_eff: &[f64],
     dt: f64,
     options: &IntegratorOptions,
@@ -144,52 +153,112 @@ fn velocity_update(
     }
     let [spring, mut vbar, mut explicit] = std::mem::take(&mut data.scratch);
     explicit.copy_from_slice(v_out);
-    let result = midpoint_iteration(model, data, v, tau_eff, dt, options, v_out, &mut vbar, &explicit);
+    let mut acc = std::mem::take(&mut deriv.acc);
+    acc.copy_from_slice(data.ddq.as_slice());
+    let result = midpoint_newton(model, data, deriv, q, v, f_ext, tau_eff, dt, options, v_out, &mut vbar, &mut acc);
+    if let Ok(stats) = &result {
+        if stats.fallback {
+            v_out.copy_from_slice(&explicit);
+        } else {
+            data.ddq.as_mut_slice().copy_from_slice(&acc);
+        }
+    }
+    deriv.acc = acc;
     data.scratch = [spring, vbar, explicit];
     result
 }
 
-/// Fixed-point iteration `v⁺ ← v + h q̈(q, (v + v⁺)/2)` from the explicit step `explicit`.
+/// Newton's method on the midpoint residual
+/// `G(a) = RNEA(q, v + h a/2, a) + h·damping ⊙ a − τ_eff = 0`, starting from the explicit
+/// step's `a` (in `acc`), with the Jacobian `K = M + diag(h·damping) + (h/2) ∂RNEA/∂v̄`.
+/// `K` is factorised at the start and refreshed only when an iteration contracts the
+/// update by less than 10× (a simplified Newton method that becomes full Newton on
+/// strongly coupled steps).
 #[allow(clippy::too_many_arguments)]
-fn midpoint_iteration(
+fn midpoint_newton(
     model: &Model,
     data: &mut Data,
+    deriv: &mut DerivativeData,
+    q: &[f64],
     v: &[f64],
+    f_ext: Option<&[Force]>,
     tau_eff: &[f64],
-    dt: f64,
+    h: f64,
     options: &IntegratorOptions,
     v_out: &mut [f64],
     vbar: &mut [f64],
-    explicit: &[f64],
+    acc: &mut [f64],
 ) -> Result<StepStats> {
     let nv = model.nv();
     let mut stats = StepStats::default();
+    for k in 0..nv {
+        vbar[k] = v[k] + 0.5 * h * acc[k];
+    }
+    // RNEA at the starting point (its τ is the residual's first term).
+    rnea_derivatives_at(model, data, deriv, q, vbar, acc, f_ext)?;
+    crba_pass(model, data);
+    let mut mass = std::mem::take(&mut data.tmp_mat);
+    mass.copy_from(&data.mass_matrix);
+    let mut kmat = std::mem::take(&mut deriv.newton);
+    let mut resid = std::mem::take(&mut deriv.resid);
     let mut prev = f64::INFINITY;
+    let mut refresh = true;
     loop {
-        for k in 0..nv {
-            vbar[k] = 0.5 * (v[k] + v_out[k]);
+        if refresh {
+            // K = M + diag(h·damping) + (h/2) ∂RNEA/∂v̄ at the current iterate.
+            if stats.iterations > 0 {
+                crate::dynamics::world_quantities(model, data, deriv, vbar, acc, f_ext);
+            }
+            derivative_columns(model, deriv, false);
+            kmat.copy_from(&mass);
+            kmat.zip_apply(&deriv.dtau_dv, |k, c| *k += 0.5 * h * c);
+            for k in 0..nv {
+                kmat[(k, k)] += h * model.damping[k];
+            }
+            stats.jacobian_updates += 1;
+            if !lu_factor(&mut kmat, &mut deriv.pivots) {
+                stats.fallback = true;
+                break;
+            }
         }
-        velocity_pass(model, data, vbar);
-        aba_bias_pass(model, data, tau_eff)?;
-        let (mut delta, mut scale) = (0.0f64, 1.0f64);
         for k in 0..nv {
-            let next = v[k] + dt * data.ddq[k];
-            delta = delta.max((next - v_out[k]).abs());
-            scale = scale.max(next.abs());
-            v_out[k] = next;
+            resid[k] = data.tau[k] + h * model.damping[k] * acc[k] - tau_eff[k];
+        }
+        lu_solve(&kmat, &deriv.pivots, &mut resid);
+        let (mut delta, mut scale, mut finite) = (0.0f64, 1.0f64, true);
+        for k in 0..nv {
+            acc[k] -= resid[k];
+            v_out[k] = v[k] + h * acc[k];
+            vbar[k] = v[k] + 0.5 * h * acc[k];
+            // `f64::max` skips NaN: track finiteness explicitly.
+            finite &= v_out[k].is_finite();
+            delta = delta.max(h * resid[k].abs());
+            scale = scale.max(v_out[k].abs());
         }
         stats.iterations += 1;
-        stats.residual = delta / scale;
-        if stats.residual <= options.tolerance {
-            return Ok(stats);
-        }
-        let diverging = stats.iterations > 2 && stats.residual > prev;
-        if diverging || stats.iterations >= options.max_iterations {
-            // Counted and reported through StepStats; the explicit step is always defined.
-            v_out.copy_from_slice(explicit);
+        stats.residual = if finite { delta / scale } else { f64::NAN };
+        if !finite {
             stats.fallback = true;
-            return Ok(stats);
+            break;
         }
+        if stats.residual <= options.tolerance {
+            break;
+        }
+        // Keep the Jacobian while it contracts fast; re-linearise when convergence slows.
+        let ratio = stats.residual / prev;
+        let diverging = ratio > 1.0 && !refresh && stats.iterations > 2;
+        if stats.iterations >= options.max_iterations || (diverging && stats.jacobian_updates > 3) {
+            // Counted and reported through StepStats; the explicit step is always defined.
+            stats.fallback = true;
+            break;
+        }
+        refresh = ratio > 0.1;
         prev = stats.residual;
+        velocity_pass(model, data, vbar);
+        rnea_pass(model, data, acc, true);
     }
+    data.tmp_mat = mass;
+    deriv.newton = kmat;
+    deriv.resid = resid;
+    Ok(stats)
 }

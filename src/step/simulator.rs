@@ -1,7 +1,7 @@
 //! The [`Simulator`]: owns a model, its options and its workspace, and steps states.
 
 use super::semi_implicit_euler::{semi_implicit_euler, IntegratorOptions, StepStats};
-use crate::dynamics::Data;
+use crate::dynamics::{Data, DerivativeData};
 use crate::error::{check_vector, Error, Result};
 use crate::math::{Force, Vec3};
 use crate::model::ParamSpec;
@@ -87,6 +87,7 @@ pub struct Simulator {
     params: Arc<ParamSpec>,
     options: SimOptions,
     data: Data,
+    deriv: DerivativeData,
     last: StepStats,
     stats: SimStats,
 }
@@ -109,11 +110,13 @@ impl Simulator {
             None => model,
         };
         let data = Data::new(&model);
+        let deriv = DerivativeData::new(&model);
         Ok(Simulator {
             model: Arc::new(model),
             params: Arc::new(ParamSpec::new()),
             options,
             data,
+            deriv,
             last: StepStats::default(),
             stats: SimStats::default(),
         })
@@ -163,6 +166,7 @@ impl Simulator {
         let stats = semi_implicit_euler(
             &self.model,
             &mut self.data,
+            &mut self.deriv,
             state.q.as_slice(),
             state.v.as_slice(),
             control.tau.as_slice(),

@@ -5,6 +5,8 @@
 //! Conventions: derivatives with respect to configurations live in the tangent
 //! space (nv), perturbing `q ⊕ δ`; θ is ordered by the simulator's [`ParamSpec`].
 
+mod linearize;
 mod record;
 
+pub use linearize::Workspace;
 pub use record::{StepGradients, StepJacobians, StepRecord, Tape, TapeGradients};

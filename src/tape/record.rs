@@ -1,5 +1,6 @@
 //! [`StepRecord`] (one recorded step) and [`Tape`] (a recorded rollout).
 
+use super::linearize::{block_mul, linearize, solve, Workspace};
 use crate::error::{Error, Result};
 use crate::math::Force;
 use crate::model::ParamSpec;
@@ -8,8 +9,6 @@ use crate::Model;
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
 
-// Fields are read by the backward pass (being implemented).
-#[allow(dead_code)]
 /// Everything the backward pass of one step needs. Self-contained: it shares the
 /// immutable model and never touches the simulator that recorded it.
 #[derive(Clone, Debug)]
@@ -82,15 +81,99 @@ impl StepRecord {
     pub fn outputs(&self) -> (&DVector<f64>, &DVector<f64>) {
         (&self.q_next, &self.v_next)
     }
+    /// True when the midpoint iteration of this step fell back to the explicit
+    /// evaluation (the step is then differentiated as an explicit step).
+    pub fn fell_back(&self) -> bool {
+        self.fallback
+    }
+
     /// The full Jacobian blocks of the step.
     pub fn jacobians(&self) -> Result<StepJacobians> {
-        Err(Error::InvalidInput("step Jacobians are not implemented yet".into()))
+        self.jacobians_with(&mut Workspace::new(&self.model))
     }
+
+    /// [`StepRecord::jacobians`] reusing a workspace (for many records of one model).
+    pub fn jacobians_with(&self, ws: &mut Workspace) -> Result<StepJacobians> {
+        let model = &*self.model;
+        let nv = model.nv();
+        let lin = linearize(self, ws)?;
+        let h = lin.h;
+        let mut rhs = DMatrix::zeros(nv, 2 * nv + nv + lin.g_theta.ncols());
+        rhs.columns_mut(0, nv).copy_from(&lin.g_q);
+        rhs.columns_mut(nv, nv).copy_from(&lin.g_v);
+        rhs.columns_mut(2 * nv, nv).fill_with_identity();
+        rhs.columns_mut(2 * nv, nv).neg_mut();
+        rhs.columns_mut(3 * nv, lin.g_theta.ncols()).copy_from(&lin.g_theta);
+        // da/dx = −K_a⁻¹ ∂G/∂x ; dv⁺ = dv + h da
+        let da = solve(&lin.k_a, &rhs)? * (-h);
+        let dv_dq = da.columns(0, nv).into_owned();
+        let dv_dv = da.columns(nv, nv) + DMatrix::identity(nv, nv);
+        let dv_dtau = da.columns(2 * nv, nv).into_owned();
+        let dv_dtheta = da.columns(3 * nv, lin.g_theta.ncols()).into_owned();
+        // dq⁺ = J_q dq + J_w h dv⁺
+        let jq = block_mul(model, &lin.jq, &DMatrix::identity(nv, nv), false);
+        let dq_dq = jq + block_mul(model, &lin.jw, &dv_dq, false) * h;
+        let dq_dv = block_mul(model, &lin.jw, &dv_dv, false) * h;
+        let dq_dtau = block_mul(model, &lin.jw, &dv_dtau, false) * h;
+        let dq_dtheta = block_mul(model, &lin.jw, &dv_dtheta, false) * h;
+        let jac = StepJacobians { dq_dq, dq_dv, dq_dtau, dq_dtheta, dv_dq, dv_dv, dv_dtau, dv_dtheta };
+        check_finite("step Jacobians", [&jac.dq_dq, &jac.dq_dv, &jac.dv_dq, &jac.dv_dv, &jac.dv_dtau, &jac.dv_dtheta])?;
+        Ok(jac)
+    }
+
     /// Vector-Jacobian product: given `∂ℓ/∂q⁺` (tangent, nv) and `∂ℓ/∂v⁺` (nv), the
     /// gradients with respect to the step's inputs.
     pub fn vjp(&self, grad_q_next: &DVector<f64>, grad_v_next: &DVector<f64>) -> Result<StepGradients> {
-        let _ = (grad_q_next, grad_v_next);
-        Err(Error::InvalidInput("step VJP is not implemented yet".into()))
+        self.vjp_with(&mut Workspace::new(&self.model), grad_q_next, grad_v_next)
+    }
+
+    /// [`StepRecord::vjp`] reusing a workspace.
+    pub fn vjp_with(
+        &self,
+        ws: &mut Workspace,
+        grad_q_next: &DVector<f64>,
+        grad_v_next: &DVector<f64>,
+    ) -> Result<StepGradients> {
+        let model = &*self.model;
+        let nv = model.nv();
+        crate::error::check_vector("grad_q_next", grad_q_next.as_slice(), nv)?;
+        crate::error::check_vector("grad_v_next", grad_v_next.as_slice(), nv)?;
+        let lin = linearize(self, ws)?;
+        let h = lin.h;
+        let gq = DMatrix::from_column_slice(nv, 1, grad_q_next.as_slice());
+        // v⁺ feeds q⁺ through J_w h.
+        let gv_tot =
+            block_mul(model, &lin.jw, &gq, true) * h + DMatrix::from_column_slice(nv, 1, grad_v_next.as_slice());
+        // μ = K_a⁻ᵀ (h g_v)
+        let mu = solve(&lin.k_a.transpose(), &(&gv_tot * h))?;
+        let q = block_mul(model, &lin.jq, &gq, true) - lin.g_q.tr_mul(&mu);
+        let v = &gv_tot - lin.g_v.tr_mul(&mu);
+        let theta = -lin.g_theta.tr_mul(&mu);
+        let grads = StepGradients {
+            q: DVector::from_column_slice(q.as_slice()),
+            v: DVector::from_column_slice(v.as_slice()),
+            tau: DVector::from_column_slice(mu.as_slice()),
+            theta: DVector::from_column_slice(theta.as_slice()),
+        };
+        if !grads
+            .q
+            .iter()
+            .chain(grads.v.iter())
+            .chain(grads.tau.iter())
+            .chain(grads.theta.iter())
+            .all(|x| x.is_finite())
+        {
+            return Err(Error::Numerical { algorithm: "step VJP", detail: "non-finite gradient".into() });
+        }
+        Ok(grads)
+    }
+}
+
+fn check_finite<const N: usize>(what: &'static str, ms: [&DMatrix<f64>; N]) -> Result<()> {
+    if ms.iter().all(|m| m.iter().all(|x| x.is_finite())) {
+        Ok(())
+    } else {
+        Err(Error::Numerical { algorithm: what, detail: "non-finite entry".into() })
     }
 }
 
@@ -142,7 +225,47 @@ impl Tape {
         grad_states: &[(DVector<f64>, DVector<f64>)],
         grad_controls: &[DVector<f64>],
     ) -> Result<TapeGradients> {
-        let _ = (grad_states, grad_controls);
-        Err(Error::InvalidInput("tape backward is not implemented yet".into()))
+        let Some(first) = self.records.first() else {
+            return Err(Error::InvalidInput("the tape is empty".into()));
+        };
+        let model = first.model.clone();
+        let (nv, np) = (model.nv(), first.params.len());
+        let steps = self.records.len();
+        if !grad_states.is_empty() && grad_states.len() != steps + 1 {
+            return Err(Error::Dimension { what: "grad_states", expected: steps + 1, got: grad_states.len() });
+        }
+        if !grad_controls.is_empty() && grad_controls.len() != steps {
+            return Err(Error::Dimension { what: "grad_controls", expected: steps, got: grad_controls.len() });
+        }
+        for r in &self.records {
+            if !Arc::ptr_eq(&r.model, &model) && *r.model != *model {
+                return Err(Error::InvalidInput("tape records come from different models".into()));
+            }
+            if r.params.len() != np {
+                return Err(Error::InvalidInput("tape records have different parameter specs".into()));
+            }
+        }
+        let zero = DVector::zeros(nv);
+        let state_grad = |t: usize| grad_states.get(t).map_or((&zero, &zero), |(q, v)| (q, v));
+        let (gq, gv) = state_grad(steps);
+        let (mut lq, mut lv) = (gq.clone(), gv.clone());
+        let mut ws = Workspace::new(&model);
+        let mut tau = vec![DVector::zeros(nv); steps];
+        let mut theta = DVector::zeros(np);
+        for t in (0..steps).rev() {
+            let g = self.records[t].vjp_with(&mut ws, &lq, &lv)?;
+            tau[t] = match grad_controls.get(t) {
+                Some(gc) => {
+                    crate::error::check_vector("grad_controls", gc.as_slice(), nv)?;
+                    g.tau + gc
+                }
+                None => g.tau,
+            };
+            theta += g.theta;
+            let (sq, sv) = state_grad(t);
+            lq = g.q + sq;
+            lv = g.v + sv;
+        }
+        Ok(TapeGradients { q0: lq, v0: lv, tau, theta })
     }
 }
