@@ -13,6 +13,7 @@
 
 pub mod dynamics;
 pub mod error;
+pub mod gradcheck;
 pub mod io;
 pub mod math;
 pub mod model;
