@@ -20,7 +20,10 @@ fn state(model: &Model) -> (DVector<f64>, DVector<f64>, DVector<f64>) {
     let mut rng = SplitMix64::new(1);
     let q = model.random_configuration(7);
     let v = DVector::from_fn(model.nv(), |_, _| rng.range(-1.0, 1.0));
-    let tau = DVector::from_fn(model.nv(), |_, _| rng.range(-1.0, 1.0));
+    // Torques scaled by each joint's inertia (accelerations of order 1 rad/s²), so the
+    // step is timed on a physical motion rather than on flailing light links.
+    let m = crba(model, &mut Data::new(model), q.as_slice()).unwrap().clone();
+    let tau = DVector::from_fn(model.nv(), |i, _| m[(i, i)] * rng.range(-1.0, 1.0));
     (q, v, tau)
 }
 

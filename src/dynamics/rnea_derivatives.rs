@@ -62,6 +62,10 @@ pub struct DerivativeData {
     pub ics: Vec<Force>,
     /// `B^Cᵀ S_k` per dof.
     pub bcs: Vec<Vec6>,
+    /// `I^C S_k` per dof as plain six-vectors.
+    pub(crate) ics_v: Vec<Vec6>,
+    /// True when some external wrench is nonzero.
+    pub(crate) has_ext: bool,
     /// Body velocities (world).
     pub v: Vec<Motion>,
     /// Body accelerations (world, gravity offset included).
@@ -96,6 +100,8 @@ impl DerivativeData {
             s_dot: vec![Motion::zero(); nv],
             ics: vec![Force::zero(); nv],
             bcs: vec![Vec6::zeros(); nv],
+            ics_v: vec![Vec6::zeros(); nv],
+            has_ext: false,
             v: vec![Motion::zero(); nb],
             a: vec![Motion::zero(); nb],
             ic: vec![Mat6::zeros(); nb],
@@ -214,6 +220,7 @@ pub(crate) fn world_quantities(
         d.f[i] = xw.act_force(&data.f[i]);
         d.f_ext[i] = f_ext.map_or(Force::zero(), |fs| fs[i]);
     }
+    d.has_ext = d.f_ext.iter().any(|f| *f != Force::zero());
     for i in (0..nb).rev() {
         if let Some(p) = model.parents[i] {
             let (ic, bc, fe) = (d.ic[i], d.bc[i], d.f_ext[i]);
@@ -245,6 +252,7 @@ pub(crate) fn world_quantities(
                 d.s_dot[k] = d.v[i].cross_motion(&s);
             }
             d.ics[k] = mat_motion(&d.ic[i], &s);
+            d.ics_v[k] = d.ics[k].to_vector();
             d.bcs[k] = d.bc[i].transpose() * s.to_vector();
         }
     }
@@ -254,8 +262,9 @@ pub(crate) fn world_quantities(
 /// `b`, from a frame moving with `(vm, am)`.
 struct Perturbation {
     u: Motion,
-    w: Motion,
-    alpha: Motion,
+    /// `w = u × v⁻` and `α = u × a⁻ − w × v⁻` as plain six-vectors for the inner loops.
+    w: Vec6,
+    alpha: Vec6,
     psi: Force,
 }
 
@@ -265,12 +274,17 @@ impl Perturbation {
         let z = w.cross_motion(vm);
         let alpha = u.cross_motion(am) - z;
         let psi = u.cross_force(&(d.f[b] + d.f_ext[b])) - mat_motion(&d.ic[b], &alpha) - mat_motion(&d.bc[b], &w);
-        Self { u, w, alpha, psi }
+        Self { u, w: w.to_vector(), alpha: alpha.to_vector(), psi }
     }
     /// `∂τ_k/∂δ` for a dof k carried by the perturbation, on body l.
     #[inline]
     fn carried(&self, d: &DerivativeData, k: usize, l: usize) -> f64 {
-        d.s[k].dot(&self.u.cross_force(&d.f_ext[l])) - self.alpha.dot(&d.ics[k]) - d.bcs[k].dot(&self.w.to_vector())
+        let inner = -self.alpha.dot(&d.ics_v[k]) - d.bcs[k].dot(&self.w);
+        if d.has_ext {
+            inner + d.s[k].dot(&self.u.cross_force(&d.f_ext[l]))
+        } else {
+            inner
+        }
     }
 }
 
@@ -289,6 +303,7 @@ pub(crate) fn derivative_columns(model: &Model, d: &mut DerivativeData, with_q: 
             let p = if with_q { Some(Perturbation::new(d, b, u, &d.v_pre[j], &d.a_pre[j])) } else { None };
             let beta = d.s_dot[j] - u.cross_motion(&d.v_pre[j]);
             let phi = mat_motion(&d.ic[b], &beta) + mat_motion(&d.bc[b], &u);
+            let (beta_v, u_v) = (beta.to_vector(), u.to_vector());
             // Strict ancestors.
             let mut anc = model.parents[b];
             while let Some(x) = anc {
@@ -315,7 +330,7 @@ pub(crate) fn derivative_columns(model: &Model, d: &mut DerivativeData, with_q: 
                     if let Some(p) = &p {
                         d.dtau_dq[(k, j)] = p.carried(d, k, l);
                     }
-                    d.dtau_dv[(k, j)] = beta.dot(&d.ics[k]) + d.bcs[k].dot(&u.to_vector());
+                    d.dtau_dv[(k, j)] = beta_v.dot(&d.ics_v[k]) + d.bcs[k].dot(&u_v);
                 }
             }
         }

@@ -26,20 +26,56 @@ pub fn lu_factor(a: &mut DMatrix<f64>, piv: &mut [usize]) -> bool {
         if p != k {
             a.swap_rows(p, k);
         }
-        let d = a[(k, k)];
+        let data = a.as_mut_slice();
+        let (left, right) = data.split_at_mut((k + 1) * n);
+        let lk = &mut left[k * n..];
+        let d = lk[k];
         for r in k + 1..n {
-            a[(r, k)] /= d;
+            lk[r] /= d;
         }
-        for c in k + 1..n {
-            let akc = a[(k, c)];
+        for c in 0..n - k - 1 {
+            let col = &mut right[c * n..(c + 1) * n];
+            let akc = col[k];
             if akc != 0.0 {
                 for r in k + 1..n {
-                    a[(r, c)] -= a[(r, k)] * akc;
+                    col[r] -= lk[r] * akc;
                 }
             }
         }
     }
     true
+}
+
+/// Writes `A⁻¹` into `out` from the factors of [`lu_factor`] (solving for the columns
+/// of the identity on contiguous column slices).
+pub fn lu_inverse(lu: &DMatrix<f64>, piv: &[usize], out: &mut DMatrix<f64>) {
+    let n = lu.nrows();
+    out.fill(0.0);
+    let a = lu.as_slice();
+    for j in 0..n {
+        let col = &mut out.as_mut_slice()[j * n..(j + 1) * n];
+        col[j] = 1.0;
+        for k in 0..n {
+            col.swap(k, piv[k]);
+        }
+        for c in 0..n {
+            let bc = col[c];
+            if bc != 0.0 {
+                let lc = &a[c * n..(c + 1) * n];
+                for r in c + 1..n {
+                    col[r] -= lc[r] * bc;
+                }
+            }
+        }
+        for c in (0..n).rev() {
+            let lc = &a[c * n..(c + 1) * n];
+            col[c] /= lc[c];
+            let bc = col[c];
+            for r in 0..c {
+                col[r] -= lc[r] * bc;
+            }
+        }
+    }
 }
 
 /// Solves `A x = b` in place with the factors of [`lu_factor`].

@@ -2,7 +2,7 @@
 
 use super::linearize::{block_mul, linearize, solve, Workspace};
 use crate::error::{Error, Result};
-use crate::math::Force;
+use crate::math::{lu_factor, lu_inverse, Force};
 use crate::model::ParamSpec;
 use crate::step::IntegratorOptions;
 use crate::Model;
@@ -98,18 +98,24 @@ impl StepRecord {
         let nv = model.nv();
         let lin = linearize(self, ws)?;
         let h = lin.h;
-        let mut rhs = DMatrix::zeros(nv, 2 * nv + nv + lin.g_theta.ncols());
-        rhs.columns_mut(0, nv).copy_from(&lin.g_q);
-        rhs.columns_mut(nv, nv).copy_from(&lin.g_v);
-        rhs.columns_mut(2 * nv, nv).fill_with_identity();
-        rhs.columns_mut(2 * nv, nv).neg_mut();
-        rhs.columns_mut(3 * nv, lin.g_theta.ncols()).copy_from(&lin.g_theta);
-        // da/dx = −K_a⁻¹ ∂G/∂x ; dv⁺ = dv + h da
-        let da = solve(&lin.k_a, &rhs)? * (-h);
-        let dv_dq = da.columns(0, nv).into_owned();
-        let dv_dv = da.columns(nv, nv) + DMatrix::identity(nv, nv);
-        let dv_dtau = da.columns(2 * nv, nv).into_owned();
-        let dv_dtheta = da.columns(3 * nv, lin.g_theta.ncols()).into_owned();
+        // dv⁺/dτ = h K_a⁻¹ ;  dv⁺/dx = −(dv⁺/dτ) ∂G/∂x  (+ I for x = v)
+        let mut lu = lin.k_a;
+        let mut piv = vec![0; nv];
+        if !lu_factor(&mut lu, &mut piv) {
+            return Err(Error::Numerical {
+                algorithm: "step linearization",
+                detail: "the acceleration Jacobian ∂G/∂a is singular".into(),
+            });
+        }
+        let mut dv_dtau = DMatrix::zeros(nv, nv);
+        lu_inverse(&lu, &piv, &mut dv_dtau);
+        dv_dtau *= h;
+        let dv_dq = -(&dv_dtau * &lin.g_q);
+        let mut dv_dv = -(&dv_dtau * &lin.g_v);
+        for k in 0..nv {
+            dv_dv[(k, k)] += 1.0;
+        }
+        let dv_dtheta = -(&dv_dtau * &lin.g_theta);
         // dq⁺ = J_q dq + J_w h dv⁺
         let jq = block_mul(model, &lin.jq, &DMatrix::identity(nv, nv), false);
         let dq_dq = jq + block_mul(model, &lin.jw, &dv_dq, false) * h;
