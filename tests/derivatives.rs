@@ -115,3 +115,22 @@ fn rnea_derivatives_match_ridders() {
         eprintln!("{:<20} nv {:3}: worst relative error {worst:.1e}", model.name(), model.nv());
     }
 }
+
+#[test]
+fn mass_matrix_from_the_derivative_pass_equals_crba() {
+    // The step linearization assembles M from the derivative pass's composite inertias;
+    // its Jacobian tests depend on it, and this compares it with CRBA directly through
+    // ABA derivatives (∂q̈/∂τ = M⁻¹).
+    for model in test_models().into_iter().filter(|m| m.nv() > 0) {
+        let mut data = Data::new(&model);
+        let mut deriv = DerivativeData::new(&model);
+        let q = model.random_configuration(77);
+        let v = DVector::from_element(model.nv(), 0.3);
+        let tau = DVector::from_element(model.nv(), 0.1);
+        let (_, _, minv) =
+            aba_derivatives(&model, &mut data, &mut deriv, q.as_slice(), v.as_slice(), tau.as_slice(), None).unwrap();
+        let m = crba(&model, &mut data, q.as_slice()).unwrap().clone();
+        let err = (&minv * &m - DMatrix::<f64>::identity(model.nv(), model.nv())).amax();
+        assert!(err < 1e-8, "{}: M⁻¹M − I = {err:e}", model.name());
+    }
+}

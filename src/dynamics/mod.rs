@@ -19,7 +19,6 @@ pub use aba::aba;
 pub(crate) use aba::{aba_bias_pass, aba_inertia_pass};
 pub use aba_derivatives::aba_derivatives;
 pub use crba::crba;
-pub(crate) use crba::crba_pass;
 pub use data::Data;
 pub use energy::{center_of_mass, kinetic_energy, momentum, potential_energy};
 pub use jacobian::{body_jacobian, point_jacobian, ReferenceFrame};
@@ -29,5 +28,7 @@ pub use kinematics::{
 };
 pub(crate) use rnea::rnea_pass;
 pub use rnea::{bias_forces, gravity_forces, rnea};
-pub(crate) use rnea_derivatives::{derivative_columns, placement_column, rnea_derivatives_at, world_quantities};
+pub(crate) use rnea_derivatives::{
+    derivative_columns, mass_matrix_from_composites, placement_column, rnea_derivatives_at, world_quantities,
+};
 pub use rnea_derivatives::{rnea_derivatives, DerivativeData};

@@ -258,6 +258,37 @@ pub(crate) fn world_quantities(
     }
 }
 
+/// The joint-space inertia `M + diag(armature)` from the world-frame composite inertias
+/// of [`world_quantities`] (`M_kj = S_k · I^C_{b(j)} S_j` for k on or above j's joint),
+/// at no more cost than the pairs it fills — the CRBA of Featherstone 2008, Table 6.2, in
+/// world coordinates.
+pub(crate) fn mass_matrix_from_composites(model: &Model, d: &DerivativeData, m: &mut DMatrix<f64>) {
+    m.fill(0.0);
+    for b in 0..model.nbodies() {
+        let (va, nv) = (model.v_idx[b], model.joints[b].nv());
+        for j in va..va + nv {
+            for k in va..=j {
+                let x = d.s[k].dot(&d.ics[j]);
+                m[(k, j)] = x;
+                m[(j, k)] = x;
+            }
+            let mut anc = model.parents[b];
+            while let Some(x) = anc {
+                let xa = model.v_idx[x];
+                for k in xa..xa + model.joints[x].nv() {
+                    let val = d.s[k].dot(&d.ics[j]);
+                    m[(k, j)] = val;
+                    m[(j, k)] = val;
+                }
+                anc = model.parents[x];
+            }
+        }
+    }
+    for k in 0..model.nv() {
+        m[(k, k)] += model.armature[k];
+    }
+}
+
 /// The derivative terms of one perturbation twist `u` acting on the subtree of body
 /// `b`, from a frame moving with `(vm, am)`.
 struct Perturbation {

@@ -20,8 +20,8 @@
 //!   `v̄ = v`, the classic semi-implicit Euler step.
 
 use crate::dynamics::{
-    aba_bias_pass, aba_inertia_pass, check_q, crba_pass, derivative_columns, external_forces_to_bodies,
-    kinematics_pass, rnea_derivatives_at, rnea_pass, velocity_pass, Data, DerivativeData,
+    aba_bias_pass, aba_inertia_pass, check_q, derivative_columns, external_forces_to_bodies, kinematics_pass,
+    mass_matrix_from_composites, rnea_derivatives_at, rnea_pass, velocity_pass, Data, DerivativeData,
 };
 use crate::error::{check_vector, Error, Result};
 use crate::math::Force;
@@ -266,9 +266,8 @@ fn midpoint_newton(
     }
     // RNEA at the starting point (its τ is the residual's first term).
     rnea_derivatives_at(model, data, deriv, q, vbar, acc, f_ext)?;
-    crba_pass(model, data);
     let mut mass = std::mem::take(&mut data.tmp_mat);
-    mass.copy_from(&data.mass_matrix);
+    mass_matrix_from_composites(model, deriv, &mut mass);
     let mut kmat = std::mem::take(&mut deriv.newton);
     let mut resid = std::mem::take(&mut deriv.resid);
     let mut prev = f64::INFINITY;

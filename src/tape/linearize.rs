@@ -17,7 +17,9 @@
 //! is differentiated as an explicit step.
 
 use super::record::StepRecord;
-use crate::dynamics::{crba_pass, derivative_columns, placement_column, rnea_derivatives_at, Data, DerivativeData};
+use crate::dynamics::{
+    derivative_columns, mass_matrix_from_composites, placement_column, rnea_derivatives_at, Data, DerivativeData,
+};
 use crate::error::{Error, Result};
 use crate::math::{skew, Inertia, Mat3, Mat6, Vec3};
 use crate::model::{ParamKind, ParamSpec};
@@ -65,9 +67,8 @@ pub(crate) fn linearize(rec: &StepRecord, ws: &mut Workspace) -> Result<Lineariz
     let (data, deriv) = (&mut ws.data, &mut ws.deriv);
     rnea_derivatives_at(model, data, deriv, rec.q.as_slice(), vbar.as_slice(), a.as_slice(), rec.wrenches.as_deref())?;
     derivative_columns(model, deriv, true);
-    crba_pass(model, data);
-
-    let mut k_a = data.mass_matrix.clone();
+    let mut k_a = DMatrix::zeros(nv, nv);
+    mass_matrix_from_composites(model, deriv, &mut k_a);
     if midpoint {
         k_a += &deriv.dtau_dv * (0.5 * h);
     }
