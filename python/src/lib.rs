@@ -8,9 +8,12 @@
 mod builder;
 mod convert;
 mod errors;
+mod gradcheck;
 mod model;
+mod params;
 mod samples;
 mod simulator;
+mod tape;
 
 use pyo3::prelude::*;
 
@@ -28,6 +31,11 @@ fn _stiction(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<model::PyModel>()?;
     m.add_class::<builder::PyModelBuilder>()?;
     m.add_class::<simulator::PySimulator>()?;
+    m.add_class::<params::PyParamSpec>()?;
+    m.add_class::<tape::PyStepRecord>()?;
+    m.add_class::<tape::PyTape>()?;
+    m.add_class::<gradcheck::PyGradReport>()?;
+    m.add_function(wrap_pyfunction!(gradcheck::gradcheck, m)?)?;
     samples::register(m)?;
     Ok(())
 }

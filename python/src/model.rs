@@ -8,7 +8,7 @@ use pyo3::types::PyTuple;
 use std::ffi::CString;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
-use stiction::dynamics::{self, Data, ReferenceFrame};
+use stiction::dynamics::{self, Data, DerivativeData, ReferenceFrame};
 use stiction::io::UrdfOptions;
 use stiction::{Model, ModelBuilder};
 
@@ -24,19 +24,28 @@ pub enum BodyRef {
 #[pyclass(name = "Model", module = "stiction", frozen)]
 pub struct PyModel {
     pub model: Model,
-    data: Mutex<Data>,
+    work: Mutex<Work>,
 }
+
+/// The scratch workspaces of a model, behind one mutex.
+struct Work {
+    data: Data,
+    /// Allocated by the first derivative call.
+    deriv: Option<DerivativeData>,
+}
+
+type DerivativeResult<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
 
 impl PyModel {
     pub fn new(model: Model) -> Self {
         let data = Data::new(&model);
-        Self { model, data: Mutex::new(data) }
+        Self { model, work: Mutex::new(Work { data, deriv: None }) }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Data> {
+    fn lock(&self) -> MutexGuard<'_, Work> {
         // A panic cannot leave `Data` in a state later calls rely on: every
         // algorithm overwrites what it reads.
-        self.data.lock().unwrap_or_else(|e| e.into_inner())
+        self.work.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Runs `f` on the model and its workspace with the GIL released.
@@ -45,7 +54,22 @@ impl PyModel {
         py: Python<'_>,
         f: impl FnOnce(&Model, &mut Data) -> stiction::Result<T> + Send,
     ) -> PyResult<T> {
-        py.detach(|| f(&self.model, &mut self.lock())).py_err()
+        py.detach(|| f(&self.model, &mut self.lock().data)).py_err()
+    }
+
+    /// Like [`PyModel::run`], with the derivative workspace as well.
+    fn run_deriv<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&Model, &mut Data, &mut DerivativeData) -> stiction::Result<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| {
+            let mut work = self.lock();
+            let Work { data, deriv } = &mut *work;
+            let deriv = deriv.get_or_insert_with(|| DerivativeData::new(&self.model));
+            f(&self.model, data, deriv)
+        })
+        .py_err()
     }
 
     fn q(&self, obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<f64>> {
@@ -287,6 +311,48 @@ impl PyModel {
         let f = crate::convert::wrenches(wrenches, self.model.nbodies())?;
         let a = self.run(py, |m, d| dynamics::aba(m, d, &q, &v, &tau, f.as_deref()).cloned())?;
         Ok(out_vec(py, a.as_slice()))
+    }
+    /// Analytic derivatives of inverse dynamics (RNEA) at `(q, v, a)`:
+    /// returns `(dtau_dq, dtau_dv, M)`, each of shape (nv, nv). The columns of
+    /// `dtau_dq` are in the tangent space (derivative along `q ⊕ ε eᵢ`, nv columns
+    /// even for quaternion joints); `M` is the mass matrix at `q`.
+    /// `wrenches`: optional world-frame body wrenches `[torque, force]`, shape (nbodies, 6).
+    #[pyo3(signature = (q, v, a, wrenches=None))]
+    fn rnea_derivatives<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        v: &Bound<'py, PyAny>,
+        a: &Bound<'py, PyAny>,
+        wrenches: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<DerivativeResult<'py>> {
+        let (q, v, a) = (self.q(q, "q")?, self.v(v, "v")?, self.v(a, "a")?);
+        let f = crate::convert::wrenches(wrenches, self.model.nbodies())?;
+        let (dq, dv, m) = self.run_deriv(py, |m, d, dd| {
+            dynamics::rnea_derivatives(m, d, dd, &q, &v, &a, f.as_deref())?;
+            let mass = dynamics::crba(m, d, &q)?.clone();
+            Ok((dd.dtau_dq.clone(), dd.dtau_dv.clone(), mass))
+        })?;
+        Ok((out_mat(py, &dq), out_mat(py, &dv), out_mat(py, &m)))
+    }
+    /// Analytic derivatives of forward dynamics (ABA) at `(q, v, tau)`:
+    /// returns `(da_dq, da_dv, Minv)`, each of shape (nv, nv), where `Minv = M⁻¹ = da/dtau`.
+    /// The columns of `da_dq` are in the tangent space (derivative along `q ⊕ ε eᵢ`).
+    /// `wrenches`: optional world-frame body wrenches `[torque, force]`, shape (nbodies, 6).
+    #[pyo3(signature = (q, v, tau, wrenches=None))]
+    fn aba_derivatives<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        v: &Bound<'py, PyAny>,
+        tau: &Bound<'py, PyAny>,
+        wrenches: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<DerivativeResult<'py>> {
+        let (q, v, tau) = (self.q(q, "q")?, self.v(v, "v")?, self.v(tau, "tau")?);
+        let f = crate::convert::wrenches(wrenches, self.model.nbodies())?;
+        let (dq, dv, minv) =
+            self.run_deriv(py, |m, d, dd| dynamics::aba_derivatives(m, d, dd, &q, &v, &tau, f.as_deref()))?;
+        Ok((out_mat(py, &dq), out_mat(py, &dv), out_mat(py, &minv)))
     }
     /// World poses of every body as 4x4 homogeneous transforms, in body order.
     fn forward_kinematics<'py>(

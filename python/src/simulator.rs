@@ -3,11 +3,14 @@
 use crate::convert::{matrix, out_rows, out_vec, vec3, vector};
 use crate::errors::IntoPyResult;
 use crate::model::PyModel;
+use crate::params::{params_arg, PyParamSpec};
+use crate::tape::{PyStepRecord, PyTape};
 use nalgebra::DVector;
-use numpy::{PyArray1, PyArray2};
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use std::sync::Mutex;
 use stiction::step::{IntegratorOptions, VelocityProducts};
+use stiction::tape::Tape;
 use stiction::{Control, SimOptions, Simulator, State};
 
 /// Steps a model forward in time.
@@ -20,16 +23,30 @@ pub struct PySimulator {
     nbodies: usize,
 }
 
-type StepResult<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
-type RolloutResult<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
+/// Parses the `velocity_products` option.
+pub fn velocity_products(s: &str) -> PyResult<VelocityProducts> {
+    match s {
+        "midpoint" => Ok(VelocityProducts::Midpoint),
+        "explicit" => Ok(VelocityProducts::Explicit),
+        other => Err(crate::errors::input_error(format!(
+            "velocity_products must be 'midpoint' or 'explicit', got '{other}'"
+        ))),
+    }
+}
+
+/// `(Q, V)` of a rollout, as row-major data.
+type Trajectory = (Vec<f64>, Vec<f64>);
 
 #[pymethods]
 impl PySimulator {
     /// A simulator of `model` with time step `dt`; `gravity` overrides the model's.
     /// `velocity_products` is `"midpoint"` (default: Coriolis/gyroscopic forces at
     /// `(v + v⁺)/2`, energy-conserving for free rigid bodies) or `"explicit"` (at `v`).
+    /// `params`: the differentiable parameters θ of recorded steps, a `ParamSpec` or a
+    /// list of parameter names (default: none).
     #[new]
-    #[pyo3(signature = (model, dt=1e-3, gravity=None, velocity_products="midpoint", tolerance=1e-13, max_iterations=50))]
+    #[pyo3(signature = (model, dt=1e-3, gravity=None, velocity_products="midpoint", tolerance=1e-13, max_iterations=50, params=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         model: &PyModel,
@@ -38,23 +55,25 @@ impl PySimulator {
         velocity_products: &str,
         tolerance: f64,
         max_iterations: usize,
+        params: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let gravity = gravity.filter(|g| !g.is_none()).map(|g| vec3(g, "gravity")).transpose()?;
-        let velocity_products = match velocity_products {
-            "midpoint" => VelocityProducts::Midpoint,
-            "explicit" => VelocityProducts::Explicit,
-            other => {
-                return Err(crate::errors::input_error(format!(
-                    "velocity_products must be 'midpoint' or 'explicit', got '{other}'"
-                )))
-            }
-        };
+        let velocity_products = self::velocity_products(velocity_products)?;
         let integrator = IntegratorOptions { velocity_products, tolerance, max_iterations };
-        let sim = Simulator::new(model.model.clone(), SimOptions { dt, gravity, integrator }).py_err()?;
+        let mut sim = Simulator::new(model.model.clone(), SimOptions { dt, gravity, integrator }).py_err()?;
+        let params = params_arg(params, sim.model())?;
+        sim.set_params(params);
         let m = sim.model();
         let (nq, nv, nbodies) = (m.nq(), m.nv(), m.nbodies());
         let model = Py::new(py, PyModel::new(m.clone()))?;
         Ok(Self { sim: Mutex::new(sim), model, nq, nv, nbodies })
+    }
+
+    /// The differentiable parameters θ of recorded steps.
+    #[getter]
+    fn params(&self) -> PyResult<PyParamSpec> {
+        let sim = self.lock();
+        PyParamSpec::wrap(sim.params().clone(), sim.model())
     }
 
     /// The time step.
@@ -82,9 +101,10 @@ impl PySimulator {
         self.model.clone_ref(py)
     }
 
-    /// One step: returns the next `(q, v)`. `wrenches`: optional world-frame body
-    /// wrenches `[torque, force]`, shape (nbodies, 6).
-    #[pyo3(signature = (q, v, tau, wrenches=None))]
+    /// One step: returns the next `(q, v)`, or `(q, v, record)` with `record=True`
+    /// (a `StepRecord` for Jacobians and vector-Jacobian products). `wrenches`: optional
+    /// world-frame body wrenches `[torque, force]`, shape (nbodies, 6).
+    #[pyo3(signature = (q, v, tau, wrenches=None, record=false))]
     fn step<'py>(
         &self,
         py: Python<'py>,
@@ -92,7 +112,8 @@ impl PySimulator {
         v: &Bound<'py, PyAny>,
         tau: &Bound<'py, PyAny>,
         wrenches: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<StepResult<'py>> {
+        record: bool,
+    ) -> PyResult<Bound<'py, PyTuple>> {
         let state = State {
             q: DVector::from_vec(vector(q, "q", self.nq, "model.nq")?),
             v: DVector::from_vec(vector(v, "v", self.nv, "model.nv")?),
@@ -101,27 +122,64 @@ impl PySimulator {
             tau: DVector::from_vec(vector(tau, "tau", self.nv, "model.nv")?),
             wrenches: crate::convert::wrenches(wrenches, self.nbodies)?,
         };
-        let next = py.detach(|| self.lock().step(&state, &control)).py_err()?;
-        Ok((out_vec(py, next.q.as_slice()), out_vec(py, next.v.as_slice())))
+        if record {
+            let (next, rec) = py.detach(|| self.lock().step_recorded(&state, &control)).py_err()?;
+            let rec = Bound::new(py, PyStepRecord { record: rec })?.into_any();
+            PyTuple::new(
+                py,
+                [out_vec(py, next.q.as_slice()).into_any(), out_vec(py, next.v.as_slice()).into_any(), rec],
+            )
+        } else {
+            let next = py.detach(|| self.lock().step(&state, &control)).py_err()?;
+            PyTuple::new(py, [out_vec(py, next.q.as_slice()), out_vec(py, next.v.as_slice())])
+        }
     }
 
     /// `T` steps under the torques `taus` (shape (T, nv)); returns `(Q, V)` with the
-    /// states after each step, shapes (T, nq) and (T, nv).
+    /// states after each step, shapes (T, nq) and (T, nv). With `record=True`, returns
+    /// `(Q, V, tape)` where `tape` is a `Tape` of the T steps.
+    #[pyo3(signature = (q, v, taus, record=false))]
     fn rollout<'py>(
         &self,
         py: Python<'py>,
         q: &Bound<'py, PyAny>,
         v: &Bound<'py, PyAny>,
         taus: &Bound<'py, PyAny>,
-    ) -> PyResult<RolloutResult<'py>> {
+        record: bool,
+    ) -> PyResult<Bound<'py, PyTuple>> {
         let (nq, nv) = (self.nq, self.nv);
         let mut state = State {
             q: DVector::from_vec(vector(q, "q", nq, "model.nq")?),
             v: DVector::from_vec(vector(v, "v", nv, "model.nv")?),
         };
         let (steps, taus) = matrix(taus, "taus", None, nv)?;
+        if record {
+            let ((qs, vs), tape) = py
+                .detach(|| -> stiction::Result<(Trajectory, Tape)> {
+                    let mut sim = self.lock();
+                    let mut qs = Vec::with_capacity(steps * nq);
+                    let mut vs = Vec::with_capacity(steps * nv);
+                    let mut tape = Tape::new();
+                    let mut control = Control::torques(DVector::zeros(nv));
+                    for t in 0..steps {
+                        control.tau.as_mut_slice().copy_from_slice(&taus[t * nv..(t + 1) * nv]);
+                        let (next, rec) = sim.step_recorded(&state, &control)?;
+                        tape.push(rec);
+                        state = next;
+                        qs.extend_from_slice(state.q.as_slice());
+                        vs.extend_from_slice(state.v.as_slice());
+                    }
+                    Ok(((qs, vs), tape))
+                })
+                .py_err()?;
+            let tape = Bound::new(py, PyTape::from_tape(tape))?.into_any();
+            return PyTuple::new(
+                py,
+                [out_rows(py, steps, nq, qs)?.into_any(), out_rows(py, steps, nv, vs)?.into_any(), tape],
+            );
+        }
         let (qs, vs) = py
-            .detach(|| -> stiction::Result<(Vec<f64>, Vec<f64>)> {
+            .detach(|| -> stiction::Result<Trajectory> {
                 let mut sim = self.lock();
                 let mut qs = Vec::with_capacity(steps * nq);
                 let mut vs = Vec::with_capacity(steps * nv);
@@ -137,7 +195,7 @@ impl PySimulator {
                 Ok((qs, vs))
             })
             .py_err()?;
-        Ok((out_rows(py, steps, nq, qs)?, out_rows(py, steps, nv, vs)?))
+        PyTuple::new(py, [out_rows(py, steps, nq, qs)?, out_rows(py, steps, nv, vs)?])
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {

@@ -12,6 +12,7 @@ Conventions: z-up world, SI units, float64 numpy arrays, spatial vectors
 
 from . import samples
 from ._stiction import (
+    GradReport,
     InputError,
     LoadError,
     LoadWarning,
@@ -19,12 +20,17 @@ from ._stiction import (
     ModelBuilder,
     ModelError,
     NumericalError,
+    ParamSpec,
     Simulator,
+    StepRecord,
     StictionError,
+    Tape,
     __version__,
+    gradcheck,
 )
 
 __all__ = [
+    "GradReport",
     "InputError",
     "LoadError",
     "LoadWarning",
@@ -32,8 +38,12 @@ __all__ = [
     "ModelBuilder",
     "ModelError",
     "NumericalError",
+    "ParamSpec",
     "Simulator",
+    "StepRecord",
     "StictionError",
+    "Tape",
     "__version__",
+    "gradcheck",
     "samples",
 ]

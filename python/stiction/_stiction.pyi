@@ -5,7 +5,7 @@ numpy arrays of any numeric dtype); results are new float64 numpy arrays.
 """
 
 import os
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -150,6 +150,29 @@ class Model:
         :param wrenches: optional world-frame body wrenches, shape (nbodies, 6).
         :raises NumericalError: the articulated inertia is singular.
         """
+    def rnea_derivatives(
+        self, q: ArrayLike, v: ArrayLike, a: ArrayLike, wrenches: Optional[ArrayLike] = None
+    ) -> Tuple[Matrix, Matrix, Matrix]:
+        """Analytic derivatives of inverse dynamics: ``(dtau_dq, dtau_dv, M)``, each (nv, nv).
+
+        ``dtau_dq`` is taken in the **tangent space**: column ``i`` is the derivative of
+        ``inverse_dynamics(integrate(q, e_i, eps), v, a)`` at ``eps = 0`` (nv columns, also
+        for quaternion joints, where nq > nv). ``dtau_dv`` is ``∂τ/∂v`` and ``M`` the mass
+        matrix at ``q`` (``= ∂τ/∂a``).
+
+        :param wrenches: optional world-frame body wrenches, shape (nbodies, 6).
+        """
+    def aba_derivatives(
+        self, q: ArrayLike, v: ArrayLike, tau: ArrayLike, wrenches: Optional[ArrayLike] = None
+    ) -> Tuple[Matrix, Matrix, Matrix]:
+        """Analytic derivatives of forward dynamics: ``(da_dq, da_dv, Minv)``, each (nv, nv).
+
+        ``da_dq`` is taken in the **tangent space** (column ``i``: derivative along
+        ``integrate(q, e_i, eps)``); ``Minv = M⁻¹ = ∂a/∂τ``.
+
+        :param wrenches: optional world-frame body wrenches, shape (nbodies, 6).
+        :raises NumericalError: the mass matrix is not positive definite.
+        """
     def forward_kinematics(self, q: ArrayLike) -> List[Matrix]:
         """World pose of every body as a 4x4 homogeneous transform, in body order."""
     def body_jacobian(self, q: ArrayLike, body: Union[int, str], frame: str = "world") -> Matrix:
@@ -260,6 +283,7 @@ class Simulator:
         velocity_products: str = "midpoint",
         tolerance: float = 1e-13,
         max_iterations: int = 50,
+        params: Union["ParamSpec", Sequence[str], str, None] = None,
     ) -> None:
         """:param gravity: overrides the model's gravity when given.
         :param velocity_products: ``"midpoint"`` evaluates Coriolis/gyroscopic forces at
@@ -269,8 +293,15 @@ class Simulator:
         :param max_iterations: midpoint iterations before falling back to the explicit
             evaluation (counted in :attr:`stats`).
 
-        :raises InputError: ``dt`` is not positive and finite, or an option is invalid.
+        :param params: the differentiable parameters θ that recorded steps differentiate
+            against: a :class:`ParamSpec` or parameter names (parsed on the simulated model).
+
+        :raises InputError: ``dt`` is not positive and finite, an option is invalid, or a
+            parameter name is unknown.
         """
+    @property
+    def params(self) -> "ParamSpec":
+        """The differentiable parameters θ of recorded steps (empty by default)."""
     @property
     def stats(self) -> Dict[str, int]:
         """Counters since construction: ``steps``, ``midpoint_iterations``, ``midpoint_fallbacks``."""
@@ -280,18 +311,217 @@ class Simulator:
     @property
     def model(self) -> Model:
         """The simulated model (gravity override applied)."""
+    @overload
     def step(
-        self, q: ArrayLike, v: ArrayLike, tau: ArrayLike, wrenches: Optional[ArrayLike] = None
-    ) -> Tuple[Vector, Vector]:
-        """Advances one step; returns the next ``(q, v)``.
+        self,
+        q: ArrayLike,
+        v: ArrayLike,
+        tau: ArrayLike,
+        wrenches: Optional[ArrayLike] = None,
+        record: Literal[False] = False,
+    ) -> Tuple[Vector, Vector]: ...
+    @overload
+    def step(
+        self,
+        q: ArrayLike,
+        v: ArrayLike,
+        tau: ArrayLike,
+        wrenches: Optional[ArrayLike] = None,
+        *,
+        record: Literal[True],
+    ) -> Tuple[Vector, Vector, "StepRecord"]: ...
+    def step(
+        self,
+        q: ArrayLike,
+        v: ArrayLike,
+        tau: ArrayLike,
+        wrenches: Optional[ArrayLike] = None,
+        record: bool = False,
+    ) -> Union[Tuple[Vector, Vector], Tuple[Vector, Vector, "StepRecord"]]:
+        """Advances one step; returns the next ``(q, v)``, or ``(q, v, record)`` with
+        ``record=True`` (a :class:`StepRecord` for Jacobians and VJPs with respect to
+        ``q, v, tau`` and :attr:`params`). The GIL is released during the step.
 
         :param wrenches: optional world-frame body wrenches, shape (nbodies, 6).
         """
-    def rollout(self, q: ArrayLike, v: ArrayLike, taus: ArrayLike) -> Tuple[Matrix, Matrix]:
-        """Runs ``T = len(taus)`` steps under torques ``taus`` (shape (T, nv)).
+    @overload
+    def rollout(
+        self, q: ArrayLike, v: ArrayLike, taus: ArrayLike, record: Literal[False] = False
+    ) -> Tuple[Matrix, Matrix]: ...
+    @overload
+    def rollout(
+        self, q: ArrayLike, v: ArrayLike, taus: ArrayLike, record: Literal[True]
+    ) -> Tuple[Matrix, Matrix, "Tape"]: ...
+    def rollout(
+        self, q: ArrayLike, v: ArrayLike, taus: ArrayLike, record: bool = False
+    ) -> Union[Tuple[Matrix, Matrix], Tuple[Matrix, Matrix, "Tape"]]:
+        """Runs ``T = len(taus)`` steps under torques ``taus`` (shape (T, nv)), in Rust.
 
-        Returns ``(Q, V)``, the states after each step, shapes (T, nq) and (T, nv).
+        Returns ``(Q, V)``, the states after each step, shapes (T, nq) and (T, nv); with
+        ``record=True``, ``(Q, V, tape)`` where ``tape`` is a :class:`Tape` of the T steps.
         """
+
+class ParamSpec:
+    """The differentiable parameters θ of a model, by name.
+
+    Names: ``"mass:LINK"`` (1 value), ``"com:LINK"`` (x, y, z), ``"inertia:LINK"``
+    (xx, yy, zz, xy, xz, yz about the COM), ``"damping:JOINT"``, ``"stiffness:JOINT"``,
+    ``"armature:JOINT"`` (one per degree of freedom), ``"rest:JOINT"`` (one per
+    coordinate; not for ball/free joints), ``"placement:JOINT"`` (x, y, z of the joint
+    origin in the parent) and ``"gravity"`` (x, y, z). Blocks are laid out in θ in the
+    order given::
+
+        spec = ParamSpec(model, ["mass:link3", "gravity"])
+        theta = spec.values(model)
+        theta[0] += 0.5
+        heavier = spec.apply(model, theta)
+    """
+
+    def __init__(self, model: Model, names: Union[Sequence[str], str]) -> None:
+        """:raises InputError: an unknown kind, link or joint, or a name given twice."""
+    @staticmethod
+    def all(model: Model) -> "ParamSpec":
+        """Every differentiable parameter of ``model`` (the names of :meth:`available`)."""
+    @staticmethod
+    def available(model: Model) -> List[str]:
+        """Every name the constructor accepts for ``model``."""
+    @property
+    def names(self) -> List[str]:
+        """One name per scalar of θ (``"mass:link3"``, ``"com:link3.y"``, ``"damping:hip[1]"``, ``"gravity.z"``)."""
+    @property
+    def entries(self) -> List[str]:
+        """The block names, as given to the constructor."""
+    def values(self, model: Model) -> Vector:
+        """The current θ of ``model``, shape (len(self),).
+
+        :raises InputError: the spec does not fit ``model``.
+        """
+    def apply(self, model: Model, theta: ArrayLike) -> Model:
+        """A copy of ``model`` with θ set to ``theta``, validated like a built model.
+
+        :raises InputError: ``theta`` has the wrong length or is not finite.
+        :raises ModelError: the resulting model is invalid (e.g. a negative mass).
+        """
+    def __len__(self) -> int: ...
+    def __eq__(self, other: object) -> bool: ...
+
+class StepRecord:
+    """One recorded step (``Simulator.step(..., record=True)``).
+
+    Self-contained: it keeps the model, θ and the step's inputs and outputs. Rows and
+    columns for ``q`` are in the tangent space (``q ⊕ ε eᵢ``; nv entries).
+    """
+
+    def jacobians(self) -> Dict[str, Matrix]:
+        """The Jacobian blocks: ``"dq_dq"``, ``"dq_dv"``, ``"dq_dtau"``, ``"dv_dq"``,
+        ``"dv_dv"``, ``"dv_dtau"`` (nv × nv) and ``"dq_dtheta"``, ``"dv_dtheta"`` (nv × np),
+        where ``dq`` rows are ``q⁺`` and ``dv`` rows ``v⁺``."""
+    def vjp(self, grad_q_next: ArrayLike, grad_v_next: ArrayLike) -> Dict[str, Vector]:
+        """Vector-Jacobian product: given ``∂ℓ/∂q⁺`` (tangent, nv) and ``∂ℓ/∂v⁺`` (nv),
+        returns ``{"q", "v", "tau", "theta"}``, the gradients of ℓ with respect to the
+        step's inputs (``Jᵀλ`` without forming J)."""
+    @property
+    def q(self) -> Vector:
+        """Configuration before the step, shape (nq,)."""
+    @property
+    def v(self) -> Vector:
+        """Velocity before the step, shape (nv,)."""
+    @property
+    def tau(self) -> Vector:
+        """Joint torques of the step, shape (nv,)."""
+    @property
+    def q_next(self) -> Vector:
+        """Configuration after the step, shape (nq,)."""
+    @property
+    def v_next(self) -> Vector:
+        """Velocity after the step, shape (nv,)."""
+    @property
+    def dt(self) -> float:
+        """The time step."""
+    @property
+    def nparams(self) -> int:
+        """Number of differentiable parameters θ."""
+    @property
+    def fell_back(self) -> bool:
+        """True when the midpoint iteration fell back to the explicit evaluation
+        (the step is then differentiated as an explicit step)."""
+
+class Tape:
+    """A recorded rollout: the :class:`StepRecord` of consecutive steps."""
+
+    def __init__(self) -> None: ...
+    def append(self, record: StepRecord) -> None:
+        """Appends the record of the next step."""
+    def __len__(self) -> int: ...
+    def __getitem__(self, t: int) -> StepRecord:
+        """The record of step ``t`` (negative indices count from the end)."""
+    def backward(
+        self,
+        grad_states: Optional[Tuple[ArrayLike, ArrayLike]] = None,
+        grad_controls: Optional[ArrayLike] = None,
+    ) -> Dict[str, Vector]:
+        """Backpropagates ``L = Σ_t ℓ_t(x_t, τ_t) + ℓ_T(x_T)`` through the tape.
+
+        :param grad_states: ``(gq, gv)``, two arrays of shape (T+1, nv): the partial
+            derivatives ``∂L/∂q_t`` (tangent) and ``∂L/∂v_t`` for t = 0..T; None: zero.
+        :param grad_controls: the partials ``∂L/∂τ_t``, shape (T, nv); None: zero.
+        :returns: the total derivatives ``{"q0" (nv,), "v0" (nv,), "tau" (T, nv), "theta" (np,)}``.
+        :raises InputError: the tape is empty or a shape is wrong.
+        :raises StictionError: the records come from different models or parameter specs.
+        """
+
+class GradReport:
+    """The result of :func:`gradcheck`; ``str(report)`` is a table of the blocks."""
+
+    @property
+    def passed(self) -> bool:
+        """True when every block passes."""
+    @property
+    def blocks(self) -> List[Dict[str, Any]]:
+        """One dict per block (and per method with ``method="both"``): ``name``
+        (``"dq+/dq"``, ..., ``"dv+/dtheta"``), ``method``, ``shape``, ``max_abs_error``,
+        ``max_rel_error``, ``worst_row``, ``worst_col``, ``worst`` (label), ``analytic``
+        and ``fd`` (the values at the worst entry), ``fd_error_estimate`` (Ridders) or
+        None, ``scale`` (largest ``|fd|`` of the block), ``passed``."""
+    @property
+    def rel_tol(self) -> float:
+        """The relative tolerance the blocks were judged with."""
+    @property
+    def title(self) -> str:
+        """What was checked (model, dimensions, dt)."""
+    @property
+    def max_rel_error(self) -> float:
+        """The largest relative error over all blocks."""
+    def __bool__(self) -> bool: ...
+
+def gradcheck(
+    model: Model,
+    q: ArrayLike,
+    v: ArrayLike,
+    tau: ArrayLike,
+    params: Union[ParamSpec, Sequence[str], str, None] = None,
+    dt: float = 1e-3,
+    velocity_products: str = "midpoint",
+    method: str = "ridders",
+    rel_tol: float = 1e-6,
+    step: float = 1e-3,
+    abs_floor: float = 1e-5,
+    wrenches: Optional[ArrayLike] = None,
+    gravity: Optional[ArrayLike] = None,
+) -> GradReport:
+    """Checks the analytic Jacobians of one simulator step against finite differences.
+
+    Steps a simulator of ``model`` (``dt``, ``velocity_products``, ``gravity``) from
+    ``(q, v)`` under ``tau`` with θ = ``params``, and compares each block of
+    :meth:`StepRecord.jacobians` with finite differences of the step (q perturbed on
+    the manifold, θ through :meth:`ParamSpec.apply`).
+
+    :param method: ``"ridders"`` (default), ``"central"`` or ``"both"``.
+    :param step: FD step (central) or initial step (Ridders); scaled per input.
+    :param rel_tol: an entry passes when ``|a − f| / max(|f|, abs_floor·max(s, 1)) <= rel_tol``,
+        with ``s`` the block's largest ``|f|``.
+    :raises InputError: wrong shapes, an unknown option or parameter name, invalid settings.
+    """
 
 def pendulum_chain(n: int, length: float = 1.0, mass: float = 1.0) -> Model:
     """A planar chain of ``n`` rods hanging along -z, hinged about y."""

@@ -1,0 +1,137 @@
+//! `stiction.gradcheck` and `stiction.GradReport`: analytic step Jacobians against
+//! finite differences.
+
+use crate::convert::{dvector, wrenches};
+use crate::errors::{input_error, IntoPyResult};
+use crate::model::PyModel;
+use crate::params::params_arg;
+use crate::simulator::velocity_products;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use stiction::gradcheck::{check_step, FdMethod, GradReport, GradcheckConfig};
+use stiction::step::IntegratorOptions;
+use stiction::{Control, SimOptions, State};
+
+/// The result of `stiction.gradcheck`: one comparison per Jacobian block (and per
+/// method with `method="both"`). `str(report)` is a table of the blocks.
+#[pyclass(name = "GradReport", module = "stiction", frozen)]
+pub struct PyGradReport {
+    report: GradReport,
+}
+
+#[pymethods]
+impl PyGradReport {
+    /// True when every block passes.
+    #[getter]
+    fn passed(&self) -> bool {
+        self.report.passed()
+    }
+
+    /// The relative tolerance the blocks were judged with.
+    #[getter]
+    fn rel_tol(&self) -> f64 {
+        self.report.rel_tol
+    }
+
+    /// A one-line description of what was checked.
+    #[getter]
+    fn title(&self) -> &str {
+        &self.report.title
+    }
+
+    /// The largest relative error over all blocks.
+    #[getter]
+    fn max_rel_error(&self) -> f64 {
+        self.report.max_rel_error()
+    }
+
+    /// One dict per block: `name` (e.g. `"dv+/dq"`), `method` (`"central"` or
+    /// `"ridders"`), `shape`, `max_abs_error`, `max_rel_error`, `worst_row`, `worst_col`
+    /// (the entry of largest relative error), `worst` (its label), `analytic` and `fd`
+    /// (the two values there), `fd_error_estimate` (Ridders' estimate or None), `scale`
+    /// (largest |fd| of the block) and `passed`.
+    #[getter]
+    fn blocks<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.report
+            .blocks
+            .iter()
+            .map(|b| {
+                let d = PyDict::new(py);
+                d.set_item("name", &b.name)?;
+                d.set_item("method", b.method.name())?;
+                d.set_item("shape", b.shape)?;
+                d.set_item("max_abs_error", b.max_abs_error)?;
+                d.set_item("max_rel_error", b.max_rel_error)?;
+                d.set_item("worst_row", b.worst.0)?;
+                d.set_item("worst_col", b.worst.1)?;
+                d.set_item("worst", b.worst_label())?;
+                d.set_item("analytic", b.analytic)?;
+                d.set_item("fd", b.fd)?;
+                d.set_item("fd_error_estimate", b.fd_error_estimate)?;
+                d.set_item("scale", b.scale)?;
+                d.set_item("passed", b.passed)?;
+                Ok(d)
+            })
+            .collect()
+    }
+
+    fn __bool__(&self) -> bool {
+        self.report.passed()
+    }
+
+    fn __str__(&self) -> String {
+        self.report.to_string()
+    }
+
+    fn __repr__(&self) -> String {
+        let failed = self.report.failures().len();
+        format!(
+            "GradReport(blocks={}, failed={failed}, max_rel_error={:.2e}, passed={})",
+            self.report.blocks.len(),
+            self.report.max_rel_error(),
+            if self.report.passed() { "True" } else { "False" }
+        )
+    }
+}
+
+/// Checks the analytic Jacobians of one simulator step from `(q, v)` under `tau`
+/// against finite differences of the step.
+#[pyfunction]
+#[pyo3(signature = (
+    model, q, v, tau, params=None, dt=1e-3, velocity_products="midpoint", method="ridders",
+    rel_tol=1e-6, step=1e-3, abs_floor=1e-5, wrenches=None, gravity=None
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn gradcheck(
+    py: Python<'_>,
+    model: &PyModel,
+    q: &Bound<'_, PyAny>,
+    v: &Bound<'_, PyAny>,
+    tau: &Bound<'_, PyAny>,
+    params: Option<&Bound<'_, PyAny>>,
+    dt: f64,
+    velocity_products: &str,
+    method: &str,
+    rel_tol: f64,
+    step: f64,
+    abs_floor: f64,
+    wrenches: Option<&Bound<'_, PyAny>>,
+    gravity: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyGradReport> {
+    let m = &model.model;
+    let (nq, nv) = (m.nq(), m.nv());
+    let state = State { q: dvector(q, "q", nq, "model.nq")?, v: dvector(v, "v", nv, "model.nv")? };
+    let control =
+        Control { tau: dvector(tau, "tau", nv, "model.nv")?, wrenches: self::wrenches(wrenches, m.nbodies())? };
+    let gravity = gravity.filter(|g| !g.is_none()).map(|g| crate::convert::vec3(g, "gravity")).transpose()?;
+    let integrator =
+        IntegratorOptions { velocity_products: self::velocity_products(velocity_products)?, ..Default::default() };
+    let options = SimOptions { dt, gravity, integrator };
+    // Parsing depends on the tree only, not on the gravity override.
+    let params = params_arg(params, m)?;
+    let method = FdMethod::parse(method)
+        .ok_or_else(|| input_error(format!("method must be 'central', 'ridders' or 'both', got '{method}'")))?;
+    let config = GradcheckConfig { method, step, rel_tol, abs_floor };
+    let report = py.detach(|| check_step(m, &options, &params, &state, &control, &config)).py_err()?;
+    Ok(PyGradReport { report })
+}

@@ -1,0 +1,224 @@
+//! `stiction.StepRecord` and `stiction.Tape`: recorded steps and their backward pass.
+
+use crate::convert::{dvector, matrix, out_mat, out_rows, out_vec};
+use crate::errors::{input_error, IntoPyResult};
+use nalgebra::DVector;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use std::sync::{Mutex, MutexGuard};
+use stiction::tape::{StepRecord, Tape};
+
+/// One recorded simulator step (`Simulator.step(..., record=True)`): its inputs,
+/// outputs and everything its Jacobians and vector-Jacobian products need.
+/// Self-contained: it keeps working after the simulator changes or is dropped.
+#[pyclass(name = "StepRecord", module = "stiction", frozen)]
+pub struct PyStepRecord {
+    pub record: StepRecord,
+}
+
+#[pymethods]
+impl PyStepRecord {
+    /// The Jacobian blocks of the step as a dict of numpy arrays: `"dq_dq"`, `"dq_dv"`,
+    /// `"dq_dtau"`, `"dv_dq"`, `"dv_dv"`, `"dv_dtau"` (nv × nv) and `"dq_dtheta"`,
+    /// `"dv_dtheta"` (nv × np). Rows and columns for q are in the tangent space.
+    fn jacobians<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let j = py.detach(|| self.record.jacobians()).py_err()?;
+        let d = PyDict::new(py);
+        for (k, m) in [
+            ("dq_dq", &j.dq_dq),
+            ("dq_dv", &j.dq_dv),
+            ("dq_dtau", &j.dq_dtau),
+            ("dq_dtheta", &j.dq_dtheta),
+            ("dv_dq", &j.dv_dq),
+            ("dv_dv", &j.dv_dv),
+            ("dv_dtau", &j.dv_dtau),
+            ("dv_dtheta", &j.dv_dtheta),
+        ] {
+            d.set_item(k, out_mat(py, m))?;
+        }
+        Ok(d)
+    }
+
+    /// Vector-Jacobian product: given `grad_q_next = ∂ℓ/∂q⁺` (tangent, nv) and
+    /// `grad_v_next = ∂ℓ/∂v⁺` (nv), returns `{"q", "v", "tau", "theta"}`, the gradients
+    /// of ℓ with respect to the step's inputs (q in the tangent space).
+    fn vjp<'py>(
+        &self,
+        py: Python<'py>,
+        grad_q_next: &Bound<'py, PyAny>,
+        grad_v_next: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let nv = self.record.model().nv();
+        let gq = dvector(grad_q_next, "grad_q_next", nv, "model.nv")?;
+        let gv = dvector(grad_v_next, "grad_v_next", nv, "model.nv")?;
+        let g = py.detach(|| self.record.vjp(&gq, &gv)).py_err()?;
+        let d = PyDict::new(py);
+        d.set_item("q", out_vec(py, g.q.as_slice()))?;
+        d.set_item("v", out_vec(py, g.v.as_slice()))?;
+        d.set_item("tau", out_vec(py, g.tau.as_slice()))?;
+        d.set_item("theta", out_vec(py, g.theta.as_slice()))?;
+        Ok(d)
+    }
+
+    /// The configuration before the step, shape (nq,).
+    #[getter]
+    fn q<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f64>> {
+        out_vec(py, self.record.inputs().0.as_slice())
+    }
+    /// The velocity before the step, shape (nv,).
+    #[getter]
+    fn v<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f64>> {
+        out_vec(py, self.record.inputs().1.as_slice())
+    }
+    /// The joint torques of the step, shape (nv,).
+    #[getter]
+    fn tau<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f64>> {
+        out_vec(py, self.record.inputs().2.as_slice())
+    }
+    /// The configuration after the step, shape (nq,).
+    #[getter]
+    fn q_next<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f64>> {
+        out_vec(py, self.record.outputs().0.as_slice())
+    }
+    /// The velocity after the step, shape (nv,).
+    #[getter]
+    fn v_next<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f64>> {
+        out_vec(py, self.record.outputs().1.as_slice())
+    }
+    /// The time step.
+    #[getter]
+    fn dt(&self) -> f64 {
+        self.record.dt()
+    }
+    /// Number of differentiable parameters θ of the record.
+    #[getter]
+    fn nparams(&self) -> usize {
+        self.record.params().len()
+    }
+    /// True when the midpoint iteration fell back to the explicit evaluation (the step
+    /// is then differentiated as an explicit step).
+    #[getter]
+    fn fell_back(&self) -> bool {
+        self.record.fell_back()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("StepRecord(model='{}', dt={})", self.record.model().name(), self.record.dt())
+    }
+}
+
+/// A recorded rollout: the records of consecutive steps, in time order. Build one with
+/// `Tape()` and `append`, or with `Simulator.rollout(..., record=True)`.
+#[pyclass(name = "Tape", module = "stiction", frozen)]
+#[derive(Default)]
+pub struct PyTape {
+    tape: Mutex<Tape>,
+}
+
+impl PyTape {
+    pub fn from_tape(tape: Tape) -> Self {
+        Self { tape: Mutex::new(tape) }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Tape> {
+        self.tape.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Rows of an optional `(rows, nv)` array argument as vectors (empty when `None`).
+fn rows_arg(obj: Option<&Bound<'_, PyAny>>, name: &str, rows: usize, nv: usize) -> PyResult<Vec<DVector<f64>>> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else { return Ok(vec![]) };
+    let (_, data) = matrix(obj, name, Some(rows), nv)?;
+    if nv == 0 {
+        return Ok(vec![DVector::zeros(0); rows]);
+    }
+    if let Some((i, x)) = data.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+        return Err(input_error(format!("{name}[{}, {}] is not finite ({x})", i / nv, i % nv)));
+    }
+    Ok(data.chunks_exact(nv).map(DVector::from_column_slice).collect())
+}
+
+#[pymethods]
+impl PyTape {
+    /// An empty tape.
+    #[new]
+    fn py_new() -> Self {
+        Self::default()
+    }
+
+    /// Appends the record of the next step.
+    fn append(&self, record: &PyStepRecord) {
+        self.lock().push(record.record.clone());
+    }
+
+    fn __len__(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// The record of step `t` (negative indices count from the end).
+    fn __getitem__(&self, t: isize) -> PyResult<PyStepRecord> {
+        let tape = self.lock();
+        let n = tape.len() as isize;
+        let i = if t < 0 { t + n } else { t };
+        if !(0..n).contains(&i) {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!("step {t} out of range (tape has {n} steps)")));
+        }
+        Ok(PyStepRecord { record: tape.records()[i as usize].clone() })
+    }
+
+    /// Backpropagates `L = Σ_t ℓ_t(x_t, τ_t) + ℓ_T(x_T)` through the tape, given its
+    /// partial derivatives: `grad_states = (gq, gv)`, two arrays of shape (T+1, nv)
+    /// holding ∂L/∂q_t (tangent) and ∂L/∂v_t for t = 0..T, and `grad_controls`, shape
+    /// (T, nv), holding ∂L/∂τ_t; `None` means zero. Returns `{"q0", "v0", "tau", "theta"}`
+    /// with the total derivatives (q0 tangent, tau of shape (T, nv)).
+    /// Raises `InputError` on an empty tape or wrong shapes.
+    #[pyo3(signature = (grad_states=None, grad_controls=None))]
+    fn backward<'py>(
+        &self,
+        py: Python<'py>,
+        grad_states: Option<&Bound<'py, PyAny>>,
+        grad_controls: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (steps, nv) = {
+            let tape = self.lock();
+            (tape.len(), tape.records().first().map_or(0, |r| r.model().nv()))
+        };
+        if steps == 0 {
+            return Err(input_error("the tape is empty"));
+        }
+        let states = match grad_states.filter(|o| !o.is_none()) {
+            None => vec![],
+            Some(obj) => {
+                let pair = obj
+                    .cast::<PyTuple>()
+                    .ok()
+                    .filter(|t| t.len() == 2)
+                    .map(|t| (t.get_item(0), t.get_item(1)))
+                    .or_else(|| {
+                        let l = obj.cast::<pyo3::types::PyList>().ok().filter(|l| l.len() == 2)?;
+                        Some((l.get_item(0), l.get_item(1)))
+                    })
+                    .ok_or_else(|| {
+                        input_error("grad_states must be a pair (gq, gv) of arrays of shape (T+1, nv), or None")
+                    })?;
+                let (gq, gv) = (pair.0?, pair.1?);
+                let gq = rows_arg(Some(&gq), "grad_states[0]", steps + 1, nv)?;
+                let gv = rows_arg(Some(&gv), "grad_states[1]", steps + 1, nv)?;
+                gq.into_iter().zip(gv).collect()
+            }
+        };
+        let controls = rows_arg(grad_controls, "grad_controls", steps, nv)?;
+        let g = py.detach(|| self.lock().backward(&states, &controls)).py_err()?;
+        let d = PyDict::new(py);
+        d.set_item("q0", out_vec(py, g.q0.as_slice()))?;
+        d.set_item("v0", out_vec(py, g.v0.as_slice()))?;
+        let tau: Vec<f64> = g.tau.iter().flat_map(|t| t.iter().copied()).collect();
+        d.set_item("tau", out_rows(py, g.tau.len(), nv, tau)?)?;
+        d.set_item("theta", out_vec(py, g.theta.as_slice()))?;
+        Ok(d)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Tape(steps={})", self.lock().len())
+    }
+}
