@@ -30,16 +30,13 @@ pub fn lu_factor(a: &mut DMatrix<f64>, piv: &mut [usize]) -> bool {
         let (left, right) = data.split_at_mut((k + 1) * n);
         let lk = &mut left[k * n..];
         let d = lk[k];
-        for r in k + 1..n {
-            lk[r] /= d;
-        }
+        lk[k + 1..].iter_mut().for_each(|x| *x /= d);
+        let lk = &lk[k + 1..];
         for c in 0..n - k - 1 {
             let col = &mut right[c * n..(c + 1) * n];
             let akc = col[k];
             if akc != 0.0 {
-                for r in k + 1..n {
-                    col[r] -= lk[r] * akc;
-                }
+                axpy(&mut col[k + 1..], lk, akc);
             }
         }
     }
@@ -58,23 +55,28 @@ pub fn lu_inverse(lu: &DMatrix<f64>, piv: &[usize], out: &mut DMatrix<f64>) {
         for k in 0..n {
             col.swap(k, piv[k]);
         }
+        // Unit lower solve: the first nonzero of P eⱼ is at or after row min(j, pivots).
         for c in 0..n {
             let bc = col[c];
             if bc != 0.0 {
-                let lc = &a[c * n..(c + 1) * n];
-                for r in c + 1..n {
-                    col[r] -= lc[r] * bc;
-                }
+                axpy(&mut col[c + 1..], &a[c * n + c + 1..(c + 1) * n], bc);
             }
         }
         for c in (0..n).rev() {
-            let lc = &a[c * n..(c + 1) * n];
-            col[c] /= lc[c];
+            col[c] /= a[c * n + c];
             let bc = col[c];
-            for r in 0..c {
-                col[r] -= lc[r] * bc;
+            if bc != 0.0 {
+                axpy(&mut col[..c], &a[c * n..c * n + c], bc);
             }
         }
+    }
+}
+
+/// `y −= a·x` on equal-length slices (vectorisable).
+#[inline]
+fn axpy(y: &mut [f64], x: &[f64], a: f64) {
+    for (yi, xi) in y.iter_mut().zip(x) {
+        *yi -= xi * a;
     }
 }
 
