@@ -189,19 +189,27 @@ fn param_columns(
 }
 
 /// Multiplies the block-diagonal matrix `blocks` (one nv_j × nv_j block per joint) by
-/// `x` (nv × m), or its transpose when `transpose`.
+/// `x` (nv × m), or its transpose when `transpose`. Joints without quaternions have
+/// identity blocks (their `⊕` is addition) and are copied through.
 pub(crate) fn block_mul(model: &Model, blocks: &[Mat6], x: &DMatrix<f64>, transpose: bool) -> DMatrix<f64> {
-    let mut out = DMatrix::zeros(x.nrows(), x.ncols());
-    for (i, joint) in model.joints.iter().enumerate() {
-        let (va, n) = (model.v_idx[i], joint.nv());
-        for r in 0..n {
-            for c in 0..n {
-                let w = if transpose { blocks[i][(c, r)] } else { blocks[i][(r, c)] };
-                if w != 0.0 {
-                    for col in 0..x.ncols() {
-                        out[(va + r, col)] += w * x[(va + c, col)];
-                    }
+    let mut out = x.clone();
+    let n = x.nrows();
+    for col in 0..x.ncols() {
+        let src = &x.as_slice()[col * n..(col + 1) * n];
+        let dst = &mut out.as_mut_slice()[col * n..(col + 1) * n];
+        for (i, joint) in model.joints.iter().enumerate() {
+            let (va, nj) = (model.v_idx[i], joint.nv());
+            // Scalar joints have identity blocks: the copy above stands.
+            if nj == 0 || !joint.kind.has_quaternion() {
+                continue;
+            }
+            for r in 0..nj {
+                let mut acc = 0.0;
+                for c in 0..nj {
+                    let w = if transpose { blocks[i][(c, r)] } else { blocks[i][(r, c)] };
+                    acc += w * src[va + c];
                 }
+                dst[va + r] = acc;
             }
         }
     }
