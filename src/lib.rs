@@ -11,6 +11,7 @@
 
 #![deny(missing_docs)]
 
+pub mod collision;
 pub mod dynamics;
 pub mod error;
 pub mod gradcheck;

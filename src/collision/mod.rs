@@ -1,0 +1,20 @@
+//! Collision detection with differentiable contact geometry.
+//!
+//! Pipeline: shapes compiled with the model ([`CollisionModel`]: convex cores swept by
+//! a radius, half-spaces, static triangle meshes) → broad phase (bounding boxes, sweep
+//! and prune, pair filtering) → narrow phase (per shape pair, contact manifolds made of
+//! feature pairs) → [`Contact`]s with a stable [`ContactId`]. Each contact's point,
+//! normal and signed distance is a closed form of its two features ([`feature_pair`]),
+//! so its derivatives with respect to the bodies' poses — and through the kinematics
+//! with respect to q — are exact.
+
+pub mod contact;
+pub mod dual;
+pub mod feature_pair;
+pub mod polytope;
+pub mod shape;
+
+pub use contact::{Contact, ContactGeometry, ContactGeometryDerivatives, ContactId, ContactKind, Feature};
+pub use feature_pair::{Side, WorldFeature};
+pub use polytope::Polytope;
+pub use shape::{Aabb, CollisionFilter, CollisionModel, ShapeCore, ShapeInstance, ShapeKind, TriMeshCore};

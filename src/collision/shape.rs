@@ -1,0 +1,225 @@
+//! The collision model: every collision shape of a [`crate::Model`] compiled into a
+//! convex core swept by a radius (or a half-space, or a static triangle mesh), with
+//! the filtering data the broad phase needs. Built and validated once, with the model.
+
+use super::contact::Feature;
+use super::feature_pair::WorldFeature;
+use super::polytope::{PolyEdge, Polytope};
+use crate::math::{Vec3, SE3};
+use crate::model::Material;
+use std::sync::Arc;
+
+/// An axis-aligned bounding box.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Aabb {
+    /// Lower corner.
+    pub min: Vec3,
+    /// Upper corner.
+    pub max: Vec3,
+}
+
+impl Aabb {
+    /// The empty box (contains nothing; the neutral element of [`Aabb::merge`]).
+    pub fn empty() -> Aabb {
+        Aabb { min: Vec3::repeat(f64::INFINITY), max: Vec3::repeat(f64::NEG_INFINITY) }
+    }
+    /// The smallest box containing the points.
+    pub fn from_points<'a>(points: impl IntoIterator<Item = &'a Vec3>) -> Aabb {
+        let mut b = Aabb::empty();
+        for p in points {
+            b.min = b.min.inf(p);
+            b.max = b.max.sup(p);
+        }
+        b
+    }
+    /// The smallest box containing both.
+    pub fn merge(&self, o: &Aabb) -> Aabb {
+        Aabb { min: self.min.inf(&o.min), max: self.max.sup(&o.max) }
+    }
+    /// The box grown by `r` on every side.
+    pub fn inflated(&self, r: f64) -> Aabb {
+        Aabb { min: self.min.add_scalar(-r), max: self.max.add_scalar(r) }
+    }
+    /// Whether the boxes overlap (touching counts).
+    pub fn overlaps(&self, o: &Aabb) -> bool {
+        (0..3).all(|k| self.min[k] <= o.max[k] && o.min[k] <= self.max[k])
+    }
+}
+
+/// A static triangle mesh (terrain), one-sided: each triangle's front is the side its
+/// counter-clockwise winding faces, and contacts push shapes out of the front.
+///
+/// Feature indices of contacts refer to this mesh: `Vertex(i)` is `vertices[i]`,
+/// `Edge(i)` is `edges[i]`, `Face(t)` is triangle t.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TriMeshCore {
+    /// Vertex positions (shape frame).
+    pub vertices: Vec<Vec3>,
+    /// Triangles, counter-clockwise seen from the front.
+    pub triangles: Vec<[u32; 3]>,
+    /// Unit front normal of each triangle.
+    pub normals: Vec<Vec3>,
+    /// Unique edges with their (one or two) triangles.
+    pub edges: Vec<PolyEdge>,
+    /// Edge indices of each triangle: `triangle_edges[t][k]` joins corners k and k+1.
+    pub triangle_edges: Vec<[u32; 3]>,
+    /// Bounding box of each triangle (shape frame).
+    pub triangle_boxes: Vec<Aabb>,
+    /// Bounding box of the whole mesh (shape frame).
+    pub aabb: Aabb,
+}
+
+impl TriMeshCore {
+    /// Indices of the triangles whose boxes overlap `query` (shape frame), appended to `out`.
+    pub fn query(&self, query: &Aabb, out: &mut Vec<u32>) {
+        for (t, b) in self.triangle_boxes.iter().enumerate() {
+            if b.overlaps(query) {
+                out.push(t as u32);
+            }
+        }
+    }
+}
+
+/// The core of a collision shape.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ShapeCore {
+    /// The half-space `z ≤ 0` of the shape frame (one face, `Face(0)`, normal +z).
+    HalfSpace,
+    /// A convex polytope (possibly a point or a segment), swept by the shape's radius.
+    Convex(Arc<Polytope>),
+    /// A static triangle mesh.
+    TriMesh(Arc<TriMeshCore>),
+}
+
+/// What a compiled shape was declared as (for reports and plots).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ShapeKind {
+    /// A half-space.
+    Plane,
+    /// A sphere (a point core swept by the radius).
+    Sphere,
+    /// A box.
+    Box,
+    /// A capsule (a segment core swept by the radius).
+    Capsule,
+    /// A cylinder, approximated by a prism.
+    Cylinder,
+    /// A convex mesh.
+    ConvexMesh,
+    /// A triangle mesh: static terrain, or the convex hull of its vertices on a moving body.
+    Mesh,
+}
+
+impl ShapeKind {
+    /// Lower-case name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ShapeKind::Plane => "plane",
+            ShapeKind::Sphere => "sphere",
+            ShapeKind::Box => "box",
+            ShapeKind::Capsule => "capsule",
+            ShapeKind::Cylinder => "cylinder",
+            ShapeKind::ConvexMesh => "convex mesh",
+            ShapeKind::Mesh => "mesh",
+        }
+    }
+}
+
+/// One compiled collision shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShapeInstance {
+    /// The body carrying it (`None`: static world geometry).
+    pub body: Option<usize>,
+    /// Index of the shape among its body's (or the world's) collision shapes.
+    pub index_on_body: usize,
+    /// Pose of the shape frame in the body frame (in the world frame for world shapes).
+    pub local: SE3,
+    /// The core.
+    pub core: ShapeCore,
+    /// Sweep radius of the core (sphere and capsule radius; 0 otherwise).
+    pub radius: f64,
+    /// What the shape was declared as.
+    pub kind: ShapeKind,
+    /// Contact material.
+    pub material: Material,
+    /// Collision group bits: this shape belongs to these groups.
+    pub group: u32,
+    /// Collision mask bits: this shape collides with these groups. A pair collides when
+    /// `(group_a & mask_b) != 0 && (group_b & mask_a) != 0`.
+    pub mask: u32,
+}
+
+impl ShapeInstance {
+    /// World pose of the shape frame, from the world poses of the bodies.
+    pub fn world_pose(&self, x_world: &[SE3]) -> SE3 {
+        match self.body {
+            Some(b) => x_world[b] * self.local,
+            None => self.local,
+        }
+    }
+
+    /// A feature of the core placed by the shape's world pose `pose`, or `None` when the
+    /// index does not exist.
+    pub fn world_feature(&self, pose: &SE3, feature: Feature) -> Option<WorldFeature> {
+        let point = |p: &Vec3| pose.act_point(p);
+        let dir = |d: &Vec3| pose.rot * d;
+        match (&self.core, feature) {
+            (ShapeCore::HalfSpace, Feature::Face(0)) => Some(WorldFeature::Face { o: pose.trans, n: dir(&Vec3::z()) }),
+            (ShapeCore::Convex(p), Feature::Vertex(i)) => {
+                p.vertices.get(i as usize).map(|v| WorldFeature::Vertex(point(v)))
+            }
+            (ShapeCore::Convex(p), Feature::Edge(i)) => (i < p.edges.len() as u32).then(|| {
+                let (a, e) = p.edge_segment(i as usize);
+                WorldFeature::Edge { a: point(&a), e: dir(&e) }
+            }),
+            (ShapeCore::Convex(p), Feature::Face(i)) => p
+                .faces
+                .get(i as usize)
+                .map(|f| WorldFeature::Face { o: point(&(f.normal * f.offset)), n: dir(&f.normal) }),
+            (ShapeCore::TriMesh(m), Feature::Vertex(i)) => {
+                m.vertices.get(i as usize).map(|v| WorldFeature::Vertex(point(v)))
+            }
+            (ShapeCore::TriMesh(m), Feature::Edge(i)) => m.edges.get(i as usize).map(|e| {
+                let a = m.vertices[e.v[0] as usize];
+                WorldFeature::Edge { a: point(&a), e: dir(&(m.vertices[e.v[1] as usize] - a)) }
+            }),
+            (ShapeCore::TriMesh(m), Feature::Face(t)) => m.triangles.get(t as usize).map(|tri| WorldFeature::Face {
+                o: point(&m.vertices[tri[0] as usize]),
+                n: dir(&m.normals[t as usize]),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Which shape pairs may collide, beyond the per-shape group/mask bits.
+///
+/// Bodies welded together by fixed joints form one rigid group and never collide with
+/// each other; shapes welded to the world count as world geometry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollisionFilter {
+    /// Rigid group of each body: the index of the nearest ancestor-or-self body with
+    /// degrees of freedom, or `None` when the body is welded to the world.
+    pub rigid_group: Vec<Option<usize>>,
+    /// The rigid group of each rigid group's parent (through the joint that moves it);
+    /// `None` for the world. Indexed by body; meaningful at group representatives.
+    pub parent_group: Vec<Option<usize>>,
+    /// Articulation (root body index: the child of the world at the top of its subtree)
+    /// of each body.
+    pub articulation: Vec<usize>,
+    /// Per body: whether its articulation collides with itself.
+    pub self_collision: Vec<bool>,
+    /// Whether shapes on a parent and a child rigid group are skipped (default true).
+    pub skip_parent_child: bool,
+    /// Extra body pairs that never collide, each sorted `(low, high)`.
+    pub excluded_pairs: Vec<(usize, usize)>,
+}
+
+/// All collision shapes of a model, compiled, with the filter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollisionModel {
+    /// The shapes: every body's, in body order, then the world's.
+    pub shapes: Vec<ShapeInstance>,
+    /// Pair filtering.
+    pub filter: CollisionFilter,
+}
