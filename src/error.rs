@@ -100,6 +100,15 @@ pub enum ModelError {
     /// An invalid builder request (e.g. floating base on a tree rooted at the world).
     #[error("{0}")]
     Invalid(String),
+    /// A collision shape is invalid: a non-finite or non-positive size, a bad pose or
+    /// material, or a mesh that cannot be compiled (open, non-convex, degenerate, ...).
+    #[error("invalid geometry in {what}: {reason}")]
+    InvalidGeometry {
+        /// The shape, e.g. `"collision shape 2 of link 'foot'"`.
+        what: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 /// Errors from loading model files (URDF, meshes).

@@ -1,10 +1,11 @@
 //! `stiction.ModelBuilder`: links and joints by name, URDF style.
 
-use crate::convert::{array, inertia3, vec3};
+use crate::convert::{array, inertia3, matrix, vec3};
 use crate::errors::{input_error, model_err};
 use crate::model::PyModel;
 use pyo3::prelude::*;
 use stiction::math::{Mat3, Vec3, SE3};
+use stiction::model::{CollisionShape, Geometry, Material, TriangleMesh, WORLD};
 use stiction::{Body, Joint, JointType, ModelBuilder};
 
 /// Builds a model from links (bodies) and the joints between them.
@@ -48,6 +49,39 @@ fn joint_type(kind: &str, axis: Vec3, axis2: Option<Vec3>, pitch: f64, name: &st
                  prismatic, spherical, free, floating, planar, universal, screw"
             )))
         }
+    })
+}
+
+fn required(x: Option<f64>, what: &str, shape: &str) -> PyResult<f64> {
+    x.ok_or_else(|| input_error(format!("a {shape} collision shape needs `{what}`")))
+}
+
+/// A triangle mesh from `vertices` (V, 3) and `triangles` (T, 3) vertex indices.
+fn triangle_mesh(
+    vertices: Option<&Bound<'_, PyAny>>,
+    triangles: Option<&Bound<'_, PyAny>>,
+    shape: &str,
+) -> PyResult<TriangleMesh> {
+    let (Some(vertices), Some(triangles)) = (vertices, triangles) else {
+        return Err(input_error(format!("a {shape} collision shape needs `vertices` and `triangles`")));
+    };
+    let (_, v) = matrix(vertices, "vertices", None, 3)?;
+    let (_, t) = matrix(triangles, "triangles", None, 3)?;
+    let nv = v.len() / 3;
+    let index = |x: f64| -> PyResult<u32> {
+        if x.fract() == 0.0 && x >= 0.0 && (x as usize) < nv {
+            Ok(x as u32)
+        } else {
+            Err(input_error(format!("triangles: {x} is not a vertex index (the mesh has {nv} vertices)")))
+        }
+    };
+    Ok(TriangleMesh {
+        vertices: v.chunks_exact(3).map(|p| Vec3::new(p[0], p[1], p[2])).collect(),
+        triangles: t
+            .chunks_exact(3)
+            .map(|c| Ok([index(c[0])?, index(c[1])?, index(c[2])?]))
+            .collect::<PyResult<_>>()?,
+        source: None,
     })
 }
 
@@ -138,6 +172,106 @@ impl PyModelBuilder {
         joint = joint.with_damping(damping).with_armature(armature).with_friction(friction);
         slf.builder.add_joint(parent, child, joint);
         Ok(slf)
+    }
+
+    /// Adds a collision shape to link `link` (added before with `add_link`), or to the
+    /// world with `link="world"` (static geometry; the world link is created on first
+    /// use).
+    ///
+    /// `shape`: `plane` (the half-space z <= 0 of the shape frame), `sphere` (`radius`),
+    /// `box` (`half_extents`), `capsule` (`radius`, `length` of the segment along z),
+    /// `cylinder` (`radius`, `length` along z; collides as a 16-sided prism),
+    /// `convex_mesh` or `mesh` (`vertices` (V, 3), `triangles` (T, 3), counter-clockwise
+    /// seen from outside; a mesh on a moving link collides as its convex hull, on the
+    /// world or a link welded to it as a static triangle mesh). The shape frame sits at
+    /// `origin_xyz`, `origin_rpy` in the link frame. Two shapes collide when
+    /// `(group_a & mask_b) != 0 and (group_b & mask_a) != 0`. Sizes are validated by
+    /// `build`. Returns the builder.
+    #[pyo3(signature = (
+        link, shape, radius=None, half_extents=None, length=None, vertices=None, triangles=None,
+        origin_xyz=None, origin_rpy=None, friction=0.8, restitution=0.0, group=1, mask=u32::MAX, name=None
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_collision<'py>(
+        mut slf: PyRefMut<'py, Self>,
+        link: &str,
+        shape: &str,
+        radius: Option<f64>,
+        half_extents: Option<&Bound<'py, PyAny>>,
+        length: Option<f64>,
+        vertices: Option<&Bound<'py, PyAny>>,
+        triangles: Option<&Bound<'py, PyAny>>,
+        origin_xyz: Option<&Bound<'py, PyAny>>,
+        origin_rpy: Option<&Bound<'py, PyAny>>,
+        friction: f64,
+        restitution: f64,
+        group: u32,
+        mask: u32,
+        name: Option<String>,
+    ) -> PyResult<PyRefMut<'py, Self>> {
+        let geometry = match shape {
+            "plane" => Geometry::Plane,
+            "sphere" => Geometry::Sphere { radius: required(radius, "radius", shape)? },
+            "box" => Geometry::Box {
+                half_extents: vec3(
+                    half_extents.ok_or_else(|| input_error("a box collision shape needs `half_extents`"))?,
+                    "half_extents",
+                )?,
+            },
+            "capsule" => Geometry::Capsule {
+                radius: required(radius, "radius", shape)?,
+                length: required(length, "length", shape)?,
+            },
+            "cylinder" => Geometry::Cylinder {
+                radius: required(radius, "radius", shape)?,
+                length: required(length, "length", shape)?,
+            },
+            "convex_mesh" => Geometry::ConvexMesh(triangle_mesh(vertices, triangles, shape)?),
+            "mesh" => Geometry::Mesh(triangle_mesh(vertices, triangles, shape)?),
+            other => {
+                return Err(input_error(format!(
+                    "unknown collision shape '{other}'; expected one of plane, sphere, box, capsule, cylinder, \
+                     convex_mesh, mesh"
+                )))
+            }
+        };
+        let xyz = origin_xyz.map(|a| vec3(a, "origin_xyz")).transpose()?.unwrap_or_else(Vec3::zeros);
+        let rpy = origin_rpy.map(|a| vec3(a, "origin_rpy")).transpose()?.unwrap_or_else(Vec3::zeros);
+        let mut collision = CollisionShape::new(geometry, SE3::from_xyz_rpy(&xyz, &rpy))
+            .with_material(Material { friction, restitution })
+            .with_filter(group, mask);
+        collision.name = name;
+        let links = &mut slf.builder.links;
+        let body = match links.iter_mut().position(|l| l.name == link) {
+            Some(i) => &mut links[i],
+            None if link == WORLD => {
+                links.push(Body::massless(WORLD));
+                links.last_mut().expect("just pushed")
+            }
+            None => return Err(input_error(format!("unknown link '{link}': add it with add_link first"))),
+        };
+        body.collisions.push(collision);
+        Ok(slf)
+    }
+
+    /// Turns self-collision of the articulation rooted at `root_link` (a link attached
+    /// to the world) on or off (default: on). Returns the builder.
+    fn set_self_collision<'py>(mut slf: PyRefMut<'py, Self>, root_link: &str, enabled: bool) -> PyRefMut<'py, Self> {
+        slf.builder.set_self_collision(root_link, enabled);
+        slf
+    }
+
+    /// The shapes of `link_a` and `link_b` never collide with each other. Returns the builder.
+    fn exclude_collision_pair<'py>(mut slf: PyRefMut<'py, Self>, link_a: &str, link_b: &str) -> PyRefMut<'py, Self> {
+        slf.builder.exclude_collision_pair(link_a, link_b);
+        slf
+    }
+
+    /// Whether shapes on a parent and a child rigid group are skipped (default `True`).
+    /// Returns the builder.
+    fn set_skip_parent_child(mut slf: PyRefMut<'_, Self>, skip: bool) -> PyRefMut<'_, Self> {
+        slf.builder.set_skip_parent_child(skip);
+        slf
     }
 
     /// Attaches a parentless root link with a free joint (`True`) or welds it to the

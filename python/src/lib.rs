@@ -6,6 +6,7 @@
 //! (a `ValueError`). Rust errors map to the exception hierarchy in [`errors`].
 
 mod builder;
+mod contacts;
 mod convert;
 mod errors;
 mod gradcheck;

@@ -4,10 +4,11 @@ use crate::convert::{dvector, out_mat, out_se3, out_vec, vector};
 use crate::errors::{input_error, load_err, model_err, IntoPyResult, LoadWarning};
 use numpy::{PyArray1, PyArray2};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyDict, PyTuple};
 use std::ffi::CString;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
+use stiction::collision::{self, CollisionOptions, CollisionWorkspace, Contact, ContactJacobians};
 use stiction::dynamics::{self, Data, DerivativeData, ReferenceFrame};
 use stiction::io::UrdfOptions;
 use stiction::{Model, ModelBuilder};
@@ -32,14 +33,19 @@ struct Work {
     data: Data,
     /// Allocated by the first derivative call.
     deriv: Option<DerivativeData>,
+    /// Allocated by the first contact query.
+    collision: Option<CollisionWorkspace>,
 }
+
+/// Contacts and, on request, their derivatives.
+pub type ContactResult = (Vec<Contact>, Option<Vec<ContactJacobians>>);
 
 type DerivativeResult<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
 
 impl PyModel {
     pub fn new(model: Model) -> Self {
         let data = Data::new(&model);
-        Self { model, work: Mutex::new(Work { data, deriv: None }) }
+        Self { model, work: Mutex::new(Work { data, deriv: None, collision: None }) }
     }
 
     fn lock(&self) -> MutexGuard<'_, Work> {
@@ -65,9 +71,40 @@ impl PyModel {
     ) -> PyResult<T> {
         py.detach(|| {
             let mut work = self.lock();
-            let Work { data, deriv } = &mut *work;
+            let Work { data, deriv, .. } = &mut *work;
             let deriv = deriv.get_or_insert_with(|| DerivativeData::new(&self.model));
             f(&self.model, data, deriv)
+        })
+        .py_err()
+    }
+
+    /// The contacts at configuration `q` (and their q-derivatives with `jacobians`).
+    pub(crate) fn contacts_at(
+        &self,
+        py: Python<'_>,
+        q: &Bound<'_, PyAny>,
+        margin: f64,
+        jacobians: bool,
+    ) -> PyResult<ContactResult> {
+        let q = self.q(q, "q")?;
+        py.detach(|| {
+            let mut work = self.lock();
+            let Work { data, collision: ws, .. } = &mut *work;
+            let model = &self.model;
+            dynamics::forward_kinematics(model, data, &q)?;
+            let ws = ws.get_or_insert_with(|| CollisionWorkspace::new(model));
+            let contacts = collision::detect_contacts(model, data, &CollisionOptions { margin }, ws)?.to_vec();
+            let jac = if jacobians {
+                Some(
+                    contacts
+                        .iter()
+                        .map(|c| collision::contact_jacobians(model, data, c))
+                        .collect::<Result<Vec<_>, _>>()?,
+                )
+            } else {
+                None
+            };
+            Ok((contacts, jac))
         })
         .py_err()
     }
@@ -386,6 +423,32 @@ impl PyModel {
             dynamics::body_jacobian(m, d, body, frame)
         })?;
         Ok(out_mat(py, &j))
+    }
+    /// The contacts at configuration `q`: every feature pair of two shapes closer than
+    /// `margin` (metres, >= 0; 0: touching or overlapping), as a dict:
+    /// `points` (N, 3) contact points (midway between the surfaces), `normals` (N, 3)
+    /// unit normals from shape A to shape B, `distances` (N,) signed distances
+    /// (negative: overlap), `body_a`, `body_b` (link names, "world" for the world's own
+    /// shapes), `shape_a`, `shape_b` (N,) indices of the collision shapes, `kinds`
+    /// ("face-vertex", "edge-edge", ...) and `features` (pairs such as
+    /// ("face 0", "vertex 2")). With `jacobians=True`, also `point_jacobians`
+    /// (N, 3, nv), `normal_jacobians` (N, 3, nv) and `distance_jacobians` (N, nv):
+    /// derivatives with respect to q in the tangent space.
+    #[pyo3(signature = (q, margin=0.0, jacobians=false))]
+    fn contacts<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        margin: f64,
+        jacobians: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (contacts, jac) = self.contacts_at(py, q, margin, jacobians)?;
+        crate::contacts::contacts_dict(py, &self.model, &contacts, jac.as_deref())
+    }
+    /// Number of compiled collision shapes (every body's, in body order, then the world's).
+    #[getter]
+    fn nshapes(&self) -> usize {
+        self.model.collision_model().shapes.len()
     }
     /// Kinetic energy 1/2 v^T M v (armature included).
     fn kinetic_energy(&self, py: Python<'_>, q: &Bound<'_, PyAny>, v: &Bound<'_, PyAny>) -> PyResult<f64> {

@@ -66,6 +66,20 @@ fn random_tree(n: usize, seed: u64, floating: bool) -> PyResult<PyModel> {
     Ok(PyModel::new(samples::random_tree(at_least_one(n, "n")?, seed, floating)))
 }
 
+/// `n` free bodies ('box', 'sphere' or 'capsule') on a grid, resting on the world
+/// plane z = 0 and penetrating it by 1 mm at the neutral configuration.
+#[pyfunction]
+#[pyo3(signature = (n, shape="box"))]
+fn bodies_on_plane(n: usize, shape: &str) -> PyResult<PyModel> {
+    let shape = match shape {
+        "box" => samples::RestingShape::Box,
+        "sphere" => samples::RestingShape::Sphere,
+        "capsule" => samples::RestingShape::Capsule,
+        other => return Err(input_error(format!("shape must be 'box', 'sphere' or 'capsule', got '{other}'"))),
+    };
+    Ok(PyModel::new(samples::bodies_on_plane(at_least_one(n, "n")?, shape)))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pendulum_chain, m)?)?;
     m.add_function(wrap_pyfunction!(spatial_chain, m)?)?;
@@ -74,5 +88,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(humanoid, m)?)?;
     m.add_function(wrap_pyfunction!(all_joint_types, m)?)?;
     m.add_function(wrap_pyfunction!(random_tree, m)?)?;
+    m.add_function(wrap_pyfunction!(bodies_on_plane, m)?)?;
     Ok(())
 }

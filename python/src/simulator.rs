@@ -198,6 +198,20 @@ impl PySimulator {
         PyTuple::new(py, [out_rows(py, steps, nq, qs)?, out_rows(py, steps, nv, vs)?])
     }
 
+    /// The contacts of the simulated model at configuration `q`; see `Model.contacts`.
+    #[pyo3(signature = (q, margin=0.0, jacobians=false))]
+    fn contacts<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        margin: f64,
+        jacobians: bool,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let model = self.model.bind(py).get();
+        let (contacts, jac) = model.contacts_at(py, q, margin, jacobians)?;
+        crate::contacts::contacts_dict(py, &model.model, &contacts, jac.as_deref())
+    }
+
     fn __repr__(&self, py: Python<'_>) -> String {
         format!("Simulator(model={}, dt={})", self.model.bind(py).borrow().__repr__(), self.dt())
     }

@@ -191,6 +191,32 @@ class Model:
         """Spatial momentum ``[angular; linear]`` about the world origin, shape (6,)."""
     def with_gravity(self, g: ArrayLike) -> "Model":
         """A copy of this model with gravity ``g``."""
+    @property
+    def nshapes(self) -> int:
+        """Number of collision shapes: every body's, in body order, then the world's."""
+    def contacts(self, q: ArrayLike, margin: float = 0.0, jacobians: bool = False) -> Dict[str, Any]:
+        """The contacts at configuration ``q``: every feature pair of two shapes whose
+        signed distance is below ``margin`` (metres, >= 0; 0 keeps touching and
+        overlapping pairs). Returns a dict:
+
+        * ``points`` (N, 3): contact points, midway between the two surfaces;
+        * ``normals`` (N, 3): unit normals pointing from shape A to shape B;
+        * ``distances`` (N,): signed distances, negative when the shapes overlap;
+        * ``body_a``, ``body_b``: link names (``"world"`` for the world's own shapes;
+          shapes on links welded to the world keep their link's name);
+        * ``shape_a``, ``shape_b`` (N,): collision shape indices (see :attr:`nshapes`);
+        * ``kinds``: ``"face-vertex"``, ``"vertex-face"``, ``"edge-edge"``,
+          ``"vertex-vertex"``, ``"vertex-edge"`` or ``"edge-vertex"``;
+        * ``features``: pairs such as ``("face 0", "vertex 2")``.
+
+        With ``jacobians=True``, also ``point_jacobians`` (N, 3, nv),
+        ``normal_jacobians`` (N, 3, nv) and ``distance_jacobians`` (N, nv): exact
+        derivatives with respect to q in the tangent space (column k: along
+        ``q ⊕ ε e_k``), each contact keeping its feature pair.
+
+        :raises InputError: ``q`` has the wrong length or holds NaN/inf, or ``margin``
+            is negative or not finite.
+        """
     def __eq__(self, other: object) -> bool: ...
 
 class ModelBuilder:
@@ -261,6 +287,49 @@ class ModelBuilder:
             (default: the neutral configuration).
         :raises InputError: unknown ``type``, malformed vectors, wrong limit lengths.
         """
+    def add_collision(
+        self,
+        link: str,
+        shape: str,
+        radius: Optional[float] = None,
+        half_extents: Optional[ArrayLike] = None,
+        length: Optional[float] = None,
+        vertices: Optional[ArrayLike] = None,
+        triangles: Optional[ArrayLike] = None,
+        origin_xyz: ArrayLike = (0.0, 0.0, 0.0),
+        origin_rpy: ArrayLike = (0.0, 0.0, 0.0),
+        friction: float = 0.8,
+        restitution: float = 0.0,
+        group: int = 1,
+        mask: int = 0xFFFFFFFF,
+        name: Optional[str] = None,
+    ) -> "ModelBuilder":
+        """Adds a collision shape to ``link`` (added before with :meth:`add_link`), or
+        to the world with ``link="world"`` (static geometry).
+
+        :param shape: ``plane`` (the half-space z <= 0 of the shape frame), ``sphere``
+            (``radius``), ``box`` (``half_extents``), ``capsule`` (``radius`` and the
+            ``length`` of its segment along z), ``cylinder`` (``radius``, ``length``
+            along z; collides as a 16-sided prism), ``convex_mesh`` or ``mesh``
+            (``vertices`` (V, 3) and ``triangles`` (T, 3), counter-clockwise seen from
+            outside; a ``mesh`` on a moving link collides as the convex hull of its
+            vertices, on the world or a link welded to it as a static triangle mesh).
+        :param origin_xyz: position of the shape frame in the link frame.
+        :param origin_rpy: roll, pitch, yaw of the shape frame (URDF convention).
+        :param group: the collision groups (bits) the shape belongs to.
+        :param mask: the groups it collides with; two shapes collide when
+            ``(group_a & mask_b) != 0 and (group_b & mask_a) != 0``.
+        :raises InputError: unknown ``shape`` or link, a missing size, malformed arrays.
+            Invalid sizes (negative, NaN, a non-convex ``convex_mesh``) raise
+            :class:`ModelError` from :meth:`build`.
+        """
+    def set_self_collision(self, root_link: str, enabled: bool) -> "ModelBuilder":
+        """Self-collision of the articulation rooted at ``root_link`` (a link attached
+        to the world). Default: on (with parent/child pairs skipped)."""
+    def exclude_collision_pair(self, link_a: str, link_b: str) -> "ModelBuilder":
+        """The shapes of ``link_a`` and ``link_b`` never collide with each other."""
+    def set_skip_parent_child(self, skip: bool) -> "ModelBuilder":
+        """Whether shapes on a parent and a child rigid group are skipped (default ``True``)."""
     def floating_base(self, floating: bool = True) -> "ModelBuilder":
         """Attach a parentless root link with a free joint (default: welded)."""
     def set_gravity(self, g: ArrayLike) -> "ModelBuilder":
@@ -311,6 +380,8 @@ class Simulator:
     @property
     def model(self) -> Model:
         """The simulated model (gravity override applied)."""
+    def contacts(self, q: ArrayLike, margin: float = 0.0, jacobians: bool = False) -> Dict[str, Any]:
+        """The contacts of the simulated model at ``q``; see :meth:`Model.contacts`."""
     @overload
     def step(
         self,
@@ -543,3 +614,8 @@ def all_joint_types() -> Model:
 
 def random_tree(n: int, seed: int = 0, floating: bool = False) -> Model:
     """A random tree of ``n`` bodies reproducible from ``seed``; with ``floating`` the root is free."""
+
+def bodies_on_plane(n: int, shape: str = "box") -> Model:
+    """``n`` free bodies (``"box"``, ``"sphere"`` or ``"capsule"``) on a 0.35 m grid,
+    resting on the world plane z = 0 and penetrating it by 1 mm at the neutral
+    configuration."""

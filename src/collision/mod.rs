@@ -8,13 +8,23 @@
 //! so its derivatives with respect to the bodies' poses — and through the kinematics
 //! with respect to q — are exact.
 
+pub mod broad_phase;
+pub mod compile;
 pub mod contact;
+pub mod detect;
 pub mod dual;
 pub mod feature_pair;
+pub mod filter;
+pub mod narrow_phase;
 pub mod polytope;
 pub mod shape;
 
+pub use broad_phase::BroadPhase;
 pub use contact::{Contact, ContactGeometry, ContactGeometryDerivatives, ContactId, ContactKind, Feature};
+pub use detect::{
+    contact_jacobians, contacts_at, detect_contacts, match_contacts, CollisionOptions, CollisionWorkspace,
+    ContactJacobians,
+};
 pub use feature_pair::{Side, WorldFeature};
 pub use polytope::Polytope;
 pub use shape::{Aabb, CollisionFilter, CollisionModel, ShapeCore, ShapeInstance, ShapeKind, TriMeshCore};

@@ -6,7 +6,8 @@ use super::{Body, Joint, Model};
 use crate::error::ModelError;
 use crate::math::Vec3;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// The name that stands for the fixed world frame as a parent.
 pub const WORLD: &str = "world";
@@ -30,6 +31,32 @@ pub enum BaseJoint {
     Fixed,
     /// Attached by a free (floating) joint.
     Floating,
+}
+
+/// Which shape pairs of a model may collide, beyond the per-shape group/mask bits
+/// (see [`crate::collision::CollisionModel::allows`]). Stored by the builder, so it
+/// round-trips through the model's JSON form; every field has a default, so JSON
+/// written without it still loads.
+///
+/// Defaults: every articulation collides with itself (self-collision on), shapes on a
+/// parent and a child rigid group are skipped, no excluded pairs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CollisionSettings {
+    /// Whether shapes on a rigid group and on its parent rigid group are skipped
+    /// (default `true`: neighbouring links usually overlap at their joint).
+    pub skip_parent_child: bool,
+    /// Self-collision of the articulation rooted at each named link (a child of the
+    /// world); articulations not named here collide with themselves.
+    pub self_collision: BTreeMap<String, bool>,
+    /// Link pairs whose shapes never collide.
+    pub excluded_pairs: Vec<(String, String)>,
+}
+
+impl Default for CollisionSettings {
+    fn default() -> Self {
+        Self { skip_parent_child: true, self_collision: BTreeMap::new(), excluded_pairs: vec![] }
+    }
 }
 
 /// Builds a [`Model`].
@@ -57,6 +84,9 @@ pub struct ModelBuilder {
     pub links: Vec<Body>,
     /// Joints in insertion order.
     pub joints: Vec<JointSpec>,
+    /// Collision filtering options.
+    #[serde(default)]
+    pub collision: CollisionSettings,
 }
 
 impl ModelBuilder {
@@ -68,6 +98,7 @@ impl ModelBuilder {
             base: BaseJoint::Fixed,
             links: vec![],
             joints: vec![],
+            collision: CollisionSettings::default(),
         }
     }
     /// Sets gravity (world coordinates).
@@ -98,7 +129,25 @@ impl ModelBuilder {
         self.add_joint(parent, &child, joint)
     }
 
-    /// Orders the tree depth-first from the world, assigns coordinates and validates.
+    /// Turns self-collision of the articulation rooted at link `root_link` (a link
+    /// attached to the world) on or off. Default: on.
+    pub fn set_self_collision(&mut self, root_link: &str, enabled: bool) -> &mut Self {
+        self.collision.self_collision.insert(root_link.into(), enabled);
+        self
+    }
+    /// The shapes of links `link_a` and `link_b` never collide with each other.
+    pub fn exclude_collision_pair(&mut self, link_a: &str, link_b: &str) -> &mut Self {
+        self.collision.excluded_pairs.push((link_a.into(), link_b.into()));
+        self
+    }
+    /// Whether shapes on a parent and a child rigid group are skipped (default `true`).
+    pub fn set_skip_parent_child(&mut self, skip: bool) -> &mut Self {
+        self.collision.skip_parent_child = skip;
+        self
+    }
+
+    /// Orders the tree depth-first from the world, assigns coordinates, validates,
+    /// and compiles the collision shapes ([`crate::collision::CollisionModel`]).
     pub fn build(&self) -> Result<Model, ModelError> {
         let mut world_shapes = vec![];
         let mut links: Vec<&Body> = vec![];
@@ -209,7 +258,17 @@ impl ModelBuilder {
         let parents: Vec<Option<usize>> = order.iter().map(|(_, p, _)| *p).collect();
         let joints: Vec<Joint> = order.into_iter().map(|(_, _, j)| j).collect();
         let model = Model::assemble(self.name.clone(), self.gravity, bodies, joints, parents, world_shapes);
-        validate(model)
+        let mut model = validate(model)?;
+        let collision = crate::collision::CollisionModel::build(
+            &model.bodies,
+            &model.joints,
+            &model.parents,
+            &model.world_shapes,
+            &self.collision,
+        )?;
+        model.collision = Arc::new(collision);
+        model.collision_settings = self.collision.clone();
+        Ok(model)
     }
 }
 

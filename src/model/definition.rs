@@ -1,13 +1,15 @@
 //! The immutable [`Model`]: the kinematic tree in depth-first order, with the
 //! coordinate layout and the per-degree-of-freedom joint parameters flattened.
 
-use super::builder::{JointSpec, ModelBuilder, WORLD};
+use super::builder::{CollisionSettings, JointSpec, ModelBuilder, WORLD};
 use super::shape::CollisionShape;
 use super::{Body, Joint};
+use crate::collision::CollisionModel;
 use crate::error::{Error, ModelError, Result};
 use crate::math::Vec3;
 use nalgebra::DVector;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// An articulated rigid-body system. Immutable once built (see [`ModelBuilder`]).
 ///
@@ -44,6 +46,11 @@ pub struct Model {
     pub(crate) rest: DVector<f64>,
     /// True when some joint has a spring.
     pub(crate) has_springs: bool,
+    /// The compiled collision shapes and pair filter (rebuilt by the builder, never
+    /// serialized: a model serializes through its builder form).
+    pub(crate) collision: Arc<CollisionModel>,
+    /// The collision filtering options the model was built with.
+    pub(crate) collision_settings: CollisionSettings,
 }
 
 impl Model {
@@ -118,6 +125,8 @@ impl Model {
             upper,
             rest,
             has_springs,
+            collision: Arc::new(CollisionModel::empty()),
+            collision_settings: CollisionSettings::default(),
         }
     }
 
@@ -165,6 +174,15 @@ impl Model {
     /// Parent of every body (`None` for the world).
     pub fn parents(&self) -> &[Option<usize>] {
         &self.parents
+    }
+    /// The compiled collision shapes (every body's, in body order, then the world's)
+    /// and the pair filter.
+    pub fn collision_model(&self) -> &CollisionModel {
+        &self.collision
+    }
+    /// The collision filtering options the model was built with.
+    pub fn collision_settings(&self) -> &CollisionSettings {
+        &self.collision_settings
     }
     /// Collision shapes fixed to the world (from a URDF link named `world`).
     pub fn world_shapes(&self) -> &[CollisionShape] {
@@ -282,7 +300,14 @@ impl From<Model> for ModelBuilder {
             w.collisions = m.world_shapes.clone();
             links.push(w);
         }
-        ModelBuilder { name: m.name.clone(), gravity: m.gravity, base: Default::default(), links, joints }
+        ModelBuilder {
+            name: m.name.clone(),
+            gravity: m.gravity,
+            base: Default::default(),
+            links,
+            joints,
+            collision: m.collision_settings.clone(),
+        }
     }
 }
 

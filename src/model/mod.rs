@@ -13,7 +13,7 @@ mod shape;
 mod validate;
 
 pub use body::Body;
-pub use builder::{BaseJoint, JointSpec, ModelBuilder, WORLD};
+pub use builder::{BaseJoint, CollisionSettings, JointSpec, ModelBuilder, WORLD};
 pub use definition::Model;
 pub use joint::{plane_basis, Joint, JointDynamics, JointLimits, JointType};
 pub use params::{ParamEntry, ParamKind, ParamSpec};

@@ -313,3 +313,52 @@ pub fn random_tree(n: usize, seed: u64, floating: bool) -> Model {
     }
     b.build().expect("random tree is valid")
 }
+
+/// The shape of the bodies of [`bodies_on_plane`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RestingShape {
+    /// Boxes of half extents (0.1, 0.08, 0.06): four corners touch the plane.
+    Box,
+    /// Spheres of radius 0.1.
+    Sphere,
+    /// Capsules of radius 0.05 and length 0.2, lying along x: both ends touch.
+    Capsule,
+}
+
+/// `n` free bodies on a square grid (spacing 0.35 m, no two shapes touching)
+/// resting on the world plane `z = 0`, each penetrating it by 1 mm at the neutral
+/// configuration (each free joint's placement holds the body's grid pose). For the
+/// collision benchmarks and tests; `n` ≥ 1.
+pub fn bodies_on_plane(n: usize, shape: RestingShape) -> Model {
+    use super::{CollisionShape, Geometry};
+    let mut b = ModelBuilder::new(format!("{shape:?}_on_plane{n}").to_lowercase());
+    b.add_link(Body::massless(WORLD).with_collision(CollisionShape::new(Geometry::Plane, SE3::identity())));
+    let side = (n as f64).sqrt().ceil().max(1.0) as usize;
+    let depth = 1e-3;
+    for k in 0..n {
+        let (x, y) = ((k % side) as f64 * 0.35, (k / side) as f64 * 0.35);
+        let (geometry, inertia, height, rot) = match shape {
+            RestingShape::Box => {
+                let h = Vec3::new(0.1, 0.08, 0.06);
+                (Geometry::Box { half_extents: h }, Inertia::solid_box(1.0, h * 2.0), h.z, SE3::identity())
+            }
+            RestingShape::Sphere => {
+                (Geometry::Sphere { radius: 0.1 }, Inertia::solid_sphere(1.0, 0.1), 0.1, SE3::identity())
+            }
+            RestingShape::Capsule => (
+                Geometry::Capsule { radius: 0.05, length: 0.2 },
+                Inertia::solid_cylinder(1.0, 0.05, 0.3),
+                0.05,
+                SE3::from_axis_angle(&Vec3::y(), std::f64::consts::FRAC_PI_2),
+            ),
+        };
+        let name = format!("body{k}");
+        let placement = SE3::new(rot.rot, Vec3::new(x, y, height - depth));
+        b.add_body(
+            WORLD,
+            Joint::free(format!("free{k}")).with_placement(placement),
+            Body::new(&name, inertia).with_collision(CollisionShape::new(geometry, SE3::identity())),
+        );
+    }
+    b.build().expect("sample model is valid")
+}
