@@ -37,6 +37,8 @@ pub struct BroadPhase {
     half_spaces: Vec<u32>,
     /// Finite shapes sorted by lower bound along `axis` (ties by index).
     order: Vec<u32>,
+    /// The sweep's boxes in sorted order.
+    entries: Vec<SweepEntry>,
     /// The sweep axis of the last call (`None`: no valid order).
     axis: Option<usize>,
     /// The candidate pairs of the last call.
@@ -128,37 +130,49 @@ impl BroadPhase {
         axis
     }
 
-    /// Sorts `order` by lower bound along `axis` (repairing the previous order when
-    /// the axis is unchanged), then sweeps it.
+    /// Sorts the boxes by lower bound along the sweep axis (repairing the previous
+    /// order when the axis is unchanged), then sweeps them.
     fn sweep(&mut self, cm: &CollisionModel) {
         if self.finite.len() < 2 {
             return;
         }
         let axis = self.sweep_axis();
-        let aabbs = &self.aabbs;
-        let key = |i: u32| (aabbs[i as usize].min[axis], i);
-        let less = |a: u32, b: u32| {
-            let (ka, kb) = (key(a), key(b));
-            ka.0 < kb.0 || (ka.0 == kb.0 && ka.1 < kb.1)
-        };
-        let repaired = self.axis == Some(axis) && {
-            let budget = REPAIR_MOVES_PER_BOX * self.order.len();
-            insertion_sort(&mut self.order, less, budget)
-        };
+        let (u, w) = ((axis + 1) % 3, (axis + 2) % 3);
+        // Entries in the previous order (a permutation of the finite shapes), with
+        // this call's bounds: contiguous, so the sweep streams through memory.
+        self.entries.clear();
+        for &i in &self.order {
+            let b = &self.aabbs[i as usize];
+            self.entries.push(SweepEntry {
+                lo: b.min[axis],
+                hi: b.max[axis],
+                rest: [b.min[u], b.max[u], b.min[w], b.max[w]],
+                shape: i,
+            });
+        }
+        let repaired = self.axis == Some(axis)
+            && insertion_sort(&mut self.entries, SweepEntry::before, REPAIR_MOVES_PER_BOX * self.order.len());
         if !repaired {
-            self.order.sort_unstable_by(|&a, &b| key(a).0.total_cmp(&key(b).0).then(a.cmp(&b)));
+            self.entries.sort_unstable_by(|a, b| a.lo.total_cmp(&b.lo).then(a.shape.cmp(&b.shape)));
         }
         self.axis = Some(axis);
-        let order = &self.order;
-        for (k, &i) in order.iter().enumerate() {
-            let bi = &aabbs[i as usize];
-            for &j in &order[k + 1..] {
-                let bj = &aabbs[j as usize];
-                if bj.min[axis] > bi.max[axis] {
+        for (o, e) in self.order.iter_mut().zip(&self.entries) {
+            *o = e.shape;
+        }
+        let entries = &self.entries;
+        for (k, a) in entries.iter().enumerate() {
+            for b in &entries[k + 1..] {
+                if b.lo > a.hi {
                     break;
                 }
-                if bi.overlaps(bj) && cm.allows(i as usize, j as usize) {
-                    self.pairs.push((i.min(j), i.max(j)));
+                let (p, q) = (&a.rest, &b.rest);
+                if p[0] <= q[1]
+                    && q[0] <= p[1]
+                    && p[2] <= q[3]
+                    && q[2] <= p[3]
+                    && cm.allows(a.shape as usize, b.shape as usize)
+                {
+                    self.pairs.push((a.shape.min(b.shape), a.shape.max(b.shape)));
                 }
             }
         }
@@ -188,14 +202,32 @@ impl BroadPhase {
     }
 }
 
+/// A box in the sweep: its interval along the sweep axis, its bounds along the other
+/// two (`[min_u, max_u, min_w, max_w]`), its shape.
+#[derive(Clone, Copy, Debug, Default)]
+struct SweepEntry {
+    lo: f64,
+    hi: f64,
+    rest: [f64; 4],
+    shape: u32,
+}
+
+impl SweepEntry {
+    /// The sweep order: by lower bound, ties by shape index (a total order: the bounds
+    /// are finite).
+    fn before(a: &SweepEntry, b: &SweepEntry) -> bool {
+        a.lo < b.lo || (a.lo == b.lo && a.shape < b.shape)
+    }
+}
+
 /// Insertion sort of nearly sorted data; gives up (returning `false`, the slice a
 /// permutation of the input) after `budget` moves.
-fn insertion_sort(v: &mut [u32], less: impl Fn(u32, u32) -> bool, budget: usize) -> bool {
+fn insertion_sort<T: Copy>(v: &mut [T], less: impl Fn(&T, &T) -> bool, budget: usize) -> bool {
     let mut moves = 0;
     for i in 1..v.len() {
         let x = v[i];
         let mut j = i;
-        while j > 0 && less(x, v[j - 1]) {
+        while j > 0 && less(&x, &v[j - 1]) {
             v[j] = v[j - 1];
             j -= 1;
             moves += 1;
@@ -216,6 +248,10 @@ pub(crate) fn world_aabb(cm: &CollisionModel, i: usize, pose: &SE3, grow: f64) -
             let b = if p.vertices.len() == 1 {
                 let c = pose.act_point(&p.vertices[0]);
                 Aabb { min: c, max: c }
+            } else if let Some(h) = box_half_extents(s) {
+                // A box centred at the origin: half extents |R| h around the centre.
+                let e = pose.rot.abs() * h;
+                Aabb { min: pose.trans - e, max: pose.trans + e }
             } else {
                 let mut b = Aabb::empty();
                 for v in &p.vertices {
@@ -240,6 +276,15 @@ pub(crate) fn world_aabb(cm: &CollisionModel, i: usize, pose: &SE3, grow: f64) -
     }
 }
 
+/// The half extents of a box shape (its core is `Polytope::cuboid`, whose vertex 7 is
+/// `(hx, hy, hz)`), or `None` for other shapes.
+fn box_half_extents(s: &super::ShapeInstance) -> Option<Vec3> {
+    match (&s.core, s.kind) {
+        (ShapeCore::Convex(p), super::ShapeKind::Box) if p.vertices.len() == 8 => Some(p.vertices[7]),
+        _ => None,
+    }
+}
+
 fn box_corners(b: &Aabb) -> [Vec3; 8] {
     std::array::from_fn(|k| {
         Vec3::new(
@@ -258,7 +303,10 @@ pub(crate) fn lowest_along(cm: &CollisionModel, i: usize, pose: &SE3, n: &Vec3, 
     let base = n.dot(&(pose.trans - o));
     match &s.core {
         ShapeCore::Convex(p) => {
-            let (_, sup) = p.support(&-n_local);
+            let sup = match box_half_extents(s) {
+                Some(h) => n_local.abs().dot(&h),
+                None => p.support(&-n_local).1,
+            };
             base - sup - s.radius
         }
         ShapeCore::TriMesh(m) => {
@@ -472,8 +520,8 @@ mod tests {
         assert_eq!(bp.find_pairs(cm, &poses, 0.01), first.as_slice());
         assert_eq!(bp.order, order);
         let mut v = vec![3, 1, 2, 0];
-        assert!(!insertion_sort(&mut v, |a, b| a < b, 2));
+        assert!(!insertion_sort(&mut v, |a: &i32, b: &i32| a < b, 2));
         let mut v = vec![0, 2, 1, 3];
-        assert!(insertion_sort(&mut v, |a, b| a < b, 2) && v == [0, 1, 2, 3]);
+        assert!(insertion_sort(&mut v, |a: &i32, b: &i32| a < b, 2) && v == [0, 1, 2, 3]);
     }
 }
