@@ -11,6 +11,7 @@
 pub mod contact;
 pub mod dual;
 pub mod feature_pair;
+pub mod narrow_phase;
 pub mod polytope;
 pub mod shape;
 
