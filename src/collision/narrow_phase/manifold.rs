@@ -14,10 +14,9 @@
 //!    closed form is then the true distance of the two edges).
 //!
 //! Each candidate becomes a contact when its closed-form signed distance is below the
-//! margin. A candidate whose position on the reference plane lies within 1e-6 of the
-//! length scale of an earlier one is dropped (vertex–face first, then face–vertex,
-//! then edge–edge), so coincident corners — two equal boxes stacked flush — give one
-//! contact each. The incident face is, among the faces of the incident core holding a
+//! margin. A candidate whose contact point lies within 1e-6 of the length scale of an
+//! earlier one's is dropped (vertex–face first, then face–vertex, then edge–edge), so
+//! coincident corners — two equal boxes stacked flush — give one contact each. The incident face is, among the faces of the incident core holding a
 //! given anchor feature (its deepest vertex, or its closest feature), the one whose
 //! normal is most opposed to n. Manifolds are not reduced: a face pair of two convex
 //! meshes gives as many contacts as its clipped polygon has corners.
@@ -96,29 +95,25 @@ pub(crate) fn face_manifold(
     let pair = |fr: Feature, fi: Feature| if ref_is_p { (fr, fi) } else { (fi, fr) };
     let n = r.face_normal(ref_face);
     let hint = if ref_is_p { n } else { -n };
-    let o = r.vertex(r.poly.faces[ref_face].vertices[0] as usize);
-    let on_plane = |x: &Vec3| x - n * n.dot(&(x - o));
     let scale = r.scale().max(i.scale());
     let tol = INSIDE_TOL * scale;
     let merge = MERGE_TOL * scale;
     let mut placed: Vec<Vec3> = Vec::new();
     let mut count = 0;
-    if let Some((fp, fq, h)) = seed {
-        let before = out.len();
-        if em.emit(fp, fq, &h, out).is_some() {
-            placed.push(on_plane(&out[before].geometry.point));
-            count += 1;
-        }
-    }
-    let mut attempt = |fp: Feature, fq: Feature, h: &Vec3, pos: Vec3, out: &mut Vec<Contact>| {
-        if placed.iter().any(|y| (y - pos).norm() <= merge) {
+    let mut attempt = |fp: Feature, fq: Feature, h: &Vec3, out: &mut Vec<Contact>| {
+        let Some(c) = em.contact(fp, fq, h) else { return };
+        let x = c.geometry.point;
+        if placed.iter().any(|y| (y - x).norm() <= merge) {
             return;
         }
-        if em.emit(fp, fq, h, out).is_some() {
-            placed.push(pos);
+        if em.push(c, out) {
+            placed.push(x);
             count += 1;
         }
     };
+    if let Some((fp, fq, h)) = seed {
+        attempt(fp, fq, &h, out);
+    }
     let ref_loop = &r.poly.faces[ref_face].vertices;
     let ref_edges = &r.poly.faces[ref_face].edges;
     let inc = incident_face(i, &n, anchor);
@@ -131,7 +126,7 @@ pub(crate) fn face_manifold(
         let x = i.vertex(v as usize);
         if inside(r, ref_loop, &n, &x, tol) {
             let (fp, fq) = pair(Feature::Face(ref_face as u32), Feature::Vertex(v));
-            attempt(fp, fq, &hint, on_plane(&x), out);
+            attempt(fp, fq, &hint, out);
         }
     }
     // 2. reference vertices inside the incident face (along its own normal)
@@ -141,7 +136,7 @@ pub(crate) fn face_manifold(
             let x = r.vertex(w as usize);
             if inside(i, inc_vertices, &ni, &x, tol) {
                 let (fp, fq) = pair(Feature::Vertex(w), Feature::Face(f as u32));
-                attempt(fp, fq, &hint, x, out);
+                attempt(fp, fq, &hint, out);
             }
         }
     }
@@ -184,7 +179,7 @@ pub(crate) fn face_manifold(
                 continue;
             }
             let (fp, fq) = pair(Feature::Edge(ref_edges[m]), Feature::Edge(j));
-            attempt(fp, fq, &hint, on_plane(&(ra + re * s)), out);
+            attempt(fp, fq, &hint, out);
         }
     }
     count

@@ -249,11 +249,10 @@ pub(crate) struct Emitter<'a> {
 }
 
 impl Emitter<'_> {
-    /// Evaluates the closed form of the feature pair `(fp, fq)` of (P, Q) and appends it
-    /// to `out` when it is well defined, finite, closer than the margin, accepted by the
-    /// terrain filter and not already there. `hint_pq` (P → Q) fixes the sign of an
-    /// edge–edge normal. Returns the geometry of the contact appended.
-    pub fn emit(&self, fp: Feature, fq: Feature, hint_pq: &Vec3, out: &mut Vec<Contact>) -> Option<ContactGeometry> {
+    /// The contact of the feature pair `(fp, fq)` of (P, Q): its closed form, when it is
+    /// well defined, finite, closer than the margin and accepted by the terrain filter.
+    /// `hint_pq` (P → Q) fixes the sign of an edge–edge normal.
+    pub fn contact(&self, fp: Feature, fq: Feature, hint_pq: &Vec3) -> Option<Contact> {
         let fq = match &self.triangle {
             Some(map) => map.global(fq)?,
             None => fq,
@@ -286,11 +285,22 @@ impl Emitter<'_> {
             }
         }
         let id = ContactId { shape_a: self.ia, shape_b: self.ib, feature_a: fa, feature_b: fb };
-        if out[self.start..].iter().any(|c| c.id == id) {
-            return None;
+        Some(Contact { id, body_a: self.a.body, body_b: self.b.body, kind, orientation, geometry: g })
+    }
+
+    /// Appends `c` unless this call already produced a contact with its identity.
+    pub fn push(&self, c: Contact, out: &mut Vec<Contact>) -> bool {
+        if out[self.start..].iter().any(|d| d.id == c.id) {
+            return false;
         }
-        out.push(Contact { id, body_a: self.a.body, body_b: self.b.body, kind, orientation, geometry: g });
-        Some(g)
+        out.push(c);
+        true
+    }
+
+    /// [`Emitter::contact`] appended with [`Emitter::push`]; returns its geometry.
+    pub fn emit(&self, fp: Feature, fq: Feature, hint_pq: &Vec3, out: &mut Vec<Contact>) -> Option<ContactGeometry> {
+        let c = self.contact(fp, fq, hint_pq)?;
+        self.push(c, out).then_some(c.geometry)
     }
 }
 
