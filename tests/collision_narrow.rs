@@ -5,175 +5,12 @@
 //! every edge-pair cross product).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use stiction::collision::narrow_phase::collide;
-use stiction::collision::{
-    feature_pair, CollisionFilter, CollisionModel, Contact, ContactKind, Polytope, ShapeCore, ShapeInstance, ShapeKind,
-};
+use stiction::collision::{feature_pair, Contact, ContactKind, ShapeCore, ShapeInstance};
 use stiction::math::{Mat3, SplitMix64, Vec3, SE3};
-use stiction::model::Material;
 
-// ---------------------------------------------------------------- shapes
-
-fn inst(core: ShapeCore, radius: f64, body: usize, kind: ShapeKind) -> ShapeInstance {
-    ShapeInstance {
-        body: Some(body),
-        index_on_body: 0,
-        local: SE3::identity(),
-        core,
-        radius,
-        kind,
-        material: Material::default(),
-        group: 1,
-        mask: u32::MAX,
-    }
-}
-
-fn sphere(r: f64) -> ShapeInstance {
-    inst(ShapeCore::Convex(Arc::new(Polytope::point())), r, 0, ShapeKind::Sphere)
-}
-
-fn capsule(half: f64, r: f64) -> ShapeInstance {
-    inst(ShapeCore::Convex(Arc::new(Polytope::segment(half))), r, 0, ShapeKind::Capsule)
-}
-
-fn cuboid(h: Vec3) -> ShapeInstance {
-    inst(ShapeCore::Convex(Arc::new(Polytope::cuboid(&h))), 0.0, 0, ShapeKind::Box)
-}
-
-fn plane() -> ShapeInstance {
-    inst(ShapeCore::HalfSpace, 0.0, 0, ShapeKind::Plane)
-}
-
-fn convex(p: Polytope, r: f64) -> ShapeInstance {
-    inst(ShapeCore::Convex(Arc::new(p)), r, 0, ShapeKind::ConvexMesh)
-}
-
-/// A polytope from vertex loops; each loop is oriented counter-clockwise seen from
-/// outside (its Newell normal pointing away from the centroid).
-fn polytope(vertices: Vec<Vec3>, loops: Vec<Vec<u32>>) -> Polytope {
-    let c = vertices.iter().sum::<Vec3>() / vertices.len() as f64;
-    let faces = loops
-        .into_iter()
-        .map(|mut l| {
-            let mut n = Vec3::zeros();
-            for k in 0..l.len() {
-                n += vertices[l[k] as usize].cross(&vertices[l[(k + 1) % l.len()] as usize]);
-            }
-            let mut n = n.normalize();
-            if n.dot(&(vertices[l[0] as usize] - c)) < 0.0 {
-                l.reverse();
-                n = -n;
-            }
-            (l, n)
-        })
-        .collect();
-    Polytope::from_faces(vertices, faces)
-}
-
-fn tetrahedron() -> (Vec<Vec3>, Vec<Vec<u32>>) {
-    let v = [(1., 1., 1.), (1., -1., -1.), (-1., 1., -1.), (-1., -1., 1.)];
-    (v.iter().map(|&(x, y, z)| Vec3::new(x, y, z) * 0.5).collect(), vec![vec![0, 1, 2], vec![0, 1, 3], vec![0, 2, 3], vec![1, 2, 3]])
-}
-
-fn octahedron() -> (Vec<Vec3>, Vec<Vec<u32>>) {
-    let v = vec![Vec3::x(), -Vec3::x(), Vec3::y(), -Vec3::y(), Vec3::z(), -Vec3::z()];
-    let mut loops = vec![];
-    for sx in [0, 1] {
-        for sy in [2, 3] {
-            for sz in [4, 5] {
-                loops.push(vec![sx, sy, sz]);
-            }
-        }
-    }
-    (v.into_iter().map(|x| x * 0.7).collect(), loops)
-}
-
-fn prism() -> (Vec<Vec3>, Vec<Vec<u32>>) {
-    let mut v = vec![];
-    for z in [-0.5, 0.5] {
-        for k in 0..3 {
-            let a = k as f64 * std::f64::consts::TAU / 3.0;
-            v.push(Vec3::new(a.cos() * 0.6, a.sin() * 0.6, z));
-        }
-    }
-    (v, vec![vec![0, 1, 2], vec![3, 4, 5], vec![0, 1, 4, 3], vec![1, 2, 5, 4], vec![2, 0, 3, 5]])
-}
-
-fn rand_rot(rng: &mut SplitMix64) -> Mat3 {
-    let q = rng.unit_quaternion();
-    let u = nalgebra::UnitQuaternion::from_quaternion(nalgebra::Quaternion::new(q[0], q[1], q[2], q[3]));
-    *u.to_rotation_matrix().matrix()
-}
-
-/// A random rotation by multiples of 90° about the axes.
-fn quarter_turns(rng: &mut SplitMix64) -> Mat3 {
-    let mut r = Mat3::identity();
-    for axis in [Vec3::x(), Vec3::y(), Vec3::z()] {
-        let k = (rng.uniform() * 4.0) as usize;
-        r *= SE3::from_axis_angle(&axis, k as f64 * std::f64::consts::FRAC_PI_2).rot;
-    }
-    r
-}
-
-fn rand_unit(rng: &mut SplitMix64) -> Vec3 {
-    loop {
-        let v = Vec3::new(rng.normal(), rng.normal(), rng.normal());
-        if v.norm() > 1e-3 {
-            return v.normalize();
-        }
-    }
-}
-
-/// A random affine image `R₁ diag(s) R₂ x` of a hand-made polytope (positive scales,
-/// condition number ≤ 3).
-fn affine(rng: &mut SplitMix64, (v, loops): (Vec<Vec3>, Vec<Vec<u32>>)) -> Polytope {
-    let s = Mat3::from_diagonal(&Vec3::new(rng.range(0.25, 0.75), rng.range(0.25, 0.75), rng.range(0.25, 0.75)));
-    let m = rand_rot(rng) * s * rand_rot(rng);
-    polytope(v.iter().map(|x| m * x).collect(), loops)
-}
-
-fn random_shape(rng: &mut SplitMix64) -> ShapeInstance {
-    let rounded = |rng: &mut SplitMix64| if rng.uniform() < 0.25 { rng.range(0.02, 0.1) } else { 0.0 };
-    match (rng.uniform() * 6.0) as usize {
-        0 => sphere(rng.range(0.1, 0.5)),
-        1 => capsule(rng.range(0.1, 0.5), rng.range(0.05, 0.3)),
-        2 => {
-            let mut b = cuboid(Vec3::new(rng.range(0.1, 0.6), rng.range(0.1, 0.6), rng.range(0.1, 0.6)));
-            b.radius = rounded(rng);
-            b
-        }
-        3 => {
-            let p = affine(rng, tetrahedron());
-            convex(p, rounded(rng))
-        }
-        4 => {
-            let p = affine(rng, octahedron());
-            convex(p, rounded(rng))
-        }
-        _ => {
-            let p = affine(rng, prism());
-            convex(p, rounded(rng))
-        }
-    }
-}
-
-fn model(a: &ShapeInstance, b: &ShapeInstance) -> CollisionModel {
-    let (mut a, mut b) = (a.clone(), b.clone());
-    a.body = Some(0);
-    b.body = Some(1);
-    CollisionModel {
-        shapes: vec![a, b],
-        filter: CollisionFilter {
-            rigid_group: vec![Some(0), Some(1)],
-            parent_group: vec![None, None],
-            articulation: vec![0, 1],
-            self_collision: vec![false, false],
-            skip_parent_child: true,
-            excluded_pairs: vec![],
-        },
-    }
-}
+mod collision_common;
+use collision_common::*;
 
 /// Contacts of `a` (shape 0, body 0) and `b` (shape 1, body 1); checks that each
 /// contact is its own closed form (`recompute` reproduces it exactly), finite, with a
@@ -646,4 +483,157 @@ fn randomized_pairs_against_brute_force() {
     );
     assert!(separated > 500 && overlapping > 500);
     assert!(boundary < 10);
+}
+
+// ---------------------------------------------------------------- terrain
+
+#[test]
+fn terrain_flat_ground_has_no_ghost_contacts() {
+    let ground = terrain(grid_terrain(8, 0.5, |_, _| 0.0));
+    let mut rng = SplitMix64::new(5);
+    let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
+    for _ in 0..300 {
+        // a sphere: one vertex–face contact, from the front only
+        let r = rng.range(0.1, 0.4);
+        let c = Vec3::new(rng.range(-1.5, 1.5), rng.range(-1.5, 1.5), r + rng.range(-0.05, 0.05));
+        let k = contacts(&sphere(r), &SE3::from_translation(c), &ground, &SE3::identity(), 0.06);
+        assert_eq!(k.len(), 1, "{k:?}");
+        assert_eq!(k[0].kind, ContactKind::VertexFace);
+        assert!((k[0].geometry.distance - (c.z - r)).abs() < 1e-14);
+        assert!(close(&k[0].geometry.normal, &-Vec3::z(), 1e-15));
+        let k = contacts(&ground, &SE3::identity(), &sphere(r), &SE3::from_translation(c), 0.06);
+        assert_eq!(k.len(), 1);
+        assert_eq!(k[0].kind, ContactKind::FaceVertex);
+        let below = Vec3::new(c.x, c.y, -c.z);
+        assert!(contacts(&sphere(r), &SE3::from_translation(below), &ground, &SE3::identity(), 0.06).is_empty());
+
+        // a box resting flat, turned about z: every contact at depth 0.01 with a vertical
+        // normal, its four bottom corners among them
+        let h = Vec3::new(rng.range(0.2, 0.6), rng.range(0.2, 0.6), 0.2);
+        let aligned = rng.uniform() < 0.2;
+        let (angle, xy) = if aligned {
+            // corners and edges on grid vertices and lines
+            (0.0, Vec3::new(0.5 * (rng.uniform() * 4.0).floor() - 1.0, 0.5 * (rng.uniform() * 4.0).floor() - 1.0, 0.0))
+        } else {
+            (rng.range(0.0, 3.0), Vec3::new(rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), 0.0))
+        };
+        let h = if aligned { Vec3::new(0.5, 0.25, 0.2) } else { h };
+        let x = SE3::new(SE3::from_axis_angle(&Vec3::z(), angle).rot, xy + Vec3::new(0.0, 0.0, 0.19));
+        let k = contacts(&cuboid(h), &x, &ground, &SE3::identity(), 0.0);
+        for c in &k {
+            assert!((c.geometry.distance + 0.01).abs() < 1e-14, "{c:?}");
+            assert!(close(&c.geometry.normal, &-Vec3::z(), 1e-14), "ghost contact {c:?}");
+            *kinds.entry(c.kind.name()).or_default() += 1;
+        }
+        // exactly the four corners: flat internal edges and vertices carry nothing
+        assert_eq!(k.len(), 4, "{k:?}");
+        for sx in [-1.0, 1.0] {
+            for sy in [-1.0, 1.0] {
+                let p = x.act_point(&Vec3::new(sx * h.x, sy * h.y, -h.z));
+                let p = Vec3::new(p.x, p.y, -0.005);
+                assert_eq!(k.iter().filter(|c| close(&c.geometry.point, &p, 1e-9)).count(), 1, "corner {p:?}: {k:?}");
+            }
+        }
+        for (i, c) in k.iter().enumerate() {
+            assert!(k[..i].iter().all(|d| !close(&d.geometry.point, &c.geometry.point, 1e-9)), "repeated point");
+        }
+    }
+    println!("box on flat terrain, contact kinds: {kinds:?}");
+}
+
+#[test]
+fn terrain_ridge_and_valley() {
+    // a roof: two slopes of 26.6° meeting at a ridge along x at z = 0.5
+    let roof = |z_mid: f64, z_side: f64| {
+        let v = vec![
+            Vec3::new(-1.0, -1.0, z_side),
+            Vec3::new(1.0, -1.0, z_side),
+            Vec3::new(-1.0, 0.0, z_mid),
+            Vec3::new(1.0, 0.0, z_mid),
+            Vec3::new(-1.0, 1.0, z_side),
+            Vec3::new(1.0, 1.0, z_side),
+        ];
+        terrain(trimesh(v, vec![[0, 1, 3], [0, 3, 2], [2, 3, 5], [2, 5, 4]]))
+    };
+    let ridge = roof(0.5, 0.0);
+    let r = 0.3;
+    // above the ridge, inside its normal cone: one vertex–edge contact on the ridge
+    let c = Vec3::new(0.1, 0.02, 0.5 + 0.28);
+    let k = contacts(&sphere(r), &SE3::from_translation(c), &ridge, &SE3::identity(), 0.0);
+    assert_eq!(k.len(), 1, "{k:?}");
+    assert_eq!(k[0].kind, ContactKind::VertexEdge);
+    assert!((k[0].geometry.distance - (0.02f64.hypot(0.28) - r)).abs() < 1e-14);
+    // a valley: two vertex–face contacts, none on the concave edge
+    let valley = roof(0.0, 0.5);
+    let z0 = 0.29;
+    let c = Vec3::new(0.1, 0.0, z0);
+    let k = contacts(&sphere(r), &SE3::from_translation(c), &valley, &SE3::identity(), 0.0);
+    assert_eq!(k.len(), 2, "{k:?}");
+    let cos = 2.0 / 5f64.sqrt();
+    for c in &k {
+        assert_eq!(c.kind, ContactKind::VertexFace);
+        assert!((c.geometry.distance - (z0 * cos - r)).abs() < 1e-14);
+    }
+}
+
+/// Distance from a point to a triangle: the plane distance when the projection falls
+/// inside, else the nearest of the three edges.
+fn point_triangle(p: &Vec3, t: &[Vec3; 3]) -> f64 {
+    let n = (t[1] - t[0]).cross(&(t[2] - t[0])).normalize();
+    point_polygon(p, t, &n).unwrap_or_else(|| {
+        seg_point(p, &t[0], &t[1]).min(seg_point(p, &t[1], &t[2])).min(seg_point(p, &t[2], &t[0]))
+    })
+}
+
+/// Height of a heightfield mesh at (x, y): the interpolation over the triangle below.
+fn mesh_height(tris: &[[Vec3; 3]], x: f64, y: f64) -> f64 {
+    for t in tris {
+        let (a, b, c) = (t[0], t[1], t[2]);
+        let det = (b.x - a.x) * (c.y - a.y) - (c.x - a.x) * (b.y - a.y);
+        let l1 = ((x - a.x) * (c.y - a.y) - (c.x - a.x) * (y - a.y)) / det;
+        let l2 = ((b.x - a.x) * (y - a.y) - (x - a.x) * (b.y - a.y)) / det;
+        if l1 >= 0.0 && l2 >= 0.0 && l1 + l2 <= 1.0 {
+            return a.z + l1 * (b.z - a.z) + l2 * (c.z - a.z);
+        }
+    }
+    panic!("outside the mesh")
+}
+
+/// Spheres whose centre is above a bumpy heightfield mesh: contacts exist iff the
+/// exact point–mesh distance (over every triangle) minus the radius is below the
+/// margin, and the nearest contact is that distance.
+#[test]
+fn terrain_spheres_against_brute_force() {
+    let height = |x: f64, y: f64| 0.3 * (1.3 * x).sin() * (0.9 * y).cos() + 0.1 * (3.1 * x + 2.0 * y).sin();
+    let mesh = grid_terrain(10, 0.4, height);
+    let tris: Vec<[Vec3; 3]> = mesh.triangles.iter().map(|t| t.map(|i| mesh.vertices[i as usize])).collect();
+    let ground = terrain(mesh);
+    // the terrain on a tilted, moved body: the result must not depend on its pose
+    let xm = SE3::new(SE3::from_axis_angle(&Vec3::new(0.3, -0.5, 0.8).normalize(), 0.4).rot, Vec3::new(0.2, -0.1, 0.3));
+    let mut rng = SplitMix64::new(77);
+    let (mut hits, mut kinds) = (0, BTreeMap::<&str, usize>::new());
+    let margin = 0.1;
+    for _ in 0..2000 {
+        let r = rng.range(0.05, 0.5);
+        let (x, y) = (rng.range(-1.2, 1.2), rng.range(-1.2, 1.2));
+        let local = Vec3::new(x, y, mesh_height(&tris, x, y) + rng.range(0.0, r + 0.3));
+        let want = tris.iter().map(|t| point_triangle(&local, t)).fold(f64::INFINITY, f64::min) - r;
+        if (want - margin).abs() < 1e-9 {
+            continue;
+        }
+        let c = contacts(&sphere(r), &SE3::from_translation(xm.act_point(&local)), &ground, &xm, margin);
+        assert_eq!(!c.is_empty(), want < margin, "reference {want}: {c:?}");
+        if c.is_empty() {
+            continue;
+        }
+        hits += 1;
+        let min = c.iter().map(|k| k.geometry.distance).fold(f64::INFINITY, f64::min);
+        assert!((min - want).abs() < 1e-9, "min contact {min} vs reference {want}: {c:?}");
+        for k in &c {
+            assert!(k.geometry.distance >= want - 1e-9);
+            *kinds.entry(k.kind.name()).or_default() += 1;
+        }
+    }
+    println!("sphere on bumpy terrain: {hits} with contacts; kinds {kinds:?}");
+    assert!(hits > 500 && kinds.len() == 3);
 }

@@ -241,7 +241,7 @@ pub(crate) struct Emitter<'a> {
     /// Whether P is B and Q is A.
     flipped: bool,
     /// Index in `out` of this call's first contact (duplicates are looked up from there).
-    start: usize,
+    pub start: usize,
     /// Q is this terrain triangle.
     triangle: Option<TriangleFeatures>,
     /// Filter on terrain contacts.

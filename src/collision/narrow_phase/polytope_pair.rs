@@ -15,7 +15,8 @@
 //!   plus 1e-6 of the size (stable manifolds under round-off), gives a face manifold
 //!   or a single edge–edge contact. A face manifold that clips to nothing falls back on
 //!   the deepest vertex against the reference face, whose distance is the axis's
-//!   separation, so overlapping cores always give a contact.
+//!   separation, so overlapping cores always give a contact (except against a terrain
+//!   triangle, whose neighbours hold the contacts its filter rejects).
 //!
 //! A point or segment core against a flat triangle has a Minkowski difference whose
 //! face normals the axes above do not all reach, so that pair asks GJK first.
@@ -51,7 +52,7 @@ pub(crate) fn collide_convex(em: &Emitter, p: &Placed, q: &Placed, one_sided: bo
             return;
         }
     }
-    overlapping(em, p, q, &sat, out);
+    overlapping(em, p, q, &sat, one_sided, out);
 }
 
 /// The feature of `x` holding its surface point `c` (world): a vertex within the
@@ -166,7 +167,7 @@ pub(crate) fn parallel_edges(
 }
 
 /// Overlapping (or touching) cores: the contacts of the axis of largest separation.
-fn overlapping(em: &Emitter, p: &Placed, q: &Placed, sat: &Sat, out: &mut Vec<Contact>) {
+fn overlapping(em: &Emitter, p: &Placed, q: &Placed, sat: &Sat, one_sided: bool, out: &mut Vec<Contact>) {
     let scale = p.scale().max(q.scale());
     let wins = |x: f64, y: f64| x > y + PREFER_REL * y.abs() + PREFER_ABS * scale;
     let face = match (sat.face_p, sat.face_q) {
@@ -187,7 +188,9 @@ fn overlapping(em: &Emitter, p: &Placed, q: &Placed, sat: &Sat, out: &mut Vec<Co
     let n = r.face_normal(f);
     let (v, _) = i.support(&-n);
     let anchor = Feature::Vertex(v as u32);
-    if face_manifold(em, p, q, ref_is_p, f, Some(anchor), None, out) == 0 {
+    // (not for terrain triangles: there an empty manifold means the candidates lay on
+    // flat or concave mesh features, whose neighbours carry the contacts)
+    if face_manifold(em, p, q, ref_is_p, f, Some(anchor), None, out) == 0 && !one_sided {
         let (fp, fq, hint) =
             if ref_is_p { (Feature::Face(f as u32), anchor, n) } else { (anchor, Feature::Face(f as u32), -n) };
         em.emit(fp, fq, &hint, out);

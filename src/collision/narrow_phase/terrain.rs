@@ -8,7 +8,8 @@
 //! whose plane has the core's centre behind it is skipped. The triangle's local
 //! features are mapped onto the mesh's vertex, edge and triangle indices, so a contact
 //! on an edge or vertex shared by several triangles has one identity and is emitted
-//! once.
+//! once; contacts found from several triangles at the same point with the same normal
+//! (a corner lying on a shared edge) are kept once, the first in triangle order.
 //!
 //! Internal edges. Every triangle is convex on its own, so a shape sliding over a flat
 //! tessellated surface would also see the triangles' edges and corners as contacts
@@ -19,13 +20,21 @@
 //! third corners for an edge, the other corners for a vertex) and m in front of at
 //! least one adjacent triangle. On flat ground that leaves only normals equal to the
 //! surface normal, at a convex ridge the arc between the two faces' normals, and at a
-//! concave edge nothing (the faces carry the contacts). The test of a vertex sees the
-//! adjacent triangles found by the query, which holds all of them whenever the vertex
-//! is within the margin of the core. Remaining limitation: contacts are per triangle,
-//! so a face of the core lying on several coplanar triangles gets the corners of each
-//! clipped piece (redundant contacts with equal normals), and a fast shape can still
-//! catch an edge of a triangle it would reach through a neighbour (no continuous
-//! collision).
+//! concave edge nothing (the faces carry the contacts). Edges between coplanar
+//! triangles and vertices inside a closed fan of coplanar triangles carry no contact at
+//! all: on a planar patch the contact region is the core's face (edge, vertex) clipped
+//! by the patch, whose corners are the core's vertices over triangles (vertex–face),
+//! the crossings of the core's edges with the patch's non-flat boundary edges and the
+//! patch's corners; points on flat internal edges lie between those. The test of a
+//! vertex sees the adjacent triangles found by the query, which holds all of them
+//! whenever the vertex is within the margin of the core.
+//!
+//! Remaining limitations: the filter sees one feature at a time, so a core edge that
+//! crosses a ridge gets an edge–edge contact even where a neighbouring face is nearer;
+//! triangles are tested one by one (a shape can tunnel through a thin terrain between
+//! steps: no continuous collision); and a core whose centre is behind a triangle's
+//! plane ignores that triangle (a shape pushed halfway through the terrain is not
+//! pushed back).
 
 use super::polytope_pair::collide_convex;
 use super::{Emitter, Placed, TriangleFeatures};
@@ -36,6 +45,10 @@ use crate::math::{Vec3, SE3};
 
 /// Angular tolerance of the normal-cone test of mesh edges and vertices.
 const CONE_TOL: f64 = 1e-7;
+/// Neighbouring triangles whose normals' dot product reaches this are coplanar.
+const FLAT: f64 = 1.0 - 1e-12;
+/// Contacts from different triangles closer than this (relative) are one.
+const MERGE_TOL: f64 = 1e-6;
 
 /// Whether the normal `m` (mesh frame, from the mesh towards the core) lies in the
 /// normal cone of mesh feature `f`; `tris` holds the triangles around it.
@@ -48,6 +61,11 @@ fn in_normal_cone(mesh: &TriMeshCore, tris: &[u32], m: &Vec3, f: Feature) -> boo
         Feature::Face(_) => true,
         Feature::Edge(e) => {
             let Some(edge) = mesh.edges.get(e as usize) else { return false };
+            if edge.faces.iter().all(|&t| t != NO_FACE)
+                && mesh.normals[edge.faces[0] as usize].dot(&mesh.normals[edge.faces[1] as usize]) >= FLAT
+            {
+                return false;
+            }
             let x = mesh.vertices[edge.v[0] as usize];
             let mut front = false;
             for &t in edge.faces.iter().filter(|&&t| t != NO_FACE) {
@@ -62,6 +80,9 @@ fn in_normal_cone(mesh: &TriMeshCore, tris: &[u32], m: &Vec3, f: Feature) -> boo
             front
         }
         Feature::Vertex(v) => {
+            if flat_interior_vertex(mesh, tris, v) {
+                return false;
+            }
             let x = mesh.vertices[v as usize];
             let mut front = false;
             for &t in tris {
@@ -79,6 +100,26 @@ fn in_normal_cone(mesh: &TriMeshCore, tris: &[u32], m: &Vec3, f: Feature) -> boo
             front
         }
     }
+}
+
+/// Whether mesh vertex `v` is surrounded by a closed fan of coplanar triangles (all in
+/// `tris`): every other corner of its triangles is shared by exactly two of them, and
+/// their normals agree.
+fn flat_interior_vertex(mesh: &TriMeshCore, tris: &[u32], v: u32) -> bool {
+    let around = || tris.iter().map(|&t| t as usize).filter(|&t| mesh.triangles[t].contains(&v));
+    let Some(first) = around().next() else { return false };
+    let n0 = mesh.normals[first];
+    for t in around() {
+        if mesh.normals[t].dot(&n0) < FLAT {
+            return false;
+        }
+        for &w in mesh.triangles[t].iter().filter(|&&w| w != v) {
+            if around().filter(|&s| mesh.triangles[s].contains(&w)).count() != 2 {
+                return false;
+            }
+        }
+    }
+    true
 }
 
 /// Whether triangle `t`'s indices are all in range (the mesh is validated when built;
@@ -145,5 +186,25 @@ pub(crate) fn collide_terrain(
         let map = TriangleFeatures { t, corners, edges: mesh.triangle_edges[t as usize] };
         let em_t = Emitter { triangle: Some(map), accept: Some(&accept), ..*em };
         collide_convex(&em_t, p, &q, true, out);
+    }
+    drop_repeats(em, p.scale(), out);
+}
+
+/// Removes the contacts of this call that repeat an earlier one's point and normal
+/// (within 1e-6 of the core's size): a corner on a shared mesh edge or vertex is found
+/// from every triangle around it.
+fn drop_repeats(em: &Emitter, scale: f64, out: &mut Vec<Contact>) {
+    let tol = MERGE_TOL * scale;
+    let mut k = em.start + 1;
+    while k < out.len() {
+        let g = out[k].geometry;
+        let repeat = out[em.start..k]
+            .iter()
+            .any(|c| (c.geometry.point - g.point).norm() <= tol && (c.geometry.normal - g.normal).norm() <= MERGE_TOL);
+        if repeat {
+            out.remove(k);
+        } else {
+            k += 1;
+        }
     }
 }
