@@ -135,7 +135,10 @@ fn capsule_distances_exact() {
         // sphere against capsule, both orders
         let p = xb.trans;
         let want = seg_point(&p, &a0, &a1) - ra - rb;
-        for c in [contacts(&capsule(ha, ra), &xa, &sphere(rb), &xb, 10.0), contacts(&sphere(rb), &xb, &capsule(ha, ra), &xa, 10.0)] {
+        for c in [
+            contacts(&capsule(ha, ra), &xa, &sphere(rb), &xb, 10.0),
+            contacts(&sphere(rb), &xb, &capsule(ha, ra), &xa, 10.0),
+        ] {
             assert_eq!(c.len(), 1);
             assert!((c[0].geometry.distance - want).abs() < 1e-12);
         }
@@ -147,7 +150,8 @@ fn capsule_distances_exact() {
 #[test]
 fn capsule_resting_cases() {
     // capsule lying flat on a plane: both segment ends
-    let lying = translated(SE3::from_axis_angle(&Vec3::x(), std::f64::consts::FRAC_PI_2).rot, Vec3::new(0.2, 0.1, 0.29));
+    let lying =
+        translated(SE3::from_axis_angle(&Vec3::x(), std::f64::consts::FRAC_PI_2).rot, Vec3::new(0.2, 0.1, 0.29));
     let c = contacts(&capsule(0.5, 0.3), &lying, &plane(), &SE3::identity(), 0.0);
     assert_eq!(c.len(), 2);
     for k in &c {
@@ -316,8 +320,14 @@ fn world(s: &ShapeInstance, x: &SE3) -> World {
     let ShapeCore::Convex(p) = &s.core else { unreachable!() };
     World {
         v: p.vertices.iter().map(|v| x.act_point(v)).collect(),
-        e: p.edges.iter().map(|e| (x.act_point(&p.vertices[e.v[0] as usize]), x.act_point(&p.vertices[e.v[1] as usize]))).collect(),
-        f: p.faces.iter().map(|f| (f.vertices.iter().map(|&i| x.act_point(&p.vertices[i as usize])).collect(), x.rot * f.normal)).collect(),
+        e: p.edges
+            .iter()
+            .map(|e| (x.act_point(&p.vertices[e.v[0] as usize]), x.act_point(&p.vertices[e.v[1] as usize])))
+            .collect(),
+        f: p.faces
+            .iter()
+            .map(|f| (f.vertices.iter().map(|&i| x.act_point(&p.vertices[i as usize])).collect(), x.rot * f.normal))
+            .collect(),
     }
 }
 
@@ -443,7 +453,9 @@ fn randomized_pairs_against_brute_force() {
                 boundary += 1;
                 continue;
             }
-            for (c, swapped) in [(contacts(&a, &xa, &b, &xb, margin), false), (contacts(&b, &xb, &a, &xa, margin), true)] {
+            for (c, swapped) in
+                [(contacts(&a, &xa, &b, &xb, margin), false), (contacts(&b, &xb, &a, &xa, margin), true)]
+            {
                 assert_eq!(
                     !c.is_empty(),
                     sd < margin,
@@ -461,7 +473,10 @@ fn randomized_pairs_against_brute_force() {
                 let min = c.iter().map(|k| k.geometry.distance).fold(f64::INFINITY, f64::min);
                 if disjoint {
                     worst_sep = worst_sep.max((min - sd).abs());
-                    assert!((min - sd).abs() < 1e-9, "pair {pair}: min contact distance {min} vs reference {sd}: {c:?}");
+                    assert!(
+                        (min - sd).abs() < 1e-9,
+                        "pair {pair}: min contact distance {min} vs reference {sd}: {c:?}"
+                    );
                     for k in &c {
                         assert!(k.geometry.distance >= sd - 1e-9, "pair {pair}: contact below the distance: {k:?}");
                     }
@@ -470,7 +485,10 @@ fn randomized_pairs_against_brute_force() {
                     // narrow phase's preference for face axes (5 % + 1e-6 of the size)
                     worst_overlap_gap = worst_overlap_gap.max(min - sd);
                     let core_sep = sd + a.radius + b.radius;
-                    assert!(min - sd <= 0.05 * core_sep.abs() + 1e-5, "pair {pair}: deepest contact {min} vs {sd}: {c:?}");
+                    assert!(
+                        min - sd <= 0.05 * core_sep.abs() + 1e-5,
+                        "pair {pair}: deepest contact {min} vs {sd}: {c:?}"
+                    );
                 }
             }
         }
@@ -580,23 +598,8 @@ fn terrain_ridge_and_valley() {
 /// inside, else the nearest of the three edges.
 fn point_triangle(p: &Vec3, t: &[Vec3; 3]) -> f64 {
     let n = (t[1] - t[0]).cross(&(t[2] - t[0])).normalize();
-    point_polygon(p, t, &n).unwrap_or_else(|| {
-        seg_point(p, &t[0], &t[1]).min(seg_point(p, &t[1], &t[2])).min(seg_point(p, &t[2], &t[0]))
-    })
-}
-
-/// Height of a heightfield mesh at (x, y): the interpolation over the triangle below.
-fn mesh_height(tris: &[[Vec3; 3]], x: f64, y: f64) -> f64 {
-    for t in tris {
-        let (a, b, c) = (t[0], t[1], t[2]);
-        let det = (b.x - a.x) * (c.y - a.y) - (c.x - a.x) * (b.y - a.y);
-        let l1 = ((x - a.x) * (c.y - a.y) - (c.x - a.x) * (y - a.y)) / det;
-        let l2 = ((b.x - a.x) * (y - a.y) - (x - a.x) * (b.y - a.y)) / det;
-        if l1 >= 0.0 && l2 >= 0.0 && l1 + l2 <= 1.0 {
-            return a.z + l1 * (b.z - a.z) + l2 * (c.z - a.z);
-        }
-    }
-    panic!("outside the mesh")
+    point_polygon(p, t, &n)
+        .unwrap_or_else(|| seg_point(p, &t[0], &t[1]).min(seg_point(p, &t[1], &t[2])).min(seg_point(p, &t[2], &t[0])))
 }
 
 /// Spheres whose centre is above a bumpy heightfield mesh: contacts exist iff the

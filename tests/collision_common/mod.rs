@@ -5,7 +5,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use stiction::collision::polytope::{PolyEdge, NO_FACE};
-use stiction::collision::{Aabb, CollisionFilter, CollisionModel, Polytope, ShapeCore, ShapeInstance, ShapeKind, TriMeshCore};
+use stiction::collision::{
+    Aabb, CollisionFilter, CollisionModel, Polytope, ShapeCore, ShapeInstance, ShapeKind, TriMeshCore,
+};
 use stiction::math::{Mat3, SplitMix64, Vec3, SE3};
 use stiction::model::Material;
 
@@ -67,7 +69,10 @@ pub fn polytope(vertices: Vec<Vec3>, loops: Vec<Vec<u32>>) -> Polytope {
 
 pub fn tetrahedron() -> (Vec<Vec3>, Vec<Vec<u32>>) {
     let v = [(1., 1., 1.), (1., -1., -1.), (-1., 1., -1.), (-1., -1., 1.)];
-    (v.iter().map(|&(x, y, z)| Vec3::new(x, y, z) * 0.5).collect(), vec![vec![0, 1, 2], vec![0, 1, 3], vec![0, 2, 3], vec![1, 2, 3]])
+    (
+        v.iter().map(|&(x, y, z)| Vec3::new(x, y, z) * 0.5).collect(),
+        vec![vec![0, 1, 2], vec![0, 1, 3], vec![0, 2, 3], vec![1, 2, 3]],
+    )
 }
 
 pub fn octahedron() -> (Vec<Vec3>, Vec<Vec<u32>>) {
@@ -169,7 +174,6 @@ pub fn model(a: &ShapeInstance, b: &ShapeInstance) -> CollisionModel {
     }
 }
 
-
 /// A static triangle mesh filled by hand (what `TriMeshCore::new` will build):
 /// normals from the counter-clockwise winding, the unique edges with their triangles,
 /// per-triangle edge indices (edge k joins corners k and k+1) and bounding boxes.
@@ -236,4 +240,18 @@ pub fn grid_terrain(n: usize, h: f64, height: impl Fn(f64, f64) -> f64) -> TriMe
 /// A terrain shape instance.
 pub fn terrain(mesh: TriMeshCore) -> ShapeInstance {
     inst(ShapeCore::TriMesh(Arc::new(mesh)), 0.0, 0, ShapeKind::Mesh)
+}
+
+/// Height of a heightfield mesh at (x, y): the interpolation over the triangle below.
+pub fn mesh_height(tris: &[[Vec3; 3]], x: f64, y: f64) -> f64 {
+    for t in tris {
+        let (a, b, c) = (t[0], t[1], t[2]);
+        let det = (b.x - a.x) * (c.y - a.y) - (c.x - a.x) * (b.y - a.y);
+        let l1 = ((x - a.x) * (c.y - a.y) - (c.x - a.x) * (y - a.y)) / det;
+        let l2 = ((b.x - a.x) * (y - a.y) - (x - a.x) * (b.y - a.y)) / det;
+        if l1 >= 0.0 && l2 >= 0.0 && l1 + l2 <= 1.0 {
+            return a.z + l1 * (b.z - a.z) + l2 * (c.z - a.z);
+        }
+    }
+    panic!("outside the mesh")
 }

@@ -143,7 +143,10 @@ mod tests {
             Parallel::Overlap([OverlapEnd::First(0), OverlapEnd::Second(0)])
         );
         let a2 = Vec3::new(3.0, 1.0, 0.0);
-        assert_eq!(parallel_overlap(&a1, &u1, &a2, &u2, 1e-12), Parallel::Overlap([OverlapEnd::Second(1), OverlapEnd::First(1)]));
+        assert_eq!(
+            parallel_overlap(&a1, &u1, &a2, &u2, 1e-12),
+            Parallel::Overlap([OverlapEnd::Second(1), OverlapEnd::First(1)])
+        );
         let a2 = Vec3::new(5.0, 1.0, 0.0);
         assert_eq!(parallel_overlap(&a1, &u1, &a2, &u2, 1e-12), Parallel::Ends(1, 1));
         let a2 = Vec3::new(-1.0, 1.0, 0.0);

@@ -28,6 +28,10 @@
 //! Degenerate closed forms (coincident sphere centres, a point on an edge's line,
 //! parallel edges) are skipped, never emitted: no contact carries a NaN.
 
+// `!(x > tol)` rejects NaN along with small values: the narrow phase's guards are
+// written that way on purpose.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 mod closest_points;
 mod gjk;
 mod halfspace;
@@ -85,11 +89,12 @@ pub fn collide(
         triangle: None,
         accept: None,
     };
+    let empty = |s: &ShapeInstance| matches!(&s.core, ShapeCore::Convex(p) if p.vertices.is_empty());
+    if empty(a) || empty(b) {
+        return;
+    }
     match (&a.core, &b.core) {
         (ShapeCore::Convex(pa), ShapeCore::Convex(pb)) => {
-            if pa.vertices.is_empty() || pb.vertices.is_empty() {
-                return;
-            }
             let (mut p, mut q) = (Placed::new(pa, pose_a, a.radius), Placed::new(pb, pose_b, b.radius));
             // P is the lesser core: point < segment < solid.
             if q.rank() < p.rank() {
@@ -103,26 +108,18 @@ pub fn collide(
             }
         }
         (ShapeCore::Convex(pa), ShapeCore::HalfSpace) => {
-            if !pa.vertices.is_empty() {
-                halfspace::collide_halfspace(&em, &Placed::new(pa, pose_a, a.radius), pose_b, b.radius, out);
-            }
+            halfspace::collide_halfspace(&em, &Placed::new(pa, pose_a, a.radius), pose_b, b.radius, out);
         }
         (ShapeCore::HalfSpace, ShapeCore::Convex(pb)) => {
-            if !pb.vertices.is_empty() {
-                em.flipped = true;
-                halfspace::collide_halfspace(&em, &Placed::new(pb, pose_b, b.radius), pose_a, a.radius, out);
-            }
+            em.flipped = true;
+            halfspace::collide_halfspace(&em, &Placed::new(pb, pose_b, b.radius), pose_a, a.radius, out);
         }
         (ShapeCore::Convex(pa), ShapeCore::TriMesh(m)) => {
-            if !pa.vertices.is_empty() {
-                terrain::collide_terrain(&em, &Placed::new(pa, pose_a, a.radius), m, pose_b, b.radius, out);
-            }
+            terrain::collide_terrain(&em, &Placed::new(pa, pose_a, a.radius), m, pose_b, b.radius, out);
         }
         (ShapeCore::TriMesh(m), ShapeCore::Convex(pb)) => {
-            if !pb.vertices.is_empty() {
-                em.flipped = true;
-                terrain::collide_terrain(&em, &Placed::new(pb, pose_b, b.radius), m, pose_a, a.radius, out);
-            }
+            em.flipped = true;
+            terrain::collide_terrain(&em, &Placed::new(pb, pose_b, b.radius), m, pose_a, a.radius, out);
         }
         _ => {}
     }
@@ -262,12 +259,8 @@ impl Emitter<'_> {
         let wa = self.a.world_feature(self.pose_a, fa)?;
         let wb = self.b.world_feature(self.pose_b, fb)?;
         let orientation = match (&wa, &wb) {
-            (WorldFeature::Edge { e: ea, .. }, WorldFeature::Edge { e: eb, .. }) => {
-                if ea.cross(eb).dot(&hint) < 0.0 {
-                    -1.0
-                } else {
-                    1.0
-                }
+            (WorldFeature::Edge { e: ea, .. }, WorldFeature::Edge { e: eb, .. }) if ea.cross(eb).dot(&hint) < 0.0 => {
+                -1.0
             }
             _ => 1.0,
         };
