@@ -1,0 +1,180 @@
+//! Separating-axis test between two convex cores, with Minkowski-face pruning of
+//! the edge pairs.
+//!
+//! The signed separation of P and Q along a unit axis n (pointing from P to Q) is
+//! `sep(n) = min_{y∈Q} n·y − max_{x∈P} n·x`; the cores are disjoint iff some axis has
+//! `sep > 0`, and the largest separation over the face normals of the Minkowski
+//! difference P − Q is their signed distance when they overlap (minus the penetration
+//! depth). Those normals are the face normals of P, the reversed face normals of Q, and
+//! the cross products `e_P × e_Q` of the edge pairs whose arcs on the Gauss map
+//! intersect (Gregorius, "The Separating Axis Test between Convex Polyhedra", GDC
+//! 2013). An edge's arc is the set of unit normals of the planes supporting the core
+//! along that edge: the arc between its two faces' normals, the half circle from n to
+//! −n through the outward direction for an edge of a flat (two-faced) triangle, and the
+//! whole circle orthogonal to it for a segment. For such a pair, `m = ±e_P × e_Q`
+//! oriented so that m is in P's arc and −m in Q's, both edges support their core along
+//! ±m and `sep(m) = m·(q₀ − p₀)` for any points p₀, q₀ of the edges.
+//!
+//! Edge pairs closer to parallel than `sin θ ≤ 1e-9` are skipped: their axis is
+//! undefined, and the neighbouring face axes bound the same separation. For a
+//! one-sided terrain triangle as Q (face 0 the front, face 1 the back), the back face is
+//! no axis and edge axes must point out of the front (`−m·n ≥ 0`).
+
+use super::Placed;
+use crate::collision::polytope::NO_FACE;
+use crate::math::Vec3;
+
+/// Skip edge pairs this close to parallel (sine of their angle).
+const EDGE_PARALLEL_SIN: f64 = 1e-9;
+
+/// The best edge-pair axis.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EdgeAxis {
+    /// Edge of P.
+    pub ep: usize,
+    /// Edge of Q.
+    pub eq: usize,
+    /// Unit axis from P to Q (world).
+    pub axis: Vec3,
+    /// Separation along it.
+    pub sep: f64,
+}
+
+/// The largest separations found per axis family.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sat {
+    /// Best face of P and its separation (axis: P's outward normal).
+    pub face_p: Option<(usize, f64)>,
+    /// Best face of Q and its separation (axis: minus Q's outward normal).
+    pub face_q: Option<(usize, f64)>,
+    /// Best edge pair.
+    pub edge: Option<EdgeAxis>,
+}
+
+impl Sat {
+    /// The largest separation over all axes (−∞ without axes).
+    pub fn best(&self) -> f64 {
+        let mut s = f64::NEG_INFINITY;
+        if let Some((_, x)) = self.face_p {
+            s = s.max(x);
+        }
+        if let Some((_, x)) = self.face_q {
+            s = s.max(x);
+        }
+        if let Some(e) = self.edge {
+            s = s.max(e.sep);
+        }
+        s
+    }
+}
+
+/// The arc of supporting-plane normals of an edge (see the module documentation).
+enum Cone {
+    /// Every direction orthogonal to the edge.
+    All,
+    /// Directions m (orthogonal to the edge) with `m·w ≥ cos`.
+    Arc { w: Vec3, cos: f64 },
+}
+
+impl Cone {
+    fn of_edge(x: &Placed, e: usize, dir: &Vec3) -> Cone {
+        let edge = &x.poly.edges[e];
+        let [f0, f1] = edge.faces;
+        if f0 == NO_FACE || f1 == NO_FACE {
+            return Cone::All;
+        }
+        let (a, b) = (x.face_normal(f0 as usize), x.face_normal(f1 as usize));
+        let s = a + b;
+        let sn = s.norm();
+        if sn > 1e-9 {
+            let w = s / sn;
+            return Cone::Arc { w, cos: a.dot(&w) };
+        }
+        // back-to-back faces (a flat triangle): the outward direction in the plane
+        let mid = x.vertex(edge.v[0] as usize) + dir * 0.5;
+        let mut w = dir.cross(&a);
+        let wn = w.norm();
+        if !(wn > 0.0) {
+            return Cone::All;
+        }
+        w /= wn;
+        if w.dot(&(mid - x.center())) < 0.0 {
+            w = -w;
+        }
+        Cone::Arc { w, cos: 0.0 }
+    }
+
+    fn contains(&self, m: &Vec3) -> bool {
+        match self {
+            Cone::All => true,
+            Cone::Arc { w, cos } => m.dot(w) >= cos - 1e-12,
+        }
+    }
+}
+
+/// Separations of P and Q along their face normals and Minkowski-face edge pairs, or
+/// `None` as soon as one reaches `stop` (the pair is then farther apart than that).
+/// With `one_sided`, Q is a terrain triangle (face 0 front, face 1 back).
+pub(crate) fn separating_axes(p: &Placed, q: &Placed, one_sided: bool, stop: f64) -> Option<Sat> {
+    let mut sat = Sat { face_p: None, face_q: None, edge: None };
+    for f in 0..p.poly.faces.len() {
+        let n = p.face_normal(f);
+        let (_, y) = q.support(&-n);
+        let sep = n.dot(&y) - p.face_offset(f);
+        if !(sep < stop) {
+            return None;
+        }
+        if sat.face_p.is_none_or(|(_, b)| sep > b) {
+            sat.face_p = Some((f, sep));
+        }
+    }
+    for f in 0..q.poly.faces.len() {
+        if one_sided && f != 0 {
+            continue;
+        }
+        let n = q.face_normal(f);
+        let (_, x) = p.support(&-n);
+        let sep = n.dot(&x) - q.face_offset(f);
+        if !(sep < stop) {
+            return None;
+        }
+        if sat.face_q.is_none_or(|(_, b)| sep > b) {
+            sat.face_q = Some((f, sep));
+        }
+    }
+    let front = if one_sided && !q.poly.faces.is_empty() { Some(q.face_normal(0)) } else { None };
+    for j in 0..q.poly.edges.len() {
+        let (qa, qe) = q.edge(j);
+        let cq = Cone::of_edge(q, j, &qe);
+        for i in 0..p.poly.edges.len() {
+            let (pa, pe) = p.edge(i);
+            let m = pe.cross(&qe);
+            let mn = m.norm();
+            if !(mn > EDGE_PARALLEL_SIN * pe.norm() * qe.norm()) {
+                continue;
+            }
+            let m = m / mn;
+            let cp = Cone::of_edge(p, i, &pe);
+            let axis = if cp.contains(&m) && cq.contains(&-m) {
+                m
+            } else if cp.contains(&-m) && cq.contains(&m) {
+                -m
+            } else {
+                continue;
+            };
+            if let Some(n) = front {
+                if axis.dot(&n) > 0.0 {
+                    continue;
+                }
+            }
+            let sep = axis.dot(&(qa - pa));
+            if !(sep < stop) {
+                return None;
+            }
+            if sat.edge.is_none_or(|b| sep > b.sep) {
+                sat.edge = Some(EdgeAxis { ep: i, eq: j, axis, sep });
+            }
+        }
+    }
+    Some(sat)
+}
