@@ -501,6 +501,69 @@ mod tests {
         assert!(total > 1000, "the scenes must produce pairs ({total})");
     }
 
+    /// Terrain meshes enter the sweep with their shape-frame box placed by the pose;
+    /// two static shapes are never paired.
+    #[test]
+    fn triangle_meshes_are_boxed_by_their_placed_bounds() {
+        use crate::collision::polytope::{PolyEdge, NO_FACE};
+        use crate::collision::{CollisionFilter, Polytope, ShapeInstance, ShapeKind, TriMeshCore};
+        use crate::model::Material;
+        use std::sync::Arc;
+        let vertices = vec![Vec3::new(0.0, 0.0, 0.0), Vec3::new(2.0, 0.0, 0.0), Vec3::new(0.0, 1.0, 0.0)];
+        let aabb = Aabb::from_points(&vertices);
+        let mesh = TriMeshCore {
+            triangles: vec![[0, 1, 2]],
+            normals: vec![Vec3::z()],
+            edges: (0..3).map(|k| PolyEdge { v: [k, (k + 1) % 3], faces: [0, NO_FACE] }).collect(),
+            triangle_edges: vec![[0, 1, 2]],
+            triangle_boxes: vec![aabb],
+            aabb,
+            vertices,
+        };
+        let instance = |body, core, radius, kind| ShapeInstance {
+            body,
+            index_on_body: 0,
+            local: SE3::identity(),
+            core,
+            radius,
+            kind,
+            material: Material::default(),
+            group: 1,
+            mask: u32::MAX,
+        };
+        let cm = CollisionModel {
+            shapes: vec![
+                instance(Some(0), ShapeCore::Convex(Arc::new(Polytope::point())), 0.1, ShapeKind::Sphere),
+                instance(None, ShapeCore::TriMesh(Arc::new(mesh)), 0.0, ShapeKind::Mesh),
+                instance(None, ShapeCore::HalfSpace, 0.0, ShapeKind::Plane),
+            ],
+            filter: CollisionFilter {
+                rigid_group: vec![Some(0)],
+                parent_group: vec![None],
+                articulation: vec![0],
+                self_collision: vec![true],
+                skip_parent_child: true,
+                excluded_pairs: vec![],
+            },
+        };
+        // The mesh turned by 90° about z and lifted: it covers x ∈ [−1, 0], y ∈ [0, 2], z = 1.
+        let mesh_pose = SE3::new(SE3::from_axis_angle(&Vec3::z(), std::f64::consts::FRAC_PI_2).rot, Vec3::z());
+        let plane_pose = SE3::from_translation(Vec3::new(0.0, 0.0, 0.5));
+        let mut bp = BroadPhase::new();
+        for (centre, want) in [
+            (Vec3::new(-0.5, 1.5, 1.05), vec![(0, 1)]),
+            (Vec3::new(0.5, 1.5, 1.05), vec![]),
+            (Vec3::new(-0.5, 1.9, 0.55), vec![(0, 2)]),
+            (Vec3::new(-1.05, 1.0, 0.95), vec![(0, 1)]),
+        ] {
+            let poses = [SE3::from_translation(centre), mesh_pose, plane_pose];
+            assert_eq!(bp.find_pairs(&cm, &poses, 0.0), want.as_slice(), "sphere at {centre:?}");
+        }
+        // Within the margin of the mesh's box: paired.
+        let poses = [SE3::from_translation(Vec3::new(0.13, 1.0, 1.0)), mesh_pose, plane_pose];
+        assert_eq!(bp.find_pairs(&cm, &poses, 0.1), [(0, 1)].as_slice());
+    }
+
     #[test]
     fn repaired_and_fresh_orders_agree_and_repair_is_cheap() {
         let (model, q) = scene(7);
