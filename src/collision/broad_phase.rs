@@ -21,6 +21,7 @@
 //! scene, never on the history of calls.
 
 use super::shape::{Aabb, CollisionModel, ShapeCore};
+use crate::error::{Error, Result};
 use crate::math::{Vec3, SE3};
 
 /// Insertion-sort moves allowed per box before falling back to a full sort.
@@ -90,10 +91,14 @@ impl BroadPhase {
 
     /// Computes the candidate pairs for shapes at world poses `poses` (one per shape of
     /// `cm`; see [`super::ShapeInstance::world_pose`]), closer than `margin` by their
-    /// bounding volumes and allowed by the filter. The poses must be finite and
-    /// `poses.len()` must equal the number of shapes (the caller checks).
-    pub fn find_pairs(&mut self, cm: &CollisionModel, poses: &[SE3], margin: f64) -> &[(u32, u32)] {
-        debug_assert_eq!(poses.len(), cm.shapes.len());
+    /// bounding volumes and allowed by the filter. The poses must be finite (the
+    /// pipeline checks; non-finite poses give meaningless pairs, never a panic).
+    ///
+    /// Errors: `poses.len()` is not the number of shapes ([`Error::Dimension`]).
+    pub fn find_pairs(&mut self, cm: &CollisionModel, poses: &[SE3], margin: f64) -> Result<&[(u32, u32)]> {
+        if poses.len() != cm.shapes.len() {
+            return Err(Error::Dimension { what: "shape poses", expected: cm.shapes.len(), got: poses.len() });
+        }
         self.resize(cm);
         self.pairs.clear();
         let grow = 0.5 * margin;
@@ -107,7 +112,7 @@ impl BroadPhase {
         self.sweep(cm);
         self.half_space_pairs(cm, poses, margin);
         self.pairs.sort_unstable();
-        &self.pairs
+        Ok(&self.pairs)
     }
 
     /// The axis along which the box centres spread most.
@@ -457,7 +462,7 @@ mod tests {
                 crate::dynamics::forward_kinematics(&model, &mut data, &q).unwrap();
                 let poses: Vec<SE3> = cm.shapes.iter().map(|s| s.world_pose(&data.x_world)).collect();
                 for margin in [0.0, 0.05] {
-                    let got = bp.find_pairs(cm, &poses, margin).to_vec();
+                    let got = bp.find_pairs(cm, &poses, margin).unwrap().to_vec();
                     let mut want = vec![];
                     let n = cm.shapes.len();
                     for i in 0..n {
@@ -557,11 +562,12 @@ mod tests {
             (Vec3::new(-1.05, 1.0, 0.95), vec![(0, 1)]),
         ] {
             let poses = [SE3::from_translation(centre), mesh_pose, plane_pose];
-            assert_eq!(bp.find_pairs(&cm, &poses, 0.0), want.as_slice(), "sphere at {centre:?}");
+            assert_eq!(bp.find_pairs(&cm, &poses, 0.0).unwrap(), want.as_slice(), "sphere at {centre:?}");
         }
         // Within the margin of the mesh's box: paired.
         let poses = [SE3::from_translation(Vec3::new(0.13, 1.0, 1.0)), mesh_pose, plane_pose];
-        assert_eq!(bp.find_pairs(&cm, &poses, 0.1), [(0, 1)].as_slice());
+        assert_eq!(bp.find_pairs(&cm, &poses, 0.1).unwrap(), [(0, 1)].as_slice());
+        assert!(matches!(bp.find_pairs(&cm, &poses[..2], 0.0), Err(Error::Dimension { .. })));
     }
 
     #[test]
@@ -572,15 +578,15 @@ mod tests {
         crate::dynamics::forward_kinematics(&model, &mut data, &q).unwrap();
         let poses: Vec<SE3> = cm.shapes.iter().map(|s| s.world_pose(&data.x_world)).collect();
         let mut bp = BroadPhase::new();
-        let first = bp.find_pairs(cm, &poses, 0.01).to_vec();
+        let first = bp.find_pairs(cm, &poses, 0.01).unwrap().to_vec();
         let order = bp.order.clone();
-        assert_eq!(bp.find_pairs(cm, &poses, 0.01), first.as_slice());
+        assert_eq!(bp.find_pairs(cm, &poses, 0.01).unwrap(), first.as_slice());
         assert_eq!(bp.order, order);
         bp.forget_order();
-        assert_eq!(bp.find_pairs(cm, &poses, 0.01), first.as_slice());
+        assert_eq!(bp.find_pairs(cm, &poses, 0.01).unwrap(), first.as_slice());
         // A reversed order is repaired or re-sorted to the same order.
         bp.order.reverse();
-        assert_eq!(bp.find_pairs(cm, &poses, 0.01), first.as_slice());
+        assert_eq!(bp.find_pairs(cm, &poses, 0.01).unwrap(), first.as_slice());
         assert_eq!(bp.order, order);
         let mut v = vec![3, 1, 2, 0];
         assert!(!insertion_sort(&mut v, |a: &i32, b: &i32| a < b, 2));
