@@ -56,7 +56,7 @@ fn bench_detect(c: &mut Criterion) {
                         if !keep {
                             bp.forget_order();
                         }
-                        bp.find_pairs(cm, black_box(&poses[k]), 0.0).len()
+                        bp.find_pairs(cm, black_box(&poses[k]), 0.0).unwrap().len()
                     })
                 });
             }

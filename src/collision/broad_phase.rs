@@ -21,6 +21,7 @@
 //! scene, never on the history of calls.
 
 use super::shape::{Aabb, CollisionModel, ShapeCore};
+use crate::error::{Error, Result};
 use crate::math::{Vec3, SE3};
 
 /// Insertion-sort moves allowed per box before falling back to a full sort.
@@ -90,10 +91,14 @@ impl BroadPhase {
 
     /// Computes the candidate pairs for shapes at world poses `poses` (one per shape of
     /// `cm`; see [`super::ShapeInstance::world_pose`]), closer than `margin` by their
-    /// bounding volumes and allowed by the filter. The poses must be finite and
-    /// `poses.len()` must equal the number of shapes (the caller checks).
-    pub fn find_pairs(&mut self, cm: &CollisionModel, poses: &[SE3], margin: f64) -> &[(u32, u32)] {
-        debug_assert_eq!(poses.len(), cm.shapes.len());
+    /// bounding volumes and allowed by the filter. The poses must be finite (the
+    /// pipeline checks; non-finite poses give meaningless pairs, never a panic).
+    ///
+    /// Errors: `poses.len()` is not the number of shapes ([`Error::Dimension`]).
+    pub fn find_pairs(&mut self, cm: &CollisionModel, poses: &[SE3], margin: f64) -> Result<&[(u32, u32)]> {
+        if poses.len() != cm.shapes.len() {
+            return Err(Error::Dimension { what: "shape poses", expected: cm.shapes.len(), got: poses.len() });
+        }
         self.resize(cm);
         self.pairs.clear();
         let grow = 0.5 * margin;
@@ -107,7 +112,7 @@ impl BroadPhase {
         self.sweep(cm);
         self.half_space_pairs(cm, poses, margin);
         self.pairs.sort_unstable();
-        &self.pairs
+        Ok(&self.pairs)
     }
 
     /// The axis along which the box centres spread most.
@@ -457,7 +462,7 @@ mod tests {
                 crate::dynamics::forward_kinematics(&model, &mut data, &q).unwrap();
                 let poses: Vec<SE3> = cm.shapes.iter().map(|s| s.world_pose(&data.x_world)).collect();
                 for margin in [0.0, 0.05] {
-                    let got = bp.find_pairs(cm, &poses, margin).to_vec();
+                    let got = bp.find_pairs(cm, &poses, margin).unwrap().to_vec();
                     let mut want = vec![];
                     let n = cm.shapes.len();
                     for i in 0..n {
@@ -501,6 +506,70 @@ mod tests {
         assert!(total > 1000, "the scenes must produce pairs ({total})");
     }
 
+    /// Terrain meshes enter the sweep with their shape-frame box placed by the pose;
+    /// two static shapes are never paired.
+    #[test]
+    fn triangle_meshes_are_boxed_by_their_placed_bounds() {
+        use crate::collision::polytope::{PolyEdge, NO_FACE};
+        use crate::collision::{CollisionFilter, Polytope, ShapeInstance, ShapeKind, TriMeshCore};
+        use crate::model::Material;
+        use std::sync::Arc;
+        let vertices = vec![Vec3::new(0.0, 0.0, 0.0), Vec3::new(2.0, 0.0, 0.0), Vec3::new(0.0, 1.0, 0.0)];
+        let aabb = Aabb::from_points(&vertices);
+        let mesh = TriMeshCore {
+            triangles: vec![[0, 1, 2]],
+            normals: vec![Vec3::z()],
+            edges: (0..3).map(|k| PolyEdge { v: [k, (k + 1) % 3], faces: [0, NO_FACE] }).collect(),
+            triangle_edges: vec![[0, 1, 2]],
+            triangle_boxes: vec![aabb],
+            aabb,
+            vertices,
+        };
+        let instance = |body, core, radius, kind| ShapeInstance {
+            body,
+            index_on_body: 0,
+            local: SE3::identity(),
+            core,
+            radius,
+            kind,
+            material: Material::default(),
+            group: 1,
+            mask: u32::MAX,
+        };
+        let cm = CollisionModel {
+            shapes: vec![
+                instance(Some(0), ShapeCore::Convex(Arc::new(Polytope::point())), 0.1, ShapeKind::Sphere),
+                instance(None, ShapeCore::TriMesh(Arc::new(mesh)), 0.0, ShapeKind::Mesh),
+                instance(None, ShapeCore::HalfSpace, 0.0, ShapeKind::Plane),
+            ],
+            filter: CollisionFilter {
+                rigid_group: vec![Some(0)],
+                parent_group: vec![None],
+                articulation: vec![0],
+                self_collision: vec![true],
+                skip_parent_child: true,
+                excluded_pairs: vec![],
+            },
+        };
+        // The mesh turned by 90° about z and lifted: it covers x ∈ [−1, 0], y ∈ [0, 2], z = 1.
+        let mesh_pose = SE3::new(SE3::from_axis_angle(&Vec3::z(), std::f64::consts::FRAC_PI_2).rot, Vec3::z());
+        let plane_pose = SE3::from_translation(Vec3::new(0.0, 0.0, 0.5));
+        let mut bp = BroadPhase::new();
+        for (centre, want) in [
+            (Vec3::new(-0.5, 1.5, 1.05), vec![(0, 1)]),
+            (Vec3::new(0.5, 1.5, 1.05), vec![]),
+            (Vec3::new(-0.5, 1.9, 0.55), vec![(0, 2)]),
+            (Vec3::new(-1.05, 1.0, 0.95), vec![(0, 1)]),
+        ] {
+            let poses = [SE3::from_translation(centre), mesh_pose, plane_pose];
+            assert_eq!(bp.find_pairs(&cm, &poses, 0.0).unwrap(), want.as_slice(), "sphere at {centre:?}");
+        }
+        // Within the margin of the mesh's box: paired.
+        let poses = [SE3::from_translation(Vec3::new(0.13, 1.0, 1.0)), mesh_pose, plane_pose];
+        assert_eq!(bp.find_pairs(&cm, &poses, 0.1).unwrap(), [(0, 1)].as_slice());
+        assert!(matches!(bp.find_pairs(&cm, &poses[..2], 0.0), Err(Error::Dimension { .. })));
+    }
+
     #[test]
     fn repaired_and_fresh_orders_agree_and_repair_is_cheap() {
         let (model, q) = scene(7);
@@ -509,15 +578,15 @@ mod tests {
         crate::dynamics::forward_kinematics(&model, &mut data, &q).unwrap();
         let poses: Vec<SE3> = cm.shapes.iter().map(|s| s.world_pose(&data.x_world)).collect();
         let mut bp = BroadPhase::new();
-        let first = bp.find_pairs(cm, &poses, 0.01).to_vec();
+        let first = bp.find_pairs(cm, &poses, 0.01).unwrap().to_vec();
         let order = bp.order.clone();
-        assert_eq!(bp.find_pairs(cm, &poses, 0.01), first.as_slice());
+        assert_eq!(bp.find_pairs(cm, &poses, 0.01).unwrap(), first.as_slice());
         assert_eq!(bp.order, order);
         bp.forget_order();
-        assert_eq!(bp.find_pairs(cm, &poses, 0.01), first.as_slice());
+        assert_eq!(bp.find_pairs(cm, &poses, 0.01).unwrap(), first.as_slice());
         // A reversed order is repaired or re-sorted to the same order.
         bp.order.reverse();
-        assert_eq!(bp.find_pairs(cm, &poses, 0.01), first.as_slice());
+        assert_eq!(bp.find_pairs(cm, &poses, 0.01).unwrap(), first.as_slice());
         assert_eq!(bp.order, order);
         let mut v = vec![3, 1, 2, 0];
         assert!(!insertion_sort(&mut v, |a: &i32, b: &i32| a < b, 2));

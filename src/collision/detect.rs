@@ -125,7 +125,7 @@ pub fn detect_contacts<'w>(
     ws.poses.extend(cm.shapes.iter().map(|s| s.world_pose(&data.x_world)));
     ws.contacts.clear();
     let CollisionWorkspace { poses, broad, contacts, .. } = ws;
-    for &(a, b) in broad.find_pairs(cm, poses, margin) {
+    for &(a, b) in broad.find_pairs(cm, poses, margin)? {
         let (ia, ib) = (a as usize, b as usize);
         narrow_phase::collide(a, &cm.shapes[ia], &poses[ia], b, &cm.shapes[ib], &poses[ib], margin, contacts);
     }
