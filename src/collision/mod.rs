@@ -8,12 +8,18 @@
 //! so its derivatives with respect to the bodies' poses — and through the kinematics
 //! with respect to q — are exact.
 
+pub mod bvh;
 pub mod contact;
 pub mod dual;
+pub mod face_merge;
 pub mod feature_pair;
+pub mod hull;
+pub(crate) mod mesh_check;
 pub mod polytope;
+pub mod predicates;
 pub mod shape;
 
+pub use bvh::Bvh;
 pub use contact::{Contact, ContactGeometry, ContactGeometryDerivatives, ContactId, ContactKind, Feature};
 pub use feature_pair::{Side, WorldFeature};
 pub use polytope::Polytope;
