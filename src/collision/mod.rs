@@ -9,17 +9,23 @@
 //! with respect to q — are exact.
 
 pub mod broad_phase;
+pub mod bvh;
 pub mod compile;
 pub mod contact;
 pub mod detect;
 pub mod dual;
+pub mod face_merge;
 pub mod feature_pair;
 pub mod filter;
+pub mod hull;
+pub(crate) mod mesh_check;
 pub mod narrow_phase;
 pub mod polytope;
+pub mod predicates;
 pub mod shape;
 
 pub use broad_phase::BroadPhase;
+pub use bvh::Bvh;
 pub use contact::{Contact, ContactGeometry, ContactGeometryDerivatives, ContactId, ContactKind, Feature};
 pub use detect::{
     contact_jacobians, contacts_at, detect_contacts, match_contacts, CollisionOptions, CollisionWorkspace,

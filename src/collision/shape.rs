@@ -2,9 +2,11 @@
 //! convex core swept by a radius (or a half-space, or a static triangle mesh), with
 //! the filtering data the broad phase needs. Built and validated once, with the model.
 
+use super::bvh::Bvh;
 use super::contact::Feature;
 use super::feature_pair::WorldFeature;
-use super::polytope::{PolyEdge, Polytope};
+use super::polytope::{PolyEdge, Polytope, MESH_TOLERANCE};
+use super::predicates::cross_accurate;
 use crate::math::{Vec3, SE3};
 use crate::model::Material;
 use std::sync::Arc;
@@ -67,24 +69,79 @@ pub struct TriMeshCore {
     pub triangle_boxes: Vec<Aabb>,
     /// Bounding box of the whole mesh (shape frame).
     pub aabb: Aabb,
+    /// Bounding-volume hierarchy over `triangle_boxes`, used by [`TriMeshCore::query`].
+    /// A hand-built mesh may leave it empty (`Bvh::default()`): queries then test every
+    /// triangle box; or fill it with `Bvh::build(&triangle_boxes)`.
+    pub bvh: Bvh,
 }
 
 impl TriMeshCore {
     /// Compiles a static triangle mesh: validates it (finite, no duplicate vertices, no
     /// zero-area or degenerate triangles, indices in range), builds the edge table,
     /// normals and the bounding-volume hierarchy.
+    ///
+    /// Normals are the exactly computed `(b − a) × (c − a)` of each triangle, normalised
+    /// ([`super::predicates::cross_accurate`]).
+    ///
+    /// Errors (`size`: largest extent of the bounding box of the used vertices): no
+    /// triangle; a non-finite vertex; an index out of range; a triangle repeating a
+    /// vertex; two used vertices within [`MESH_TOLERANCE`]`·size` (duplicates — weld them so
+    /// neighbouring triangles share edges); a triangle of height ≤ [`MESH_TOLERANCE`]`·size`
+    /// (zero area); an edge shared by more than two triangles (non-manifold); two
+    /// triangles running along their shared edge in the same direction (inconsistent
+    /// winding: one of them faces the wrong way). Vertices no triangle uses are kept and
+    /// ignored.
+    ///
+    /// Edges follow the convention of [`Polytope::from_faces`]: `edges[e].v` sorted,
+    /// `faces[0]` the triangle running `v[0] → v[1]`, `faces[1]` the one running back,
+    /// [`NO_FACE`](super::polytope::NO_FACE) on the open side of a boundary edge.
     pub fn new(mesh: &crate::model::TriangleMesh) -> Result<TriMeshCore, String> {
-        let _ = mesh;
-        Err("triangle meshes are not supported yet".into())
+        use super::mesh_check::{check_areas, check_duplicates, check_indices, edge_table, size};
+        let (vertices, triangles) = (&mesh.vertices, &mesh.triangles);
+        let used = check_indices(vertices, triangles, 1)?;
+        let tol = MESH_TOLERANCE * size(vertices, &used);
+        check_duplicates(vertices, &used, tol)?;
+        check_areas(vertices, triangles, tol)?;
+        let (edges, triangle_edges) = edge_table(triangles)?;
+        let corners = |t: &[u32; 3]| t.map(|i| vertices[i as usize]);
+        let normals: Vec<Vec3> = triangles
+            .iter()
+            .map(|t| {
+                let [a, b, c] = corners(t);
+                cross_accurate(&a, &b, &c).normalize()
+            })
+            .collect();
+        let triangle_boxes: Vec<Aabb> = triangles.iter().map(|t| Aabb::from_points(&corners(t))).collect();
+        let aabb = triangle_boxes.iter().fold(Aabb::empty(), |b, t| b.merge(t));
+        let bvh = Bvh::build(&triangle_boxes);
+        Ok(TriMeshCore {
+            vertices: vertices.clone(),
+            triangles: triangles.clone(),
+            normals,
+            edges,
+            triangle_edges,
+            triangle_boxes,
+            aabb,
+            bvh,
+        })
     }
 
-    /// Indices of the triangles whose boxes overlap `query` (shape frame), appended to `out`.
+    /// Indices of the triangles whose boxes overlap `query` (shape frame; touching
+    /// counts), appended to `out` in increasing order. Walks the bounding-volume
+    /// hierarchy (every triangle box when `bvh` is empty); allocates nothing beyond what
+    /// `out` needs.
     pub fn query(&self, query: &Aabb, out: &mut Vec<u32>) {
-        for (t, b) in self.triangle_boxes.iter().enumerate() {
-            if b.overlaps(query) {
-                out.push(t as u32);
+        if self.bvh.nodes.is_empty() {
+            for (t, b) in self.triangle_boxes.iter().enumerate() {
+                if b.overlaps(query) {
+                    out.push(t as u32);
+                }
             }
+            return;
         }
+        let start = out.len();
+        self.bvh.query(&self.triangle_boxes, query, out);
+        out[start..].sort_unstable();
     }
 }
 
