@@ -515,16 +515,8 @@ mod tests {
         use crate::model::Material;
         use std::sync::Arc;
         let vertices = vec![Vec3::new(0.0, 0.0, 0.0), Vec3::new(2.0, 0.0, 0.0), Vec3::new(0.0, 1.0, 0.0)];
-        let aabb = Aabb::from_points(&vertices);
-        let mesh = TriMeshCore {
-            triangles: vec![[0, 1, 2]],
-            normals: vec![Vec3::z()],
-            edges: (0..3).map(|k| PolyEdge { v: [k, (k + 1) % 3], faces: [0, NO_FACE] }).collect(),
-            triangle_edges: vec![[0, 1, 2]],
-            triangle_boxes: vec![aabb],
-            aabb,
-            vertices,
-        };
+        let mesh = TriMeshCore::new(&crate::model::TriangleMesh { vertices, triangles: vec![[0, 1, 2]], source: None })
+            .expect("valid mesh");
         let instance = |body, core, radius, kind| ShapeInstance {
             body,
             index_on_body: 0,

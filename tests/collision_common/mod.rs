@@ -174,39 +174,11 @@ pub fn model(a: &ShapeInstance, b: &ShapeInstance) -> CollisionModel {
     }
 }
 
-/// A static triangle mesh filled by hand (what `TriMeshCore::new` will build):
-/// normals from the counter-clockwise winding, the unique edges with their triangles,
-/// per-triangle edge indices (edge k joins corners k and k+1) and bounding boxes.
+/// A static triangle mesh compiled by `TriMeshCore::new` (validation, normals from the
+/// counter-clockwise winding, edge table, bounding-volume hierarchy).
 pub fn trimesh(vertices: Vec<Vec3>, triangles: Vec<[u32; 3]>) -> TriMeshCore {
-    let mut edges: Vec<PolyEdge> = vec![];
-    let mut index: HashMap<(u32, u32), u32> = HashMap::new();
-    let mut triangle_edges = vec![];
-    let mut normals = vec![];
-    let mut triangle_boxes = vec![];
-    for (t, tri) in triangles.iter().enumerate() {
-        let p = tri.map(|i| vertices[i as usize]);
-        normals.push((p[1] - p[0]).cross(&(p[2] - p[0])).normalize());
-        triangle_boxes.push(Aabb::from_points(p.iter()));
-        let mut te = [0u32; 3];
-        for k in 0..3 {
-            let (i, j) = (tri[k], tri[(k + 1) % 3]);
-            let key = (i.min(j), i.max(j));
-            let e = *index.entry(key).or_insert_with(|| {
-                edges.push(PolyEdge { v: [key.0, key.1], faces: [NO_FACE, NO_FACE] });
-                edges.len() as u32 - 1
-            });
-            let f = &mut edges[e as usize].faces;
-            if f[0] == NO_FACE {
-                f[0] = t as u32;
-            } else {
-                f[1] = t as u32;
-            }
-            te[k] = e;
-        }
-        triangle_edges.push(te);
-    }
-    let aabb = Aabb::from_points(vertices.iter());
-    TriMeshCore { vertices, triangles, normals, edges, triangle_edges, triangle_boxes, aabb }
+    let mesh = stiction::model::TriangleMesh { vertices, triangles, source: None };
+    TriMeshCore::new(&mesh).expect("valid test mesh")
 }
 
 /// An n × n grid of square cells of side `h` centred at the origin with heights
