@@ -504,6 +504,9 @@ fn hull_rejects_bad_point_sets() {
     pts[3].y = f64::NAN;
     let e = err(&pts);
     assert!(e.contains("point 3 is not finite"), "{e}");
+    pts[3].y = 1e200;
+    let e = err(&pts);
+    assert!(e.contains("point 3 is too far from the origin"), "{e}");
     let e = err(&[Vec3::repeat(1.5); 6]);
     assert!(e.contains("coincide"), "{e}");
     let line: Vec<Vec3> = (0..10).map(|i| Vec3::new(1.0, 2.0, 3.0) * i as f64).collect();
@@ -644,6 +647,42 @@ fn convex_meshes() {
         check_hull(&pts, &p);
         assert_eq!((p.vertices.len(), p.faces.len()), (24, 44));
     }
+}
+
+#[test]
+fn convex_meshes_from_files_in_single_precision() {
+    // A subdivided cube rotated and stored in single precision: faces flat only to about
+    // 1e-7, within the convexity tolerance; the result is the exact hull of the vertices.
+    let mut rng = SplitMix64::new(21);
+    for trial in 0..20 {
+        let rot = rotation(&mut rng);
+        let mut m = subdivided_cube();
+        for v in m.vertices.iter_mut() {
+            *v = (rot * *v).map(|x| x as f32 as f64);
+        }
+        let p = Polytope::from_convex_mesh(&m).unwrap_or_else(|e| panic!("trial {trial}: {e}"));
+        p.validate_with_tolerance(1e-9).unwrap();
+        assert!((volume_of(&p) - 8.0).abs() < 1e-5, "trial {trial}: volume {}", volume_of(&p));
+        for v in &m.vertices {
+            for f in &p.faces {
+                assert!(f.normal.dot(v) - f.offset <= 1e-9 * 2.0 * 3f64.sqrt());
+            }
+        }
+    }
+    // round trip of a large convex polytope through a fan-triangulated mesh
+    let pts: Vec<Vec3> = (0..600).map(|_| random_point(&mut rng, 2)).collect();
+    let hull = Polytope::convex_hull(&pts).unwrap();
+    let mut tris = vec![];
+    for f in &hull.faces {
+        for k in 1..f.vertices.len() - 1 {
+            tris.push([f.vertices[0], f.vertices[k], f.vertices[k + 1]]);
+        }
+    }
+    let t = std::time::Instant::now();
+    let p = Polytope::from_convex_mesh(&mesh(hull.vertices.clone(), tris)).unwrap();
+    println!("convex mesh of {} vertices: {:?}", hull.vertices.len(), t.elapsed());
+    assert_eq!((p.vertices.len(), p.faces.len()), (hull.vertices.len(), hull.faces.len()));
+    assert!((volume_of(&p) - volume_of(&hull)).abs() < 1e-12);
 }
 
 fn mesh_err(m: &TriangleMesh) -> String {
@@ -955,6 +994,11 @@ fn terrain_errors() {
     m.vertices[6].x = f64::INFINITY;
     let e = terrain_err(&m);
     assert!(e.contains("vertex 6 is not finite"), "{e}");
+
+    let mut m = good.clone();
+    m.vertices[2].z = -1e150;
+    let e = terrain_err(&m);
+    assert!(e.contains("vertex 2 is too far from the origin"), "{e}");
 
     let mut m = good.clone();
     m.triangles[11][2] = 20;

@@ -52,7 +52,8 @@ const NONE: u32 = u32::MAX;
 /// The triangulated convex hull of `points`.
 ///
 /// Points closer than [`WELD_TOLERANCE`] (relative) to an earlier point are ignored.
-/// Errors: fewer than four points, a non-finite coordinate (naming the point), fewer than
+/// Errors: fewer than four points, a non-finite coordinate or one beyond 1e100 in
+/// magnitude (naming the point), fewer than
 /// four distinct points, all points (nearly) collinear or (nearly) coplanar within
 /// [`FLAT_TOLERANCE`].
 pub fn convex_hull_triangulation(points: &[Vec3]) -> Result<HullTriangulation, String> {
@@ -64,6 +65,15 @@ pub fn convex_hull_triangulation(points: &[Vec3]) -> Result<HullTriangulation, S
     }
     if let Some((i, p)) = points.iter().enumerate().find(|(_, p)| !p.iter().all(|x| x.is_finite())) {
         return Err(format!("point {i} is not finite: ({}, {}, {})", p.x, p.y, p.z));
+    }
+    if let Some((i, p)) = points.iter().enumerate().find(|(_, p)| p.amax() > super::mesh_check::MAX_COORDINATE) {
+        return Err(format!(
+            "point {i} is too far from the origin: ({}, {}, {}) (|coordinate| > {:e})",
+            p.x,
+            p.y,
+            p.z,
+            super::mesh_check::MAX_COORDINATE
+        ));
     }
     let kept = weld(points);
     if kept.len() == 1 {

@@ -44,6 +44,11 @@ impl Hasher for IntHasher {
 /// Hash map with [`IntHasher`].
 pub(crate) type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
+/// Largest accepted coordinate magnitude of mesh vertices and hull points: products of
+/// three coordinate differences must not overflow (the exact predicates need finite
+/// products).
+pub const MAX_COORDINATE: f64 = 1e100;
+
 /// Lists vertices as `(x, y, z)` for messages.
 pub(crate) fn fmt_point(p: &Vec3) -> String {
     format!("({}, {}, {})", p.x, p.y, p.z)
@@ -69,6 +74,12 @@ pub(crate) fn check_indices(
     }
     if let Some((i, p)) = vertices.iter().enumerate().find(|(_, p)| !p.iter().all(|x| x.is_finite())) {
         return Err(format!("vertex {i} is not finite: {}", fmt_point(p)));
+    }
+    if let Some((i, p)) = vertices.iter().enumerate().find(|(_, p)| p.amax() > MAX_COORDINATE) {
+        return Err(format!(
+            "vertex {i} is too far from the origin: {} (|coordinate| > {MAX_COORDINATE:e})",
+            fmt_point(p)
+        ));
     }
     let mut used = vec![false; vertices.len()];
     for (t, tri) in triangles.iter().enumerate() {
