@@ -510,7 +510,6 @@ mod tests {
     /// two static shapes are never paired.
     #[test]
     fn triangle_meshes_are_boxed_by_their_placed_bounds() {
-        use crate::collision::polytope::{PolyEdge, NO_FACE};
         use crate::collision::{CollisionFilter, Polytope, ShapeInstance, ShapeKind, TriMeshCore};
         use crate::model::Material;
         use std::sync::Arc;

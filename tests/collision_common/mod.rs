@@ -2,11 +2,9 @@
 //! collision tests.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use stiction::collision::polytope::{PolyEdge, NO_FACE};
 use stiction::collision::{
-    Aabb, CollisionFilter, CollisionModel, Polytope, ShapeCore, ShapeInstance, ShapeKind, TriMeshCore,
+    CollisionFilter, CollisionModel, Polytope, ShapeCore, ShapeInstance, ShapeKind, TriMeshCore,
 };
 use stiction::math::{Mat3, SplitMix64, Vec3, SE3};
 use stiction::model::Material;
