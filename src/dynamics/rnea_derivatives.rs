@@ -66,6 +66,14 @@ pub struct DerivativeData {
     pub(crate) ics_v: Vec<Vec6>,
     /// True when some external wrench is nonzero.
     pub(crate) has_ext: bool,
+    /// `S_k`, `I^C S_k` and `B^Cᵀ S_k` component by component (18 rows of nv: row
+    /// `c` is component c of every `S_k`, rows 6–11 those of `I^C S_k`, rows 12–17
+    /// those of `B^Cᵀ S_k`), so that the column loops run over contiguous dofs.
+    pub(crate) soa: Vec<f64>,
+    /// Per body, the dof ranges of its strict ancestors (consecutive ranges merged).
+    pub(crate) anc_runs: Vec<Vec<(usize, usize)>>,
+    /// Per body, one past the last dof of its subtree.
+    pub(crate) dof_end: Vec<usize>,
     /// Body velocities (world).
     pub v: Vec<Motion>,
     /// Body accelerations (world, gravity offset included).
@@ -102,6 +110,11 @@ impl DerivativeData {
             bcs: vec![Vec6::zeros(); nv],
             ics_v: vec![Vec6::zeros(); nv],
             has_ext: false,
+            soa: vec![0.0; 18 * nv],
+            anc_runs: (0..nb).map(|b| ancestor_runs(model, b)).collect(),
+            dof_end: (0..nb)
+                .map(|b| if model.subtree_end[b] < nb { model.v_idx[model.subtree_end[b]] } else { nv })
+                .collect(),
             v: vec![Motion::zero(); nb],
             a: vec![Motion::zero(); nb],
             ic: vec![Mat6::zeros(); nb],
@@ -116,6 +129,25 @@ impl DerivativeData {
             resid: vec![0.0; nv],
         }
     }
+}
+
+/// The dof ranges of the strict ancestors of body `b`, ascending, with adjacent
+/// ranges merged (a chain's ancestors are one range).
+fn ancestor_runs(model: &Model, b: usize) -> Vec<(usize, usize)> {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut anc = model.parents[b];
+    while let Some(x) = anc {
+        let (xa, xn) = (model.v_idx[x], model.joints[x].nv());
+        if xn > 0 {
+            match runs.last_mut() {
+                Some(last) if last.0 == xa + xn => last.0 = xa,
+                _ => runs.push((xa, xa + xn)),
+            }
+        }
+        anc = model.parents[x];
+    }
+    runs.reverse();
+    runs
 }
 
 /// True for joints whose columns are carried by intermediate frames (serial
@@ -254,6 +286,12 @@ pub(crate) fn world_quantities(
             d.ics[k] = mat_motion(&d.ic[i], &s);
             d.ics_v[k] = d.ics[k].to_vector();
             d.bcs[k] = d.bc[i].transpose() * s.to_vector();
+            let nvt = model.nv();
+            for c in 0..6 {
+                d.soa[c * nvt + k] = if c < 3 { s.ang[c] } else { s.lin[c - 3] };
+                d.soa[(6 + c) * nvt + k] = d.ics_v[k][c];
+                d.soa[(12 + c) * nvt + k] = d.bcs[k][c];
+            }
         }
     }
 }
@@ -263,7 +301,7 @@ pub(crate) fn world_quantities(
 /// at no more cost than the pairs it fills — the CRBA of Featherstone 2008, Table 6.2, in
 /// world coordinates.
 pub(crate) fn mass_matrix_from_composites(model: &Model, d: &DerivativeData, m: &mut DMatrix<f64>) {
-    m.fill(0.0);
+    m.as_mut_slice().fill(0.0);
     for b in 0..model.nbodies() {
         let (va, nv) = (model.v_idx[b], model.joints[b].nv());
         for j in va..va + nv {
@@ -319,12 +357,43 @@ impl Perturbation {
     }
 }
 
+/// `out[k] = Σ_c rows[c][k] x_c` for k in `r0..r1`, with `rows[c]` the rows
+/// `first + c` of the component table `soa` (nv entries each).
+#[inline]
+fn combine<const N: usize>(out: &mut [f64], soa: &[f64], nv: usize, first: usize, x: &[f64; N], r0: usize, r1: usize) {
+    let out = &mut out[r0..r1];
+    let rows: [&[f64]; N] = std::array::from_fn(|c| &soa[(first + c) * nv + r0..(first + c) * nv + r1]);
+    for (i, o) in out.iter_mut().enumerate() {
+        let mut acc = 0.0;
+        for c in 0..N {
+            acc += rows[c][i] * x[c];
+        }
+        *o = acc;
+    }
+}
+
 /// Fills `dtau_dv` and, with `with_q`, `dtau_dq` from the world-frame workspace.
 pub(crate) fn derivative_columns(model: &Model, d: &mut DerivativeData, with_q: bool) {
+    columns(model, d, with_q, None);
+}
+
+/// [`derivative_columns`] and, in the same pass over the dof pairs, the joint-space
+/// inertia `M + diag(armature)` (as [`mass_matrix_from_composites`]) into `m`.
+pub(crate) fn derivative_columns_and_mass(model: &Model, d: &mut DerivativeData, with_q: bool, m: &mut DMatrix<f64>) {
+    columns(model, d, with_q, Some(m));
+}
+
+fn columns(model: &Model, d: &mut DerivativeData, with_q: bool, mut mass: Option<&mut DMatrix<f64>>) {
+    let n = model.nv();
+    // Taken out of the workspace while its other fields are read (no allocation).
+    let (mut dtau_dq, mut dtau_dv) = (std::mem::take(&mut d.dtau_dq), std::mem::take(&mut d.dtau_dv));
     if with_q {
-        d.dtau_dq.fill(0.0);
+        dtau_dq.as_mut_slice().fill(0.0);
     }
-    d.dtau_dv.fill(0.0);
+    dtau_dv.as_mut_slice().fill(0.0);
+    if let Some(m) = mass.as_deref_mut() {
+        m.as_mut_slice().fill(0.0);
+    }
     for b in 0..model.nbodies() {
         let joint = &model.joints[b];
         let (va, nv) = (model.v_idx[b], joint.nv());
@@ -334,36 +403,64 @@ pub(crate) fn derivative_columns(model: &Model, d: &mut DerivativeData, with_q: 
             let p = if with_q { Some(Perturbation::new(d, b, u, &d.v_pre[j], &d.a_pre[j])) } else { None };
             let beta = d.s_dot[j] - u.cross_motion(&d.v_pre[j]);
             let phi = mat_motion(&d.ic[b], &beta) + mat_motion(&d.bc[b], &u);
-            let (beta_v, u_v) = (beta.to_vector(), u.to_vector());
-            // Strict ancestors.
-            let mut anc = model.parents[b];
-            while let Some(x) = anc {
-                let xa = model.v_idx[x];
-                for k in xa..xa + model.joints[x].nv() {
-                    if let Some(p) = &p {
-                        d.dtau_dq[(k, j)] = d.s[k].dot(&p.psi);
-                    }
-                    d.dtau_dv[(k, j)] = d.s[k].dot(&phi);
+            let phi6 = [phi.ang.x, phi.ang.y, phi.ang.z, phi.lin.x, phi.lin.y, phi.lin.z];
+            let ics6: [f64; 6] = d.ics_v[j].into();
+            let dv_col = &mut dtau_dv.as_mut_slice()[j * n..(j + 1) * n];
+            let mut dq_col = if with_q { Some(&mut dtau_dq.as_mut_slice()[j * n..(j + 1) * n]) } else { None };
+            let mut m_col = mass.as_deref_mut().map(|m| &mut m.as_mut_slice()[j * n..(j + 1) * n]);
+            // Strict ancestors: S_k · ψ, S_k · φ (and M_kj = S_k · I^C S_j).
+            for &(r0, r1) in &d.anc_runs[b] {
+                combine(dv_col, &d.soa, n, 0, &phi6, r0, r1);
+                if let (Some(col), Some(p)) = (dq_col.as_deref_mut(), &p) {
+                    let psi6 = [p.psi.ang.x, p.psi.ang.y, p.psi.ang.z, p.psi.lin.x, p.psi.lin.y, p.psi.lin.z];
+                    combine(col, &d.soa, n, 0, &psi6, r0, r1);
                 }
-                anc = model.parents[x];
+                if let Some(col) = m_col.as_deref_mut() {
+                    combine(col, &d.soa, n, 0, &ics6, r0, r1);
+                }
             }
             // The joint's own dofs.
             for k in va..va + nv {
-                d.dtau_dv[(k, j)] = d.s[k].dot(&phi);
-                if let Some(p) = &p {
-                    d.dtau_dq[(k, j)] = if !serial || k >= j { p.carried(d, k, b) } else { d.s[k].dot(&p.psi) };
+                dv_col[k] = d.s[k].dot(&phi);
+                if let (Some(col), Some(p)) = (dq_col.as_deref_mut(), &p) {
+                    col[k] = if !serial || k >= j { p.carried(d, k, b) } else { d.s[k].dot(&p.psi) };
                 }
-            }
-            // Strict descendants.
-            for l in b + 1..model.subtree_end[b] {
-                let la = model.v_idx[l];
-                for k in la..la + model.joints[l].nv() {
-                    if let Some(p) = &p {
-                        d.dtau_dq[(k, j)] = p.carried(d, k, l);
+                if let Some(col) = m_col.as_deref_mut() {
+                    if k <= j {
+                        col[k] = d.s[k].dot(&d.ics[j]);
                     }
-                    d.dtau_dv[(k, j)] = beta_v.dot(&d.ics_v[k]) + d.bcs[k].dot(&u_v);
                 }
             }
+            // Strict descendants: (I^C S_k)·β + (B^Cᵀ S_k)·u and the carried q-terms.
+            let (r0, r1) = (va + nv, d.dof_end[b]);
+            if r1 > r0 {
+                let (beta6, u6): ([f64; 6], [f64; 6]) = (beta.to_vector().into(), u.to_vector().into());
+                let bu: [f64; 12] = std::array::from_fn(|c| if c < 6 { beta6[c] } else { u6[c - 6] });
+                combine(dv_col, &d.soa, n, 6, &bu, r0, r1);
+                if let (Some(col), Some(p)) = (dq_col, &p) {
+                    let aw: [f64; 12] = std::array::from_fn(|c| if c < 6 { -p.alpha[c] } else { -p.w[c - 6] });
+                    combine(col, &d.soa, n, 6, &aw, r0, r1);
+                    if d.has_ext {
+                        for l in b + 1..model.subtree_end[b] {
+                            let ext = p.u.cross_force(&d.f_ext[l]);
+                            let la = model.v_idx[l];
+                            for k in la..la + model.joints[l].nv() {
+                                col[k] += d.s[k].dot(&ext);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    d.dtau_dq = dtau_dq;
+    d.dtau_dv = dtau_dv;
+    if let Some(m) = mass {
+        for j in 0..n {
+            for k in 0..j {
+                m[(j, k)] = m[(k, j)];
+            }
+            m[(j, j)] += model.armature[j];
         }
     }
 }

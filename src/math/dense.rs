@@ -1,8 +1,9 @@
 //! In-place dense LU factorisation with partial pivoting (Golub & Van Loan,
 //! *Matrix Computations*, Alg. 3.4.1) for the small square systems of the
-//! integrator, so that factorising and solving allocate nothing.
+//! integrator and its derivatives, with solves (`A x = b`, `Aᵀ x = b`) and a
+//! blocked inverse, so that factorising, solving and inverting allocate nothing.
 
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DMatrixView};
 
 /// Factorises `a` in place (`P a = L U`, unit lower `L` below the diagonal, `U` on and
 /// above it); `piv[k]` is the row swapped into row k. Returns false when a pivot is
@@ -43,33 +44,102 @@ pub fn lu_factor(a: &mut DMatrix<f64>, piv: &mut [usize]) -> bool {
     true
 }
 
-/// Writes `A⁻¹` into `out` from the factors of [`lu_factor`] (solving for the columns
-/// of the identity on contiguous column slices).
+/// Row-block size of the blocked triangular solves in [`lu_inverse`]: the work
+/// between diagonal blocks is done by matrix products (nalgebra's `gemm`, which
+/// dispatches to the `matrixmultiply` kernels for the CPU at hand).
+const BLOCK: usize = 8;
+
+/// Writes `A⁻¹` into `out` from the factors of [`lu_factor`]: `A⁻¹ = U⁻¹ L⁻¹ P`, by a
+/// blocked forward substitution `L Y = I`, a blocked back substitution `U X = Y` and
+/// the column interchanges of `P`. The work runs on `Z = Xᵀ` (so that a row operation
+/// of the substitutions is an axpy on a contiguous column); between diagonal blocks it
+/// is a matrix product (nalgebra's `gemm`, which dispatches to `matrixmultiply`'s
+/// kernels for the CPU at hand). Allocates nothing.
 pub fn lu_inverse(lu: &DMatrix<f64>, piv: &[usize], out: &mut DMatrix<f64>) {
     let n = lu.nrows();
-    out.fill(0.0);
+    debug_assert!(lu.ncols() == n && out.nrows() == n && out.ncols() == n && piv.len() == n);
+    out.as_mut_slice().fill(0.0);
     let a = lu.as_slice();
-    for j in 0..n {
-        let col = &mut out.as_mut_slice()[j * n..(j + 1) * n];
-        col[j] = 1.0;
-        for k in 0..n {
-            col.swap(k, piv[k]);
+    // Forward, Z = Yᵀ (unit upper): Z[:, I] = e_I − Z[:, <I] L[I, <I]ᵀ, then the diagonal block.
+    let mut i0 = 0;
+    while i0 < n {
+        let i1 = (i0 + BLOCK).min(n);
+        for r in i0..i1 {
+            out[(r, r)] = 1.0;
         }
-        // Unit lower solve: the first nonzero of P eⱼ is at or after row min(j, pivots).
-        for c in 0..n {
-            let bc = col[c];
-            if bc != 0.0 {
-                axpy(&mut col[c + 1..], &a[c * n + c + 1..(c + 1) * n], bc);
+        if i0 > 0 {
+            let (left, mut blk) = out.columns_range_pair_mut(0..i0, i0..i1);
+            let l_t = DMatrixView::from_slice_with_strides(&a[i0..], i0, i1 - i0, n, 1);
+            blk.rows_mut(0, i0).gemm(-1.0, &left.rows(0, i0), &l_t, 1.0);
+        }
+        let z = out.as_mut_slice();
+        for s in i0..i1 {
+            let (head, tail) = z.split_at_mut((s + 1) * n);
+            let zs = &head[s * n..s * n + i1];
+            for r in s + 1..i1 {
+                let l = a[s * n + r];
+                if l != 0.0 {
+                    axpy(&mut tail[(r - s - 1) * n..(r - s - 1) * n + i1], zs, l);
+                }
             }
         }
-        for c in (0..n).rev() {
-            col[c] /= a[c * n + c];
-            let bc = col[c];
-            if bc != 0.0 {
-                axpy(&mut col[..c], &a[c * n..c * n + c], bc);
+        i0 = i1;
+    }
+    // Backward, Z = Xᵀ: Z[:, I] −= Z[:, >I] U[I, >I]ᵀ, then the diagonal block.
+    let mut i1 = n;
+    while i1 > 0 {
+        let i0 = i1.saturating_sub(BLOCK);
+        if i1 < n {
+            let (mut blk, right) = out.columns_range_pair_mut(i0..i1, i1..n);
+            let u_t = DMatrixView::from_slice_with_strides(&a[i0 + i1 * n..], n - i1, i1 - i0, n, 1);
+            blk.gemm(-1.0, &right, &u_t, 1.0);
+        }
+        let z = out.as_mut_slice();
+        for s in (i0..i1).rev() {
+            let d = a[s * n + s];
+            let (head, tail) = z.split_at_mut(s * n);
+            let zs = &mut tail[..n];
+            zs.iter_mut().for_each(|x| *x /= d);
+            for r in i0..s {
+                let u = a[s * n + r];
+                if u != 0.0 {
+                    axpy(&mut head[r * n..(r + 1) * n], zs, u);
+                }
             }
+        }
+        i1 = i0;
+    }
+    // A⁻¹ = X P with P = P_{n−1} ⋯ P_0: swap columns, last pivot first.
+    out.transpose_mut();
+    for k in (0..n).rev() {
+        if piv[k] != k {
+            out.swap_columns(k, piv[k]);
         }
     }
+}
+
+/// Solves `Aᵀ x = b` in place with the factors of [`lu_factor`]
+/// (`Aᵀ = Uᵀ Lᵀ P`: forward with `Uᵀ`, back with `Lᵀ`, then the interchanges).
+pub fn lu_solve_transpose(lu: &DMatrix<f64>, piv: &[usize], b: &mut [f64]) {
+    let n = lu.nrows();
+    let a = lu.as_slice();
+    for i in 0..n {
+        let col = &a[i * n..(i + 1) * n];
+        b[i] = (b[i] - dot(&col[..i], &b[..i])) / col[i];
+    }
+    for i in (0..n).rev() {
+        let col = &a[i * n..(i + 1) * n];
+        b[i] -= dot(&col[i + 1..], &b[i + 1..]);
+    }
+    for k in (0..n).rev() {
+        b.swap(k, piv[k]);
+    }
+}
+
+/// `Σ xᵢ yᵢ` over equal-length slices.
+#[inline]
+fn dot(x: &[f64], y: &[f64]) -> f64 {
+    x.iter().zip(y).map(|(a, b)| a * b).sum()
 }
 
 /// `y −= a·x` on equal-length slices (vectorisable).
