@@ -17,7 +17,16 @@
 //! ```
 //!
 //! where `f̂_i = I_i a_i + v_i ×* I_i v_i` and `B_i w = I_i (w × v_i) + w ×* (I_i v_i) + v_i ×* (I_i w)`
-//! (a "Coriolis operator", linear in w). Summing over subtrees with the composite
+//! (a "Coriolis operator", linear in w). With `I_i v_i = (h^a, h^l)`, `I_i` in block
+//! form `[[Ī, [c]×], [[c]×ᵀ, m]]` (c the first moment) and `v_i = (ω, v)`, the Jacobi
+//! identity leaves only the angular columns:
+//!
+//! ```text
+//! B_i = [[−[h^a]× − P − Pᵀ, 0], [−2 [h^l]×, 0]],      P = Ī [ω]× + v cᵀ − (c·v) 1
+//! ```
+//!
+//! (so `B_i w` depends on the angular part of w only, and `B_iᵀ S` has no linear part).
+//! Summing over subtrees with the composite
 //! `I^C_l = Σ I_i`, `B^C_l = Σ B_i`, `F_l = Σ f_i`, `F^e_l = Σ f^ext_i` and projecting on
 //! `τ_k = S_kᵀ F_{b(k)}` (using `(u × S)·F = −S·(u ×* F)`):
 //!
@@ -42,7 +51,7 @@ use super::kinematics::{check_q, external_forces_to_bodies, gravity_acceleration
 use super::rnea::rnea_pass;
 use super::Data;
 use crate::error::{check_vector, Result};
-use crate::math::{skew, Force, Mat6, Motion, Vec3, Vec6};
+use crate::math::{skew, Force, Inertia, Mat3, Mat6, Motion, Vec3, Vec6};
 use crate::model::JointType;
 use crate::Model;
 use nalgebra::DMatrix;
@@ -66,9 +75,10 @@ pub struct DerivativeData {
     pub(crate) ics_v: Vec<Vec6>,
     /// True when some external wrench is nonzero.
     pub(crate) has_ext: bool,
-    /// `S_k`, `I^C S_k` and `B^Cᵀ S_k` component by component (18 rows of nv: row
-    /// `c` is component c of every `S_k`, rows 6–11 those of `I^C S_k`, rows 12–17
-    /// those of `B^Cᵀ S_k`), so that the column loops run over contiguous dofs.
+    /// `S_k`, `I^C S_k` and `B^Cᵀ S_k` component by component (15 rows of nv: row
+    /// `c` is component c of every `S_k`, rows 6–11 those of `I^C S_k`, rows 12–14
+    /// the angular ones of `B^Cᵀ S_k`, whose linear part is zero), so that the column
+    /// loops run over contiguous dofs.
     pub(crate) soa: Vec<f64>,
     /// Per body, the dof ranges of its strict ancestors (consecutive ranges merged).
     pub(crate) anc_runs: Vec<Vec<(usize, usize)>>,
@@ -110,7 +120,7 @@ impl DerivativeData {
             bcs: vec![Vec6::zeros(); nv],
             ics_v: vec![Vec6::zeros(); nv],
             has_ext: false,
-            soa: vec![0.0; 18 * nv],
+            soa: vec![0.0; 15 * nv],
             anc_runs: (0..nb).map(|b| ancestor_runs(model, b)).collect(),
             dof_end: (0..nb)
                 .map(|b| if model.subtree_end[b] < nb { model.v_idx[model.subtree_end[b]] } else { nv })
@@ -158,23 +168,18 @@ pub(crate) fn is_serial(kind: &JointType) -> bool {
     matches!(kind, JointType::Universal { .. } | JointType::Planar { .. })
 }
 
-/// Matrix of `m × (·)` for a motion `m`: `[[ω×, 0], [v×, ω×]]`.
-fn crm(m: &Motion) -> Mat6 {
-    let (w, v) = (skew(&m.ang), skew(&m.lin));
+/// The Coriolis operator `B` of one body (world frame) with inertia `inertia` and
+/// velocity `v`: `B w = I (w × v) + w ×* (I v) + v ×* (I w)`, in the closed form of the
+/// module notes (its linear columns vanish).
+fn coriolis_operator(inertia: &Inertia, v: &Motion) -> Mat6 {
+    let hv = inertia.mul_motion(v);
+    let c = &inertia.h;
+    let p = inertia.rot * skew(&v.ang) + v.lin * c.transpose() - Mat3::from_diagonal_element(c.dot(&v.lin));
+    let b11 = -skew(&hv.ang) - p - p.transpose();
+    let b21 = skew(&hv.lin) * -2.0;
     let mut out = Mat6::zeros();
-    out.fixed_view_mut::<3, 3>(0, 0).copy_from(&w);
-    out.fixed_view_mut::<3, 3>(3, 3).copy_from(&w);
-    out.fixed_view_mut::<3, 3>(3, 0).copy_from(&v);
-    out
-}
-
-/// Matrix of `w ↦ w ×* h` for a force `h`: `[[−h_a×, −h_l×], [−h_l×, 0]]`.
-fn cross_force_by(h: &Force) -> Mat6 {
-    let (a, l) = (skew(&h.ang), skew(&h.lin));
-    let mut out = Mat6::zeros();
-    out.fixed_view_mut::<3, 3>(0, 0).copy_from(&-a);
-    out.fixed_view_mut::<3, 3>(0, 3).copy_from(&-l);
-    out.fixed_view_mut::<3, 3>(3, 0).copy_from(&-l);
+    out.fixed_view_mut::<3, 3>(0, 0).copy_from(&b11);
+    out.fixed_view_mut::<3, 3>(3, 0).copy_from(&b21);
     out
 }
 
@@ -242,13 +247,12 @@ pub(crate) fn world_quantities(
     let nb = model.nbodies();
     for i in 0..nb {
         let xw = &data.x_world[i];
-        let iw = model.bodies[i].inertia.transformed(xw).to_matrix();
+        let inertia = model.bodies[i].inertia.transformed(xw);
         let vw = xw.act_motion(&data.v[i]);
-        let hw = mat_motion(&iw, &vw);
         d.v[i] = vw;
         d.a[i] = xw.act_motion(&data.a[i]);
-        d.bc[i] = -(iw * crm(&vw)) + cross_force_by(&hw) - crm(&vw).transpose() * iw;
-        d.ic[i] = iw;
+        d.bc[i] = coriolis_operator(&inertia, &vw);
+        d.ic[i] = inertia.to_matrix();
         d.f[i] = xw.act_force(&data.f[i]);
         d.f_ext[i] = f_ext.map_or(Force::zero(), |fs| fs[i]);
     }
@@ -290,6 +294,8 @@ pub(crate) fn world_quantities(
             for c in 0..6 {
                 d.soa[c * nvt + k] = if c < 3 { s.ang[c] } else { s.lin[c - 3] };
                 d.soa[(6 + c) * nvt + k] = d.ics_v[k][c];
+            }
+            for c in 0..3 {
                 d.soa[(12 + c) * nvt + k] = d.bcs[k][c];
             }
         }
@@ -435,10 +441,10 @@ fn columns(model: &Model, d: &mut DerivativeData, with_q: bool, mut mass: Option
             let (r0, r1) = (va + nv, d.dof_end[b]);
             if r1 > r0 {
                 let (beta6, u6): ([f64; 6], [f64; 6]) = (beta.to_vector().into(), u.to_vector().into());
-                let bu: [f64; 12] = std::array::from_fn(|c| if c < 6 { beta6[c] } else { u6[c - 6] });
+                let bu: [f64; 9] = std::array::from_fn(|c| if c < 6 { beta6[c] } else { u6[c - 6] });
                 combine(dv_col, &d.soa, n, 6, &bu, r0, r1);
                 if let (Some(col), Some(p)) = (dq_col, &p) {
-                    let aw: [f64; 12] = std::array::from_fn(|c| if c < 6 { -p.alpha[c] } else { -p.w[c - 6] });
+                    let aw: [f64; 9] = std::array::from_fn(|c| if c < 6 { -p.alpha[c] } else { -p.w[c - 6] });
                     combine(col, &d.soa, n, 6, &aw, r0, r1);
                     if d.has_ext {
                         for l in b + 1..model.subtree_end[b] {

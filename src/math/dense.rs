@@ -85,6 +85,113 @@ pub fn lu_inverse(lu: &DMatrix<f64>, piv: &[usize], out: &mut DMatrix<f64>) {
         }
         i0 = i1;
     }
+    back_substitute_transposed(lu, out);
+    // A⁻¹ = X P with P = P_{n−1} ⋯ P_0: swap columns, last pivot first.
+    out.transpose_mut();
+    for k in (0..n).rev() {
+        if piv[k] != k {
+            out.swap_columns(k, piv[k]);
+        }
+    }
+}
+
+/// Solves `A X = B` for many right-hand sides with the factors of [`lu_factor`] and
+/// forms `s·A⁻¹` alongside, on one blocked pass (see [`lu_inverse`] for the blocking).
+///
+/// `z` has `mg + n` rows and n columns; its first `mg` rows hold `Bᵀ` (one row per
+/// right-hand side) and are overwritten with `Xᵀ`; its last n rows are scratch (they
+/// end as `(U⁻¹ L⁻¹)ᵀ`). `inv` (n × n) receives `s·A⁻¹ = s·U⁻¹ L⁻¹ P`. The identity
+/// right-hand sides are not permuted (P is applied to the inverse's columns at the
+/// end), so their forward substitution skips the structural zeros of `L⁻¹`.
+/// Allocates nothing.
+pub fn lu_solve_and_invert(
+    lu: &DMatrix<f64>,
+    piv: &[usize],
+    z: &mut DMatrix<f64>,
+    mg: usize,
+    inv: &mut DMatrix<f64>,
+    s: f64,
+) {
+    let n = lu.nrows();
+    let m = z.nrows();
+    debug_assert!(lu.ncols() == n && z.ncols() == n && m == mg + n && piv.len() == n);
+    debug_assert!(inv.nrows() == n && inv.ncols() == n);
+    {
+        let zs = z.as_mut_slice();
+        for k in 0..n {
+            if piv[k] != k {
+                let (a, b) = zs.split_at_mut(piv[k] * m);
+                a[k * m..k * m + mg].swap_with_slice(&mut b[..mg]);
+            }
+        }
+        for (k, col) in zs.chunks_exact_mut(m).enumerate() {
+            col[mg..].fill(0.0);
+            col[mg + k] = 1.0;
+        }
+    }
+    let a = lu.as_slice();
+    // Forward, unit lower L: Z[:, I] −= Z[:, <I] L[I, <I]ᵀ, then the diagonal block. The
+    // identity's rows mg + c are zero in the columns before c, so rows past mg + end(I)
+    // are left out.
+    let mut i0 = 0;
+    while i0 < n {
+        let i1 = (i0 + BLOCK).min(n);
+        let rows = mg + i1;
+        if i0 > 0 {
+            let (left, mut blk) = z.columns_range_pair_mut(0..i0, i0..i1);
+            let l_t = DMatrixView::from_slice_with_strides(&a[i0..], i0, i1 - i0, n, 1);
+            blk.rows_mut(0, mg + i0).gemm(-1.0, &left.rows(0, mg + i0), &l_t, 1.0);
+        }
+        let zs = z.as_mut_slice();
+        if i1 - i0 == BLOCK {
+            let l: [[f64; BLOCK]; BLOCK] = std::array::from_fn(|r| std::array::from_fn(|c| a[(i0 + c) * n + i0 + r]));
+            lower_panel(&mut zs[i0 * m..i1 * m], m, rows, &l);
+        } else {
+            for c in i0..i1 {
+                let (head, tail) = zs.split_at_mut((c + 1) * m);
+                let zcol = &head[c * m..c * m + rows];
+                for r in c + 1..i1 {
+                    let l = a[c * n + r];
+                    if l != 0.0 {
+                        axpy(&mut tail[(r - c - 1) * m..(r - c - 1) * m + rows], zcol, l);
+                    }
+                }
+            }
+        }
+        i0 = i1;
+    }
+    back_substitute_transposed(lu, z);
+    // s·A⁻¹ = s·(U⁻¹ L⁻¹) P: column j of the product is column perm[j] of U⁻¹ L⁻¹.
+    let zs = z.as_slice();
+    let out = inv.as_mut_slice();
+    for (j, col) in out.chunks_exact_mut(n).enumerate() {
+        let src = permuted(piv, j);
+        for (r, x) in col.iter_mut().enumerate() {
+            *x = zs[r * m + mg + src] * s;
+        }
+    }
+}
+
+/// The column of `U⁻¹ L⁻¹` that becomes column `j` of `A⁻¹ = U⁻¹ L⁻¹ P`
+/// (`P = P_{n−1} ⋯ P_0`, so `P e_j` follows the interchanges from the first).
+#[inline]
+fn permuted(piv: &[usize], j: usize) -> usize {
+    let mut x = j;
+    for (k, &p) in piv.iter().enumerate() {
+        if x == k {
+            x = p;
+        } else if x == p {
+            x = k;
+        }
+    }
+    x
+}
+
+/// The back substitution `U X = Y` on `Z = Yᵀ` (m × n), in place (`Z = Xᵀ` on return).
+fn back_substitute_transposed(lu: &DMatrix<f64>, out: &mut DMatrix<f64>) {
+    let n = lu.nrows();
+    let m = out.nrows();
+    let a = lu.as_slice();
     // Backward, Z = Xᵀ: Z[:, I] −= Z[:, >I] U[I, >I]ᵀ, then the diagonal block.
     let mut i1 = n;
     while i1 > 0 {
@@ -95,26 +202,25 @@ pub fn lu_inverse(lu: &DMatrix<f64>, piv: &[usize], out: &mut DMatrix<f64>) {
             blk.gemm(-1.0, &right, &u_t, 1.0);
         }
         let z = out.as_mut_slice();
-        for s in (i0..i1).rev() {
-            let d = a[s * n + s];
-            let (head, tail) = z.split_at_mut(s * n);
-            let zs = &mut tail[..n];
-            zs.iter_mut().for_each(|x| *x /= d);
-            for r in i0..s {
-                let u = a[s * n + r];
-                if u != 0.0 {
-                    axpy(&mut head[r * n..(r + 1) * n], zs, u);
+        if i1 - i0 == BLOCK {
+            let u: [[f64; BLOCK]; BLOCK] = std::array::from_fn(|r| std::array::from_fn(|c| a[(i0 + c) * n + i0 + r]));
+            let dinv: [f64; BLOCK] = std::array::from_fn(|k| 1.0 / u[k][k]);
+            upper_panel(&mut z[i0 * m..i1 * m], m, &u, &dinv);
+        } else {
+            for s in (i0..i1).rev() {
+                let d = 1.0 / a[s * n + s];
+                let (head, tail) = z.split_at_mut(s * m);
+                let zs = &mut tail[..m];
+                zs.iter_mut().for_each(|x| *x *= d);
+                for r in i0..s {
+                    let u = a[s * n + r];
+                    if u != 0.0 {
+                        axpy(&mut head[r * m..(r + 1) * m], zs, u);
+                    }
                 }
             }
         }
         i1 = i0;
-    }
-    // A⁻¹ = X P with P = P_{n−1} ⋯ P_0: swap columns, last pivot first.
-    out.transpose_mut();
-    for k in (0..n).rev() {
-        if piv[k] != k {
-            out.swap_columns(k, piv[k]);
-        }
     }
 }
 
@@ -140,6 +246,90 @@ pub fn lu_solve_transpose(lu: &DMatrix<f64>, piv: &[usize], b: &mut [f64]) {
 #[inline]
 fn dot(x: &[f64], y: &[f64]) -> f64 {
     x.iter().zip(y).map(|(a, b)| a * b).sum()
+}
+
+/// Entries per register tile of the panel kernels.
+const TILE: usize = 4;
+
+/// The diagonal-block step of the forward substitution on [`BLOCK`] columns of
+/// `Z` (`zb`, column stride m, first `rows` entries): `z_r −= l[r][s] z_s` for s < r,
+/// a tile of every column at a time so that the block stays in registers (the same
+/// operations per entry as column axpys).
+fn lower_panel(zb: &mut [f64], m: usize, rows: usize, l: &[[f64; BLOCK]; BLOCK]) {
+    assert!(rows <= m && zb.len() >= (BLOCK - 1) * m + rows);
+    let mut e0 = 0;
+    while e0 + TILE <= rows {
+        let mut x = [[0.0f64; TILE]; BLOCK];
+        for (i, xi) in x.iter_mut().enumerate() {
+            xi.copy_from_slice(&zb[i * m + e0..i * m + e0 + TILE]);
+        }
+        for s in 0..BLOCK {
+            let xs = x[s];
+            for r in s + 1..BLOCK {
+                let c = l[r][s];
+                for (y, v) in x[r].iter_mut().zip(xs) {
+                    *y -= v * c;
+                }
+            }
+        }
+        for (i, xi) in x.iter().enumerate() {
+            zb[i * m + e0..i * m + e0 + TILE].copy_from_slice(xi);
+        }
+        e0 += TILE;
+    }
+    for e in e0..rows {
+        let mut x: [f64; BLOCK] = std::array::from_fn(|i| zb[i * m + e]);
+        for s in 0..BLOCK {
+            let xs = x[s];
+            for r in s + 1..BLOCK {
+                x[r] -= xs * l[r][s];
+            }
+        }
+        for (i, xi) in x.iter().enumerate() {
+            zb[i * m + e] = *xi;
+        }
+    }
+}
+
+/// The diagonal-block step of the back substitution on [`BLOCK`] columns of `Z`
+/// (`zb`, column stride m): for s from the last, `z_s *= dinv[s]`, then
+/// `z_r −= u[r][s] z_s` for r < s; tiled as [`lower_panel`].
+fn upper_panel(zb: &mut [f64], m: usize, u: &[[f64; BLOCK]; BLOCK], dinv: &[f64; BLOCK]) {
+    assert!(zb.len() >= BLOCK * m);
+    let mut e0 = 0;
+    while e0 + TILE <= m {
+        let mut x = [[0.0f64; TILE]; BLOCK];
+        for (i, xi) in x.iter_mut().enumerate() {
+            xi.copy_from_slice(&zb[i * m + e0..i * m + e0 + TILE]);
+        }
+        for s in (0..BLOCK).rev() {
+            x[s].iter_mut().for_each(|v| *v *= dinv[s]);
+            let xs = x[s];
+            for r in 0..s {
+                let c = u[r][s];
+                for (y, v) in x[r].iter_mut().zip(xs) {
+                    *y -= v * c;
+                }
+            }
+        }
+        for (i, xi) in x.iter().enumerate() {
+            zb[i * m + e0..i * m + e0 + TILE].copy_from_slice(xi);
+        }
+        e0 += TILE;
+    }
+    for e in e0..m {
+        let mut x: [f64; BLOCK] = std::array::from_fn(|i| zb[i * m + e]);
+        for s in (0..BLOCK).rev() {
+            x[s] *= dinv[s];
+            let xs = x[s];
+            for r in 0..s {
+                x[r] -= xs * u[r][s];
+            }
+        }
+        for (i, xi) in x.iter().enumerate() {
+            zb[i * m + e] = *xi;
+        }
+    }
 }
 
 /// `y −= a·x` on equal-length slices (vectorisable).

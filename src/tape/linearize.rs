@@ -42,6 +42,9 @@ pub struct Workspace {
     /// (other joints have identity blocks; theirs are not written).
     pub(crate) jq: Vec<Mat6>,
     pub(crate) jw: Vec<Mat6>,
+    /// Right-hand sides `[∂G/∂q ∂G/∂v ∂G/∂θ]ᵀ` of the Jacobian solve, then its
+    /// solution, and nv rows of scratch for the inverse (`math::lu_solve_and_invert`).
+    pub(crate) zt: DMatrix<f64>,
     /// Scratch vectors (nv): acceleration, midpoint velocity, spring displacement, a column.
     acc: Vec<f64>,
     vbar: Vec<f64>,
@@ -59,6 +62,7 @@ impl Workspace {
             k: DMatrix::zeros(nv, nv),
             piv: vec![0; nv],
             g_theta: DMatrix::zeros(nv, 0),
+            zt: DMatrix::zeros(3 * nv, nv),
             jq: vec![Mat6::identity(); nb],
             jw: vec![Mat6::identity(); nb],
             acc: vec![0.0; nv],

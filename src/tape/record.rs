@@ -2,7 +2,7 @@
 
 use super::linearize::{add_config_blocks, config_blocks_tr, config_rows, linearize, Workspace};
 use crate::error::{Error, Result};
-use crate::math::{lu_factor, lu_inverse, lu_solve_transpose, Force};
+use crate::math::{lu_factor, lu_solve_and_invert, lu_solve_transpose, Force};
 use crate::model::ParamSpec;
 use crate::step::IntegratorOptions;
 use crate::Model;
@@ -98,16 +98,25 @@ impl StepRecord {
         let nv = model.nv();
         let h = linearize(self, ws)?;
         factor(ws)?;
-        // dv⁺/dτ = h K_a⁻¹ ;  dv⁺/dx = −h K_a⁻¹ ∂G/∂x  (+ I for x = v)
-        let mut kinv = DMatrix::zeros(nv, nv);
-        lu_inverse(&ws.k, &ws.piv, &mut kinv);
-        let mut dv_dq = DMatrix::zeros(nv, nv);
-        dv_dq.gemm(-h, &kinv, ws.g_q(), 0.0);
-        let mut dv_dv = DMatrix::identity(nv, nv);
-        dv_dv.gemm(-h, &kinv, ws.g_v(), 1.0);
-        let mut dv_dtheta = DMatrix::zeros(nv, ws.g_theta.ncols());
-        dv_dtheta.gemm(-h, &kinv, &ws.g_theta, 0.0);
-        let dv_dtau = kinv * h;
+        // dv⁺/dτ = h K_a⁻¹ ;  dv⁺/dx = −h K_a⁻¹ ∂G/∂x  (+ I for x = v), the latter by
+        // one solve with the factors for the right-hand sides [∂G/∂q ∂G/∂v ∂G/∂θ]
+        // (backward stable, unlike a product with the explicit inverse).
+        let np = ws.g_theta.ncols();
+        let mg = 2 * nv + np;
+        if ws.zt.nrows() != mg + nv || ws.zt.ncols() != nv {
+            ws.zt = DMatrix::zeros(mg + nv, nv);
+        }
+        transpose_into(&ws.deriv.dtau_dq, &mut ws.zt, 0);
+        transpose_into(&ws.deriv.dtau_dv, &mut ws.zt, nv);
+        transpose_into(&ws.g_theta, &mut ws.zt, 2 * nv);
+        let mut dv_dtau = DMatrix::zeros(nv, nv);
+        lu_solve_and_invert(&ws.k, &ws.piv, &mut ws.zt, mg, &mut dv_dtau, h);
+        let dv_dq = scaled_transpose(&ws.zt, 0, nv, -h);
+        let mut dv_dv = scaled_transpose(&ws.zt, nv, nv, -h);
+        for k in 0..nv {
+            dv_dv[(k, k)] += 1.0;
+        }
+        let dv_dtheta = scaled_transpose(&ws.zt, 2 * nv, np, -h);
         // dq⁺ = J_q dq + J_w h dv⁺
         let mut dq_dq = config_rows(model, &ws.jw, h, &dv_dq);
         add_config_blocks(model, &ws.jq, &mut dq_dq);
@@ -165,6 +174,30 @@ impl StepRecord {
         }
         Ok(grads)
     }
+}
+
+/// Writes `bᵀ` into the rows `first..first + b.ncols()` of `zt`.
+fn transpose_into(b: &DMatrix<f64>, zt: &mut DMatrix<f64>, first: usize) {
+    let (n, m) = (b.nrows(), zt.nrows());
+    let z = zt.as_mut_slice();
+    for (j, col) in b.as_slice().chunks_exact(n).enumerate() {
+        for (k, x) in col.iter().enumerate() {
+            z[k * m + first + j] = *x;
+        }
+    }
+}
+
+/// `s · Z[first..first + cols, :]ᵀ` (nv × cols) from the rows of `zt`.
+fn scaled_transpose(zt: &DMatrix<f64>, first: usize, cols: usize, s: f64) -> DMatrix<f64> {
+    let (m, n) = (zt.nrows(), zt.ncols());
+    let mut out = DMatrix::zeros(n, cols);
+    let z = zt.as_slice();
+    for (c, col) in out.as_mut_slice().chunks_exact_mut(n).enumerate() {
+        for (r, x) in col.iter_mut().enumerate() {
+            *x = z[r * m + first + c] * s;
+        }
+    }
+    out
 }
 
 /// Factorises the workspace's `K_a` in place.
