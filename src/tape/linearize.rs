@@ -241,25 +241,35 @@ fn param_columns(
 /// joints without quaternions have identity blocks (their `⊕` is addition), so their
 /// rows are `h x`.
 pub(crate) fn config_rows(model: &Model, blocks: &[Mat6], h: f64, x: &DMatrix<f64>) -> DMatrix<f64> {
-    let mut out = x * h;
     let n = x.nrows();
+    let mut out = DMatrix::from_vec(n, x.ncols(), x.as_slice().iter().map(|v| v * h).collect());
     for (i, joint) in model.joints.iter().enumerate() {
         if !joint.kind.has_quaternion() {
             continue;
         }
-        let (va, nj) = (model.v_idx[i], joint.nv());
-        let b = &blocks[i];
-        for (src, dst) in x.as_slice().chunks_exact(n).zip(out.as_mut_slice().chunks_exact_mut(n)) {
-            for r in 0..nj {
-                let mut acc = 0.0;
-                for c in 0..nj {
-                    acc += b[(r, c)] * src[va + c];
-                }
-                dst[va + r] = acc * h;
-            }
+        let (va, src, dst) = (model.v_idx[i], x.as_slice(), out.as_mut_slice());
+        match joint.nv() {
+            3 => block_rows::<3>(&blocks[i], va, n, h, src, dst),
+            _ => block_rows::<6>(&blocks[i], va, n, h, src, dst),
         }
     }
     out
+}
+
+/// Rows `va..va + N` of every column of `dst` (columns of length n) set to
+/// `h · B · src[va..va + N]` for the top-left N × N block of `b`.
+fn block_rows<const N: usize>(b: &Mat6, va: usize, n: usize, h: f64, src: &[f64], dst: &mut [f64]) {
+    let bb: [[f64; N]; N] = std::array::from_fn(|r| std::array::from_fn(|c| b[(r, c)]));
+    for (s, d) in src.chunks_exact(n).zip(dst.chunks_exact_mut(n)) {
+        let xs: [f64; N] = std::array::from_fn(|c| s[va + c]);
+        for (r, row) in bb.iter().enumerate() {
+            let mut acc = 0.0;
+            for (w, x) in row.iter().zip(&xs) {
+                acc += w * x;
+            }
+            d[va + r] = acc * h;
+        }
+    }
 }
 
 /// Adds the block-diagonal `J_q` (`blocks` for quaternion joints, identity blocks for

@@ -190,14 +190,12 @@ fn transpose_into(b: &DMatrix<f64>, zt: &mut DMatrix<f64>, first: usize) {
 /// `s · Z[first..first + cols, :]ᵀ` (nv × cols) from the rows of `zt`.
 fn scaled_transpose(zt: &DMatrix<f64>, first: usize, cols: usize, s: f64) -> DMatrix<f64> {
     let (m, n) = (zt.nrows(), zt.ncols());
-    let mut out = DMatrix::zeros(n, cols);
     let z = zt.as_slice();
-    for (c, col) in out.as_mut_slice().chunks_exact_mut(n).enumerate() {
-        for (r, x) in col.iter_mut().enumerate() {
-            *x = z[r * m + first + c] * s;
-        }
+    let mut data = Vec::with_capacity(n * cols);
+    for c in first..first + cols {
+        data.extend(z[c..].iter().step_by(m).take(n).map(|x| x * s));
     }
-    out
+    DMatrix::from_vec(n, cols, data)
 }
 
 /// Factorises the workspace's `K_a` in place.
