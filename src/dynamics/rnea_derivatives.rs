@@ -80,6 +80,9 @@ pub struct DerivativeData {
     /// the angular ones of `B^Cᵀ S_k`, whose linear part is zero), so that the column
     /// loops run over contiguous dofs.
     pub(crate) soa: Vec<f64>,
+    /// The tree the dof ranges below were made for (`parents`, `v_idx`), so that a
+    /// workspace used with another model of the same size is brought up to date.
+    tree: (Vec<Option<usize>>, Vec<usize>),
     /// Per body, the dof ranges of its strict ancestors (consecutive ranges merged).
     pub(crate) anc_runs: Vec<Vec<(usize, usize)>>,
     /// Per body, one past the last dof of its subtree.
@@ -121,10 +124,9 @@ impl DerivativeData {
             ics_v: vec![Vec6::zeros(); nv],
             has_ext: false,
             soa: vec![0.0; 15 * nv],
-            anc_runs: (0..nb).map(|b| ancestor_runs(model, b)).collect(),
-            dof_end: (0..nb)
-                .map(|b| if model.subtree_end[b] < nb { model.v_idx[model.subtree_end[b]] } else { nv })
-                .collect(),
+            tree: (Vec::new(), Vec::new()),
+            anc_runs: Vec::new(),
+            dof_end: Vec::new(),
             v: vec![Motion::zero(); nb],
             a: vec![Motion::zero(); nb],
             ic: vec![Mat6::zeros(); nb],
@@ -138,6 +140,24 @@ impl DerivativeData {
             acc: vec![0.0; nv],
             resid: vec![0.0; nv],
         }
+        .with_tree(model)
+    }
+
+    /// Makes the per-body dof ranges match `model`'s tree (only when they do not).
+    fn with_tree(mut self, model: &Model) -> Self {
+        self.update_tree(model);
+        self
+    }
+
+    fn update_tree(&mut self, model: &Model) {
+        if self.tree.0 == model.parents && self.tree.1 == model.v_idx {
+            return;
+        }
+        let (nb, nv) = (model.nbodies(), model.nv());
+        self.anc_runs = (0..nb).map(|b| ancestor_runs(model, b)).collect();
+        self.dof_end =
+            (0..nb).map(|b| if model.subtree_end[b] < nb { model.v_idx[model.subtree_end[b]] } else { nv }).collect();
+        self.tree = (model.parents.clone(), model.v_idx.clone());
     }
 }
 
@@ -391,6 +411,7 @@ pub(crate) fn derivative_columns_and_mass(model: &Model, d: &mut DerivativeData,
 
 fn columns(model: &Model, d: &mut DerivativeData, with_q: bool, mut mass: Option<&mut DMatrix<f64>>) {
     let n = model.nv();
+    d.update_tree(model);
     // Taken out of the workspace while its other fields are read (no allocation).
     let (mut dtau_dq, mut dtau_dv) = (std::mem::take(&mut d.dtau_dq), std::mem::take(&mut d.dtau_dv));
     if with_q {
