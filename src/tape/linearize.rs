@@ -26,8 +26,9 @@ use crate::Model;
 use nalgebra::DMatrix;
 
 /// Workspaces reused across the backward passes of records of one model. After a
-/// linearization it holds the step's derivative blocks (see [`linearize`]); a record
-/// of a model of another size reallocates it.
+/// linearization it holds the step's derivative blocks (`K_a` and its LU factors,
+/// `∂G/∂q`, `∂G/∂v`, `∂G/∂θ`, the joint blocks of `q ⊕ w`); a record of a model of
+/// another size reallocates it.
 #[derive(Clone, Debug)]
 pub struct Workspace {
     data: Data,
