@@ -383,18 +383,33 @@ impl Perturbation {
     }
 }
 
-/// `out[k] = Σ_c rows[c][k] x_c` for k in `r0..r1`, with `rows[c]` the rows
-/// `first + c` of the component table `soa` (nv entries each).
+/// `outs[o][k] = Σ_c rows[c][k] xs[o][c]` for k in `r0..r1` and every output o, with
+/// `rows[c]` the rows `first + c` of the component table `soa` (nv entries each): one
+/// pass over the rows for all outputs.
 #[inline(always)]
-fn combine<const N: usize>(out: &mut [f64], soa: &[f64], nv: usize, first: usize, x: &[f64; N], r0: usize, r1: usize) {
-    let out = &mut out[r0..r1];
-    let rows: [&[f64]; N] = std::array::from_fn(|c| &soa[(first + c) * nv + r0..(first + c) * nv + r1]);
-    for (i, o) in out.iter_mut().enumerate() {
-        let mut acc = 0.0;
-        for c in 0..N {
-            acc += rows[c][i] * x[c];
+fn combine<const N: usize, const K: usize>(
+    outs: [&mut [f64]; K],
+    xs: [&[f64; N]; K],
+    soa: &[f64],
+    nv: usize,
+    first: usize,
+    r0: usize,
+    r1: usize,
+) {
+    let len = r1 - r0;
+    let rows: [&[f64]; N] = std::array::from_fn(|c| &soa[(first + c) * nv + r0..][..len]);
+    let mut outs = outs.map(|o| &mut o[r0..r1]);
+    for i in 0..len {
+        let mut acc = [0.0; K];
+        for (c, row) in rows.iter().enumerate() {
+            let v = row[i];
+            for (a, x) in acc.iter_mut().zip(&xs) {
+                *a += v * x[c];
+            }
         }
-        *o = acc;
+        for (o, a) in outs.iter_mut().zip(acc) {
+            o[i] = a;
+        }
     }
 }
 
@@ -453,14 +468,16 @@ fn columns_body(model: &Model, d: &mut DerivativeData, with_q: bool, mut mass: O
             let mut dq_col = if with_q { Some(&mut dtau_dq.as_mut_slice()[j * n..(j + 1) * n]) } else { None };
             let mut m_col = mass.as_deref_mut().map(|m| &mut m.as_mut_slice()[j * n..(j + 1) * n]);
             // Strict ancestors: S_k · ψ, S_k · φ (and M_kj = S_k · I^C S_j).
+            let psi6 =
+                p.as_ref().map(|p| [p.psi.ang.x, p.psi.ang.y, p.psi.ang.z, p.psi.lin.x, p.psi.lin.y, p.psi.lin.z]);
             for &(r0, r1) in &d.anc_runs[b] {
-                combine(dv_col, &d.soa, n, 0, &phi6, r0, r1);
-                if let (Some(col), Some(p)) = (dq_col.as_deref_mut(), &p) {
-                    let psi6 = [p.psi.ang.x, p.psi.ang.y, p.psi.ang.z, p.psi.lin.x, p.psi.lin.y, p.psi.lin.z];
-                    combine(col, &d.soa, n, 0, &psi6, r0, r1);
-                }
-                if let Some(col) = m_col.as_deref_mut() {
-                    combine(col, &d.soa, n, 0, &ics6, r0, r1);
+                match (dq_col.as_deref_mut(), &psi6, m_col.as_deref_mut()) {
+                    (Some(dq), Some(psi6), Some(m)) => {
+                        combine([dv_col, dq, m], [&phi6, psi6, &ics6], &d.soa, n, 0, r0, r1)
+                    }
+                    (Some(dq), Some(psi6), None) => combine([dv_col, dq], [&phi6, psi6], &d.soa, n, 0, r0, r1),
+                    (_, _, Some(m)) => combine([dv_col, m], [&phi6, &ics6], &d.soa, n, 0, r0, r1),
+                    _ => combine([dv_col], [&phi6], &d.soa, n, 0, r0, r1),
                 }
             }
             // The joint's own dofs.
@@ -480,10 +497,9 @@ fn columns_body(model: &Model, d: &mut DerivativeData, with_q: bool, mut mass: O
             if r1 > r0 {
                 let (beta6, u6): ([f64; 6], [f64; 6]) = (beta.to_vector().into(), u.to_vector().into());
                 let bu: [f64; 9] = std::array::from_fn(|c| if c < 6 { beta6[c] } else { u6[c - 6] });
-                combine(dv_col, &d.soa, n, 6, &bu, r0, r1);
                 if let (Some(col), Some(p)) = (dq_col, &p) {
                     let aw: [f64; 9] = std::array::from_fn(|c| if c < 6 { -p.alpha[c] } else { -p.w[c - 6] });
-                    combine(col, &d.soa, n, 6, &aw, r0, r1);
+                    combine([&mut *dv_col, &mut *col], [&bu, &aw], &d.soa, n, 6, r0, r1);
                     if d.has_ext {
                         for l in b + 1..model.subtree_end[b] {
                             let ext = p.u.cross_force(&d.f_ext[l]);
@@ -493,6 +509,8 @@ fn columns_body(model: &Model, d: &mut DerivativeData, with_q: bool, mut mass: O
                             }
                         }
                     }
+                } else {
+                    combine([dv_col], [&bu], &d.soa, n, 6, r0, r1);
                 }
             }
         }

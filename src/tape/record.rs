@@ -191,11 +191,14 @@ fn transpose_into(b: &DMatrix<f64>, zt: &mut DMatrix<f64>, first: usize) {
 fn scaled_transpose(zt: &DMatrix<f64>, first: usize, cols: usize, s: f64) -> DMatrix<f64> {
     let (m, n) = (zt.nrows(), zt.ncols());
     let z = zt.as_slice();
-    let mut data = Vec::with_capacity(n * cols);
-    for c in first..first + cols {
-        data.extend(z[c..].iter().step_by(m).take(n).map(|x| x * s));
+    let mut out = DMatrix::zeros(n, cols);
+    for (c, col) in out.as_mut_slice().chunks_exact_mut(n).enumerate() {
+        let zc = &z[first + c..];
+        for (r, x) in col.iter_mut().enumerate() {
+            *x = zc[r * m] * s;
+        }
     }
-    DMatrix::from_vec(n, cols, data)
+    out
 }
 
 /// Factorises the workspace's `K_a` in place.
