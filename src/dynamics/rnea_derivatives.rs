@@ -95,6 +95,10 @@ pub struct DerivativeData {
     pub ic: Vec<Mat6>,
     /// Composite Coriolis operators (world).
     pub bc: Vec<Mat6>,
+    /// The composites in compact form: `I^C` as an [`Inertia`], and the nonzero
+    /// blocks of `B^C = [[B₁₁, 0], [−2[h]×, 0]]` as `(B₁₁, h)` (module notes).
+    pub(crate) ic_c: Vec<Inertia>,
+    pub(crate) bc_c: Vec<(Mat3, Vec3)>,
     /// Subtree net forces `F_l` (world).
     pub f: Vec<Force>,
     /// Subtree external forces `F^e_l` (world).
@@ -131,6 +135,8 @@ impl DerivativeData {
             a: vec![Motion::zero(); nb],
             ic: vec![Mat6::zeros(); nb],
             bc: vec![Mat6::zeros(); nb],
+            ic_c: vec![Inertia::zero(); nb],
+            bc_c: vec![(Mat3::zeros(), Vec3::zeros()); nb],
             f: vec![Force::zero(); nb],
             f_ext: vec![Force::zero(); nb],
             dtau_dq: DMatrix::zeros(nv, nv),
@@ -189,23 +195,28 @@ pub(crate) fn is_serial(kind: &JointType) -> bool {
 }
 
 /// The Coriolis operator `B` of one body (world frame) with inertia `inertia` and
-/// velocity `v`: `B w = I (w × v) + w ×* (I v) + v ×* (I w)`, in the closed form of the
-/// module notes (its linear columns vanish).
-fn coriolis_operator(inertia: &Inertia, v: &Motion) -> Mat6 {
+/// velocity `v`, `B w = I (w × v) + w ×* (I v) + v ×* (I w)`, in the closed form of
+/// the module notes (its linear columns vanish): the blocks `(B₁₁, h)` of
+/// `B = [[B₁₁, 0], [−2[h]×, 0]]`.
+fn coriolis_operator(inertia: &Inertia, v: &Motion) -> (Mat3, Vec3) {
     let hv = inertia.mul_motion(v);
     let c = &inertia.h;
     let p = inertia.rot * skew(&v.ang) + v.lin * c.transpose() - Mat3::from_diagonal_element(c.dot(&v.lin));
-    let b11 = -skew(&hv.ang) - p - p.transpose();
-    let b21 = skew(&hv.lin) * -2.0;
-    let mut out = Mat6::zeros();
-    out.fixed_view_mut::<3, 3>(0, 0).copy_from(&b11);
-    out.fixed_view_mut::<3, 3>(3, 0).copy_from(&b21);
-    out
+    (-skew(&hv.ang) - p - p.transpose(), hv.lin)
 }
 
+/// `B w` for a Coriolis operator in the compact form of [`coriolis_operator`].
 #[inline]
-fn mat_motion(m: &Mat6, x: &Motion) -> Force {
-    Force::from_vector(&(m * x.to_vector()))
+fn coriolis_mul(b: &(Mat3, Vec3), w: &Motion) -> Force {
+    Force::new(b.0 * w.ang, b.1.cross(&w.ang) * -2.0)
+}
+
+/// The 6×6 matrix of a Coriolis operator in compact form.
+fn coriolis_matrix(b: &(Mat3, Vec3)) -> Mat6 {
+    let mut out = Mat6::zeros();
+    out.fixed_view_mut::<3, 3>(0, 0).copy_from(&b.0);
+    out.fixed_view_mut::<3, 3>(3, 0).copy_from(&(skew(&b.1) * -2.0));
+    out
 }
 
 /// Computes `∂τ/∂q` and `∂τ/∂q̇` of RNEA at `(q, v, a)` with optional world-frame
@@ -271,22 +282,25 @@ pub(crate) fn world_quantities(
         let vw = xw.act_motion(&data.v[i]);
         d.v[i] = vw;
         d.a[i] = xw.act_motion(&data.a[i]);
-        d.bc[i] = coriolis_operator(&inertia, &vw);
-        d.ic[i] = inertia.to_matrix();
+        d.bc_c[i] = coriolis_operator(&inertia, &vw);
+        d.ic_c[i] = inertia;
         d.f[i] = xw.act_force(&data.f[i]);
         d.f_ext[i] = f_ext.map_or(Force::zero(), |fs| fs[i]);
     }
     d.has_ext = d.f_ext.iter().any(|f| *f != Force::zero());
     for i in (0..nb).rev() {
         if let Some(p) = model.parents[i] {
-            let (ic, bc, fe) = (d.ic[i], d.bc[i], d.f_ext[i]);
-            d.ic[p] += ic;
-            d.bc[p] += bc;
+            let (ic, bc, fe) = (d.ic_c[i], d.bc_c[i], d.f_ext[i]);
+            d.ic_c[p] += ic;
+            d.bc_c[p].0 += bc.0;
+            d.bc_c[p].1 += bc.1;
             d.f_ext[p] += fe;
         }
     }
     let a0 = gravity_acceleration(model);
     for i in 0..nb {
+        d.ic[i] = d.ic_c[i].to_matrix();
+        d.bc[i] = coriolis_matrix(&d.bc_c[i]);
         let joint = &model.joints[i];
         let (va, nv) = (model.v_idx[i], joint.nv());
         let (mut vm, mut am) = match model.parents[i] {
@@ -307,9 +321,12 @@ pub(crate) fn world_quantities(
             } else {
                 d.s_dot[k] = d.v[i].cross_motion(&s);
             }
-            d.ics[k] = mat_motion(&d.ic[i], &s);
+            d.ics[k] = d.ic_c[i].mul_motion(&s);
             d.ics_v[k] = d.ics[k].to_vector();
-            d.bcs[k] = d.bc[i].transpose() * s.to_vector();
+            // B^Cᵀ S = (B₁₁ᵀ S_ang + 2 h × S_lin, 0).
+            let (b11, hl) = &d.bc_c[i];
+            let bcs = b11.tr_mul(&s.ang) + hl.cross(&s.lin) * 2.0;
+            d.bcs[k] = Vec6::new(bcs.x, bcs.y, bcs.z, 0.0, 0.0, 0.0);
             let nvt = model.nv();
             for c in 0..6 {
                 d.soa[c * nvt + k] = if c < 3 { s.ang[c] } else { s.lin[c - 3] };
@@ -368,7 +385,7 @@ impl Perturbation {
         let w = u.cross_motion(vm);
         let z = w.cross_motion(vm);
         let alpha = u.cross_motion(am) - z;
-        let psi = u.cross_force(&(d.f[b] + d.f_ext[b])) - mat_motion(&d.ic[b], &alpha) - mat_motion(&d.bc[b], &w);
+        let psi = u.cross_force(&(d.f[b] + d.f_ext[b])) - d.ic_c[b].mul_motion(&alpha) - coriolis_mul(&d.bc_c[b], &w);
         Self { u, w: w.to_vector(), alpha: alpha.to_vector(), psi }
     }
     /// `∂τ_k/∂δ` for a dof k carried by the perturbation, on body l.
@@ -461,7 +478,7 @@ fn columns_body(model: &Model, d: &mut DerivativeData, with_q: bool, mut mass: O
             let u = d.s[j];
             let p = if with_q { Some(Perturbation::new(d, b, u, &d.v_pre[j], &d.a_pre[j])) } else { None };
             let beta = d.s_dot[j] - u.cross_motion(&d.v_pre[j]);
-            let phi = mat_motion(&d.ic[b], &beta) + mat_motion(&d.bc[b], &u);
+            let phi = d.ic_c[b].mul_motion(&beta) + coriolis_mul(&d.bc_c[b], &u);
             let phi6 = [phi.ang.x, phi.ang.y, phi.ang.z, phi.lin.x, phi.lin.y, phi.lin.z];
             let ics6: [f64; 6] = d.ics_v[j].into();
             let dv_col = &mut dtau_dv.as_mut_slice()[j * n..(j + 1) * n];
