@@ -134,3 +134,25 @@ fn mass_matrix_from_the_derivative_pass_equals_crba() {
         assert!(err < 1e-8, "{}: M⁻¹M − I = {err:e}", model.name());
     }
 }
+
+#[test]
+fn derivative_workspace_follows_the_model_tree() {
+    // A workspace made for one model and reused for another of the same size but
+    // another tree gives the same derivatives as a fresh one.
+    use stiction::model::samples::{binary_tree, spatial_chain};
+    let (chain, tree) = (spatial_chain(15), binary_tree(4));
+    assert_eq!((chain.nbodies(), chain.nv()), (tree.nbodies(), tree.nv()));
+    let mut data = Data::new(&chain);
+    let mut shared = DerivativeData::new(&chain);
+    for model in [&chain, &tree, &chain] {
+        let q = model.random_configuration(5);
+        let v = DVector::from_element(model.nv(), 0.4);
+        let a = DVector::from_element(model.nv(), -0.2);
+        rnea_derivatives(model, &mut data, &mut shared, q.as_slice(), v.as_slice(), a.as_slice(), None).unwrap();
+        let mut fresh = DerivativeData::new(model);
+        rnea_derivatives(model, &mut Data::new(model), &mut fresh, q.as_slice(), v.as_slice(), a.as_slice(), None)
+            .unwrap();
+        assert_eq!(shared.dtau_dq, fresh.dtau_dq, "{}", model.name());
+        assert_eq!(shared.dtau_dv, fresh.dtau_dv, "{}", model.name());
+    }
+}

@@ -203,3 +203,38 @@ fn dense_lu_solves_pivoting_systems() {
         assert!(err < 1e-12, "n = {n}: {err:e}");
     }
 }
+
+#[test]
+fn dense_inverse_and_blocked_solves() {
+    // Sizes around the block size (8) exercise full and partial diagonal blocks.
+    let mut rng = SplitMix64::new(19);
+    for n in [1usize, 2, 5, 7, 8, 9, 16, 17, 30, 41] {
+        // Zero diagonal: every column needs a row interchange.
+        let a = nalgebra::DMatrix::from_fn(n, n, |r, c| if r == c && n > 1 { 0.0 } else { rng.range(-1.0, 1.0) });
+        let mut lu = a.clone();
+        let mut piv = vec![0; n];
+        assert!(lu_factor(&mut lu, &mut piv), "n = {n}");
+        let eye = nalgebra::DMatrix::<f64>::identity(n, n);
+        let mut inv = nalgebra::DMatrix::zeros(n, n);
+        lu_inverse(&lu, &piv, &mut inv);
+        let err = (&a * &inv - &eye).amax();
+        assert!(err < 1e-11, "lu_inverse, n = {n}: {err:e}");
+        // Solve A X = B for 2n right-hand sides with the inverse (scaled by 3) alongside.
+        let b = nalgebra::DMatrix::from_fn(n, 2 * n, |_, _| rng.range(-1.0, 1.0));
+        let mut z = nalgebra::DMatrix::zeros(3 * n, n);
+        z.rows_mut(0, 2 * n).copy_from(&b.transpose());
+        let mut inv3 = nalgebra::DMatrix::zeros(n, n);
+        lu_solve_and_invert(&lu, &piv, &mut z, 2 * n, &mut inv3, 3.0);
+        let x = z.rows(0, 2 * n).transpose();
+        let err = (&a * &x - &b).amax();
+        assert!(err < 1e-11, "lu_solve_and_invert solve, n = {n}: {err:e}");
+        let err = (&a * &inv3 / 3.0 - &eye).amax();
+        assert!(err < 1e-11, "lu_solve_and_invert inverse, n = {n}: {err:e}");
+        // Aᵀ x = c.
+        let c = nalgebra::DVector::from_fn(n, |_, _| rng.range(-1.0, 1.0));
+        let mut y = c.as_slice().to_vec();
+        lu_solve_transpose(&lu, &piv, &mut y);
+        let err = (a.transpose() * nalgebra::DVector::from_vec(y) - &c).amax();
+        assert!(err < 1e-11, "lu_solve_transpose, n = {n}: {err:e}");
+    }
+}

@@ -23,7 +23,7 @@ pub(crate) fn crba_pass(model: &Model, data: &mut Data) {
     }
     let m = &mut data.mass_matrix;
     // Degrees of freedom on different branches do not couple: start from zero.
-    m.fill(0.0);
+    m.as_mut_slice().fill(0.0);
     for i in (0..nb).rev() {
         let (va, nv) = (model.v_idx[i], model.joints[i].nv());
         for k in va..va + nv {

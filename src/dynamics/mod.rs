@@ -29,6 +29,7 @@ pub use kinematics::{
 pub(crate) use rnea::rnea_pass;
 pub use rnea::{bias_forces, gravity_forces, rnea};
 pub(crate) use rnea_derivatives::{
-    derivative_columns, mass_matrix_from_composites, placement_column, rnea_derivatives_at, world_quantities,
+    derivative_columns, derivative_columns_and_mass, mass_matrix_from_composites, placement_column,
+    rnea_derivatives_at, world_quantities,
 };
 pub use rnea_derivatives::{rnea_derivatives, DerivativeData};

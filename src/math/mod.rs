@@ -13,7 +13,7 @@ mod rng;
 mod spatial;
 mod transform;
 
-pub use dense::{lu_factor, lu_inverse, lu_solve};
+pub use dense::{lu_factor, lu_inverse, lu_solve, lu_solve_and_invert, lu_solve_transpose};
 pub use inertia::Inertia;
 pub use lie::{
     quat_integrate, se3_exp, se3_left_jacobian, se3_left_jacobian_inv, se3_log, se3_right_jacobian,

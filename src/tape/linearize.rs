@@ -17,101 +17,143 @@
 //! is differentiated as an explicit step.
 
 use super::record::StepRecord;
-use crate::dynamics::{
-    derivative_columns, mass_matrix_from_composites, placement_column, rnea_derivatives_at, Data, DerivativeData,
-};
-use crate::error::{Error, Result};
+use crate::dynamics::{derivative_columns_and_mass, placement_column, rnea_derivatives_at, Data, DerivativeData};
+use crate::error::Result;
 use crate::math::{skew, Inertia, Mat3, Mat6, Vec3};
 use crate::model::{ParamKind, ParamSpec};
 use crate::step::VelocityProducts;
 use crate::Model;
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DMatrix;
 
-/// Workspaces reused across the backward passes of records of one model.
+/// Workspaces reused across the backward passes of records of one model. After a
+/// linearization it holds the step's derivative blocks (`K_a` and its LU factors,
+/// `∂G/∂q`, `∂G/∂v`, `∂G/∂θ`, the joint blocks of `q ⊕ w`); a record of a model of
+/// another size reallocates it.
 #[derive(Clone, Debug)]
 pub struct Workspace {
     data: Data,
-    deriv: DerivativeData,
+    pub(crate) deriv: DerivativeData,
+    /// `K_a = ∂G/∂a`, then (in the backward passes) its LU factors.
+    pub(crate) k: DMatrix<f64>,
+    /// Row interchanges of the LU factors of `k`.
+    pub(crate) piv: Vec<usize>,
+    /// `∂G/∂θ` (nv × np).
+    pub(crate) g_theta: DMatrix<f64>,
+    /// Per body with a quaternion joint: `∂q⁺/∂q` and `∂q⁺/∂w` blocks of its joint
+    /// (other joints have identity blocks; theirs are not written).
+    pub(crate) jq: Vec<Mat6>,
+    pub(crate) jw: Vec<Mat6>,
+    /// Right-hand sides `[∂G/∂q ∂G/∂v ∂G/∂θ]ᵀ` of the Jacobian solve, then its
+    /// solution, and nv rows of scratch for the inverse (`math::lu_solve_and_invert`).
+    pub(crate) zt: DMatrix<f64>,
+    /// Scratch vectors (nv): acceleration, midpoint velocity, spring displacement, a column.
+    acc: Vec<f64>,
+    vbar: Vec<f64>,
+    spring_d: Vec<f64>,
+    col: Vec<f64>,
 }
 
 impl Workspace {
     /// Allocates the workspaces for `model`.
     pub fn new(model: &Model) -> Workspace {
-        Workspace { data: Data::new(model), deriv: DerivativeData::new(model) }
+        let (nv, nb) = (model.nv(), model.nbodies());
+        Workspace {
+            data: Data::new(model),
+            deriv: DerivativeData::new(model),
+            k: DMatrix::zeros(nv, nv),
+            piv: vec![0; nv],
+            g_theta: DMatrix::zeros(nv, 0),
+            zt: DMatrix::zeros(3 * nv, nv),
+            jq: vec![Mat6::identity(); nb],
+            jw: vec![Mat6::identity(); nb],
+            acc: vec![0.0; nv],
+            vbar: vec![0.0; nv],
+            spring_d: vec![0.0; nv],
+            col: vec![0.0; nv],
+        }
+    }
+
+    /// `∂G/∂q` (tangent columns) of the last linearization.
+    pub(crate) fn g_q(&self) -> &DMatrix<f64> {
+        &self.deriv.dtau_dq
+    }
+
+    /// `∂G/∂v` of the last linearization.
+    pub(crate) fn g_v(&self) -> &DMatrix<f64> {
+        &self.deriv.dtau_dv
     }
 }
 
-/// The step's linearization at a record.
-pub(crate) struct Linearization {
-    pub h: f64,
-    /// `K_a = ∂G/∂a`.
-    pub k_a: DMatrix<f64>,
-    /// `∂G/∂q` (tangent).
-    pub g_q: DMatrix<f64>,
-    /// `∂G/∂v`.
-    pub g_v: DMatrix<f64>,
-    /// `∂G/∂θ`.
-    pub g_theta: DMatrix<f64>,
-    /// Per body: `∂q⁺/∂q` and `∂q⁺/∂w` blocks of its joint.
-    pub jq: Vec<Mat6>,
-    pub jw: Vec<Mat6>,
-}
-
-pub(crate) fn linearize(rec: &StepRecord, ws: &mut Workspace) -> Result<Linearization> {
+/// Linearizes the step of `rec` into `ws` and returns the time step h: `ws.k = K_a`,
+/// `∂G/∂q` and `∂G/∂v` in place of `∂τ/∂q`, `∂τ/∂q̇` in the derivative workspace
+/// ([`Workspace::g_q`], [`Workspace::g_v`]), `ws.g_theta = ∂G/∂θ`, and the joint blocks
+/// `ws.jq`, `ws.jw` of the configuration update. Allocates only when the workspace
+/// was made for a model of another size or the parameter count changed.
+pub(crate) fn linearize(rec: &StepRecord, ws: &mut Workspace) -> Result<f64> {
     let model = &*rec.model;
     let nv = model.nv();
+    if ws.k.nrows() != nv || ws.jq.len() != model.nbodies() || ws.deriv.ic.len() != model.nbodies() {
+        *ws = Workspace::new(model);
+    }
     let h = rec.dt;
-    let a: DVector<f64> = (&rec.v_next - &rec.v) / h;
     let midpoint = rec.integrator.velocity_products == VelocityProducts::Midpoint && !rec.fallback;
-    let vbar = if midpoint { (&rec.v + &rec.v_next) * 0.5 } else { rec.v.clone() };
-    let (data, deriv) = (&mut ws.data, &mut ws.deriv);
-    rnea_derivatives_at(model, data, deriv, rec.q.as_slice(), vbar.as_slice(), a.as_slice(), rec.wrenches.as_deref())?;
-    derivative_columns(model, deriv, true);
-    let mut k_a = DMatrix::zeros(nv, nv);
-    mass_matrix_from_composites(model, deriv, &mut k_a);
-    if midpoint {
-        k_a += &deriv.dtau_dv * (0.5 * h);
-    }
-    let mut g_v = deriv.dtau_dv.clone();
-    let mut g_q = deriv.dtau_dq.clone();
+    let (v, v_next) = (rec.v.as_slice(), rec.v_next.as_slice());
     for k in 0..nv {
-        k_a[(k, k)] += h * model.damping[k];
-        g_v[(k, k)] += model.damping[k];
+        ws.acc[k] = (v_next[k] - v[k]) / h;
+        ws.vbar[k] = if midpoint { (v[k] + v_next[k]) * 0.5 } else { v[k] };
     }
-    let spring_d = spring_displacement(model, rec.q.as_slice());
+    let (data, deriv) = (&mut ws.data, &mut ws.deriv);
+    rnea_derivatives_at(model, data, deriv, rec.q.as_slice(), &ws.vbar, &ws.acc, rec.wrenches.as_deref())?;
+    derivative_columns_and_mass(model, deriv, true, &mut ws.k);
+    if midpoint {
+        let half_h = 0.5 * h;
+        for (k, d) in ws.k.as_mut_slice().iter_mut().zip(deriv.dtau_dv.as_slice()) {
+            *k += d * half_h;
+        }
+    }
+    for k in 0..nv {
+        ws.k[(k, k)] += h * model.damping[k];
+        deriv.dtau_dv[(k, k)] += model.damping[k];
+    }
     if model.has_springs {
+        model.difference_into(model.rest.as_slice(), rec.q.as_slice(), &mut ws.spring_d);
         for (i, joint) in model.joints.iter().enumerate() {
             let (va, n) = (model.v_idx[i], joint.nv());
             if n == 0 || (va..va + n).all(|k| model.stiffness[k] == 0.0) {
                 continue;
             }
-            let jd = joint.kind.difference_jacobian(&spring_d[va..va + n]);
+            let jd = joint.kind.difference_jacobian(&ws.spring_d[va..va + n]);
             for r in 0..n {
                 for c in 0..n {
-                    g_q[(va + r, va + c)] += model.stiffness[va + r] * jd[(r, c)];
+                    deriv.dtau_dq[(va + r, va + c)] += model.stiffness[va + r] * jd[(r, c)];
                 }
             }
         }
+    } else {
+        ws.spring_d.fill(0.0);
     }
-    let g_theta = param_columns(model, data, deriv, &rec.params, h, &a, &rec.v, &spring_d);
-    let (mut jq, mut jw) = (Vec::with_capacity(model.nbodies()), Vec::with_capacity(model.nbodies()));
+    let np = rec.params.len();
+    if ws.g_theta.ncols() != np {
+        ws.g_theta = DMatrix::zeros(nv, np);
+    }
+    if np > 0 {
+        let ctx = ParamContext { h, a: &ws.acc, v, spring_d: &ws.spring_d };
+        param_columns(model, data, deriv, &rec.params, &ctx, &mut ws.col, &mut ws.g_theta);
+    }
     for (i, joint) in model.joints.iter().enumerate() {
+        if !joint.kind.has_quaternion() {
+            continue;
+        }
         let (va, n) = (model.v_idx[i], joint.nv());
-        let w: Vec<f64> = (va..va + n).map(|k| h * rec.v_next[k]).collect();
-        let (q_blk, w_blk) = joint.kind.integrate_jacobians(&w);
-        jq.push(q_blk);
-        jw.push(w_blk);
+        let mut w = [0.0; 6];
+        for (wk, vk) in w.iter_mut().zip(&v_next[va..va + n]) {
+            *wk = h * vk;
+        }
+        let (q_blk, w_blk) = joint.kind.integrate_jacobians(&w[..n]);
+        ws.jq[i] = q_blk;
+        ws.jw[i] = w_blk;
     }
-    Ok(Linearization { h, k_a, g_q, g_v, g_theta, jq, jw })
-}
-
-/// `q ⊖ q_rest` per degree of freedom.
-fn spring_displacement(model: &Model, q: &[f64]) -> Vec<f64> {
-    let mut d = vec![0.0; model.nv()];
-    if model.has_springs {
-        model.difference_into(model.rest.as_slice(), q, &mut d);
-    }
-    d
+    Ok(h)
 }
 
 /// The derivative of the rotational inertia about the frame origin, first moment and
@@ -137,21 +179,29 @@ fn inertia_partial(kind: ParamKind, s: usize, inertia: &Inertia) -> Inertia {
     }
 }
 
+/// The step quantities that parameter columns need besides the workspaces.
+struct ParamContext<'a> {
+    h: f64,
+    /// Acceleration `(v⁺ − v)/h`.
+    a: &'a [f64],
+    /// Start velocity.
+    v: &'a [f64],
+    /// `q ⊖ q_rest`.
+    spring_d: &'a [f64],
+}
+
 /// `∂G/∂θ` (nv × np). Needs the RNEA pass and world workspace at (q, v̄, a).
-#[allow(clippy::too_many_arguments)]
 fn param_columns(
     model: &Model,
     data: &Data,
     deriv: &DerivativeData,
     spec: &ParamSpec,
-    h: f64,
-    a: &DVector<f64>,
-    v: &DVector<f64>,
-    spring_d: &[f64],
-) -> DMatrix<f64> {
+    ctx: &ParamContext,
+    col: &mut [f64],
+    g: &mut DMatrix<f64>,
+) {
     let nv = model.nv();
-    let mut g = DMatrix::zeros(nv, spec.len());
-    let mut col = vec![0.0; nv];
+    let ParamContext { h, a, v, spring_d } = *ctx;
     for e in spec.entries() {
         let b = e.index;
         let va = if b < model.nbodies() { model.v_idx[b] } else { 0 };
@@ -175,51 +225,88 @@ fn param_columns(
                 ParamKind::Stiffness => col[va + s] = spring_d[va + s],
                 ParamKind::Rest => col[va + s] = -model.stiffness[va + s],
                 ParamKind::Armature => col[va + s] = a[va + s],
-                ParamKind::Placement => placement_column(model, data, deriv, b, &Vec3::ith(s, 1.0), &mut col),
+                ParamKind::Placement => placement_column(model, data, deriv, b, &Vec3::ith(s, 1.0), col),
                 ParamKind::Gravity => {
                     for k in 0..nv {
                         col[k] = -deriv.ics[k].lin[s];
                     }
                 }
             }
-            g.column_mut(e.offset + s).copy_from_slice(&col);
+            g.column_mut(e.offset + s).copy_from_slice(col);
         }
     }
-    g
 }
 
-/// Multiplies the block-diagonal matrix `blocks` (one nv_j × nv_j block per joint) by
-/// `x` (nv × m), or its transpose when `transpose`. Joints without quaternions have
-/// identity blocks (their `⊕` is addition) and are copied through.
-pub(crate) fn block_mul(model: &Model, blocks: &[Mat6], x: &DMatrix<f64>, transpose: bool) -> DMatrix<f64> {
-    let mut out = x.clone();
+/// `h · J_w · x` for an nv × m matrix `x`: the rows of a `∂q⁺/∂·` block from the
+/// matching `∂v⁺/∂·` block. `J_w` is block diagonal (one block per joint, `blocks`);
+/// joints without quaternions have identity blocks (their `⊕` is addition), so their
+/// rows are `h x`.
+pub(crate) fn config_rows(model: &Model, blocks: &[Mat6], h: f64, x: &DMatrix<f64>) -> DMatrix<f64> {
     let n = x.nrows();
-    for col in 0..x.ncols() {
-        let src = &x.as_slice()[col * n..(col + 1) * n];
-        let dst = &mut out.as_mut_slice()[col * n..(col + 1) * n];
-        for (i, joint) in model.joints.iter().enumerate() {
-            let (va, nj) = (model.v_idx[i], joint.nv());
-            // Scalar joints have identity blocks: the copy above stands.
-            if nj == 0 || !joint.kind.has_quaternion() {
-                continue;
-            }
-            for r in 0..nj {
-                let mut acc = 0.0;
-                for c in 0..nj {
-                    let w = if transpose { blocks[i][(c, r)] } else { blocks[i][(r, c)] };
-                    acc += w * src[va + c];
-                }
-                dst[va + r] = acc;
-            }
+    let mut out = DMatrix::from_vec(n, x.ncols(), x.as_slice().iter().map(|v| v * h).collect());
+    for (i, joint) in model.joints.iter().enumerate() {
+        if !joint.kind.has_quaternion() {
+            continue;
+        }
+        let (va, src, dst) = (model.v_idx[i], x.as_slice(), out.as_mut_slice());
+        match joint.nv() {
+            3 => block_rows::<3>(&blocks[i], va, n, h, src, dst),
+            _ => block_rows::<6>(&blocks[i], va, n, h, src, dst),
         }
     }
     out
 }
 
-/// Solves `K_a X = B`.
-pub(crate) fn solve(k_a: &DMatrix<f64>, b: &DMatrix<f64>) -> Result<DMatrix<f64>> {
-    k_a.clone().lu().solve(b).ok_or_else(|| Error::Numerical {
-        algorithm: "step linearization",
-        detail: "the acceleration Jacobian ∂G/∂a is singular".into(),
-    })
+/// Rows `va..va + N` of every column of `dst` (columns of length n) set to
+/// `h · B · src[va..va + N]` for the top-left N × N block of `b`.
+fn block_rows<const N: usize>(b: &Mat6, va: usize, n: usize, h: f64, src: &[f64], dst: &mut [f64]) {
+    let bb: [[f64; N]; N] = std::array::from_fn(|r| std::array::from_fn(|c| b[(r, c)]));
+    for (s, d) in src.chunks_exact(n).zip(dst.chunks_exact_mut(n)) {
+        let xs: [f64; N] = std::array::from_fn(|c| s[va + c]);
+        for (r, row) in bb.iter().enumerate() {
+            let mut acc = 0.0;
+            for (w, x) in row.iter().zip(&xs) {
+                acc += w * x;
+            }
+            d[va + r] = acc * h;
+        }
+    }
+}
+
+/// Adds the block-diagonal `J_q` (`blocks` for quaternion joints, identity blocks for
+/// the others) to the square matrix `m`.
+pub(crate) fn add_config_blocks(model: &Model, blocks: &[Mat6], m: &mut DMatrix<f64>) {
+    for (i, joint) in model.joints.iter().enumerate() {
+        let (va, nj) = (model.v_idx[i], joint.nv());
+        if joint.kind.has_quaternion() {
+            for c in 0..nj {
+                for r in 0..nj {
+                    m[(va + r, va + c)] += blocks[i][(r, c)];
+                }
+            }
+        } else {
+            for k in va..va + nj {
+                m[(k, k)] += 1.0;
+            }
+        }
+    }
+}
+
+/// `Bᵀ x` for the block-diagonal `B` (`blocks` for quaternion joints, identity blocks
+/// for the others) and a vector `x`, into `out`.
+pub(crate) fn config_blocks_tr(model: &Model, blocks: &[Mat6], x: &[f64], out: &mut [f64]) {
+    out.copy_from_slice(x);
+    for (i, joint) in model.joints.iter().enumerate() {
+        if !joint.kind.has_quaternion() {
+            continue;
+        }
+        let (va, nj) = (model.v_idx[i], joint.nv());
+        for r in 0..nj {
+            let mut acc = 0.0;
+            for c in 0..nj {
+                acc += blocks[i][(c, r)] * x[va + c];
+            }
+            out[va + r] = acc;
+        }
+    }
 }

@@ -3,7 +3,7 @@
 //! `(q⁺, v⁺) = step(q, v, τ, θ)`, and whole-rollout backpropagation.
 //!
 //! Conventions: derivatives with respect to configurations live in the tangent
-//! space (nv), perturbing `q ⊕ δ`; θ is ordered by the simulator's [`ParamSpec`].
+//! space (nv), perturbing `q ⊕ δ`; θ is ordered by the simulator's [`ParamSpec`](crate::model::ParamSpec).
 
 mod linearize;
 mod record;

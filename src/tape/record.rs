@@ -1,8 +1,8 @@
 //! [`StepRecord`] (one recorded step) and [`Tape`] (a recorded rollout).
 
-use super::linearize::{block_mul, linearize, solve, Workspace};
+use super::linearize::{add_config_blocks, config_blocks_tr, config_rows, linearize, Workspace};
 use crate::error::{Error, Result};
-use crate::math::{lu_factor, lu_inverse, Force};
+use crate::math::{lu_factor, lu_solve_and_invert, lu_solve_transpose, Force};
 use crate::model::ParamSpec;
 use crate::step::IntegratorOptions;
 use crate::Model;
@@ -92,36 +92,37 @@ impl StepRecord {
         self.jacobians_with(&mut Workspace::new(&self.model))
     }
 
-    /// [`StepRecord::jacobians`] reusing a workspace (for many records of one model).
+    /// [`StepRecord::jacobians`] reusing a workspace.
     pub fn jacobians_with(&self, ws: &mut Workspace) -> Result<StepJacobians> {
         let model = &*self.model;
         let nv = model.nv();
-        let lin = linearize(self, ws)?;
-        let h = lin.h;
-        // dv⁺/dτ = h K_a⁻¹ ;  dv⁺/dx = −(dv⁺/dτ) ∂G/∂x  (+ I for x = v)
-        let mut lu = lin.k_a;
-        let mut piv = vec![0; nv];
-        if !lu_factor(&mut lu, &mut piv) {
-            return Err(Error::Numerical {
-                algorithm: "step linearization",
-                detail: "the acceleration Jacobian ∂G/∂a is singular".into(),
-            });
+        let h = linearize(self, ws)?;
+        factor(ws)?;
+        // dv⁺/dτ = h K_a⁻¹ ;  dv⁺/dx = −h K_a⁻¹ ∂G/∂x  (+ I for x = v), the latter by
+        // one solve with the factors for the right-hand sides [∂G/∂q ∂G/∂v ∂G/∂θ]
+        // (backward stable, unlike a product with the explicit inverse).
+        let np = ws.g_theta.ncols();
+        let mg = 2 * nv + np;
+        if ws.zt.nrows() != mg + nv || ws.zt.ncols() != nv {
+            ws.zt = DMatrix::zeros(mg + nv, nv);
         }
+        transpose_into(&ws.deriv.dtau_dq, &mut ws.zt, 0);
+        transpose_into(&ws.deriv.dtau_dv, &mut ws.zt, nv);
+        transpose_into(&ws.g_theta, &mut ws.zt, 2 * nv);
         let mut dv_dtau = DMatrix::zeros(nv, nv);
-        lu_inverse(&lu, &piv, &mut dv_dtau);
-        dv_dtau *= h;
-        let dv_dq = -(&dv_dtau * &lin.g_q);
-        let mut dv_dv = -(&dv_dtau * &lin.g_v);
+        lu_solve_and_invert(&ws.k, &ws.piv, &mut ws.zt, mg, &mut dv_dtau, h);
+        let dv_dq = scaled_transpose(&ws.zt, 0, nv, -h);
+        let mut dv_dv = scaled_transpose(&ws.zt, nv, nv, -h);
         for k in 0..nv {
             dv_dv[(k, k)] += 1.0;
         }
-        let dv_dtheta = -(&dv_dtau * &lin.g_theta);
+        let dv_dtheta = scaled_transpose(&ws.zt, 2 * nv, np, -h);
         // dq⁺ = J_q dq + J_w h dv⁺
-        let jq = block_mul(model, &lin.jq, &DMatrix::identity(nv, nv), false);
-        let dq_dq = jq + block_mul(model, &lin.jw, &dv_dq, false) * h;
-        let dq_dv = block_mul(model, &lin.jw, &dv_dv, false) * h;
-        let dq_dtau = block_mul(model, &lin.jw, &dv_dtau, false) * h;
-        let dq_dtheta = block_mul(model, &lin.jw, &dv_dtheta, false) * h;
+        let mut dq_dq = config_rows(model, &ws.jw, h, &dv_dq);
+        add_config_blocks(model, &ws.jq, &mut dq_dq);
+        let dq_dv = config_rows(model, &ws.jw, h, &dv_dv);
+        let dq_dtau = config_rows(model, &ws.jw, h, &dv_dtau);
+        let dq_dtheta = config_rows(model, &ws.jw, h, &dv_dtheta);
         let jac = StepJacobians { dq_dq, dq_dv, dq_dtau, dq_dtheta, dv_dq, dv_dv, dv_dtau, dv_dtheta };
         check_finite("step Jacobians", [&jac.dq_dq, &jac.dq_dv, &jac.dv_dq, &jac.dv_dv, &jac.dv_dtau, &jac.dv_dtheta])?;
         Ok(jac)
@@ -144,23 +145,23 @@ impl StepRecord {
         let nv = model.nv();
         crate::error::check_vector("grad_q_next", grad_q_next.as_slice(), nv)?;
         crate::error::check_vector("grad_v_next", grad_v_next.as_slice(), nv)?;
-        let lin = linearize(self, ws)?;
-        let h = lin.h;
-        let gq = DMatrix::from_column_slice(nv, 1, grad_q_next.as_slice());
+        let h = linearize(self, ws)?;
+        factor(ws)?;
         // v⁺ feeds q⁺ through J_w h.
-        let gv_tot =
-            block_mul(model, &lin.jw, &gq, true) * h + DMatrix::from_column_slice(nv, 1, grad_v_next.as_slice());
+        let mut gv_tot = DVector::zeros(nv);
+        config_blocks_tr(model, &ws.jw, grad_q_next.as_slice(), gv_tot.as_mut_slice());
+        for (g, gv) in gv_tot.iter_mut().zip(grad_v_next.iter()) {
+            *g = *g * h + gv;
+        }
         // μ = K_a⁻ᵀ (h g_v)
-        let mu = solve(&lin.k_a.transpose(), &(&gv_tot * h))?;
-        let q = block_mul(model, &lin.jq, &gq, true) - lin.g_q.tr_mul(&mu);
-        let v = &gv_tot - lin.g_v.tr_mul(&mu);
-        let theta = -lin.g_theta.tr_mul(&mu);
-        let grads = StepGradients {
-            q: DVector::from_column_slice(q.as_slice()),
-            v: DVector::from_column_slice(v.as_slice()),
-            tau: DVector::from_column_slice(mu.as_slice()),
-            theta: DVector::from_column_slice(theta.as_slice()),
-        };
+        let mut mu = &gv_tot * h;
+        lu_solve_transpose(&ws.k, &ws.piv, mu.as_mut_slice());
+        let mut q = DVector::zeros(nv);
+        config_blocks_tr(model, &ws.jq, grad_q_next.as_slice(), q.as_mut_slice());
+        let q = q - ws.g_q().tr_mul(&mu);
+        let v = &gv_tot - ws.g_v().tr_mul(&mu);
+        let theta = -ws.g_theta.tr_mul(&mu);
+        let grads = StepGradients { q, v, tau: mu, theta };
         if !grads
             .q
             .iter()
@@ -175,8 +176,58 @@ impl StepRecord {
     }
 }
 
+/// Writes `bᵀ` into the rows `first..first + b.ncols()` of `zt`.
+fn transpose_into(b: &DMatrix<f64>, zt: &mut DMatrix<f64>, first: usize) {
+    let (n, m) = (b.nrows(), zt.nrows());
+    let z = zt.as_mut_slice();
+    for (j, col) in b.as_slice().chunks_exact(n).enumerate() {
+        for (k, x) in col.iter().enumerate() {
+            z[k * m + first + j] = *x;
+        }
+    }
+}
+
+/// `s · Z[first..first + cols, :]ᵀ` (nv × cols) from the rows of `zt`.
+fn scaled_transpose(zt: &DMatrix<f64>, first: usize, cols: usize, s: f64) -> DMatrix<f64> {
+    let (m, n) = (zt.nrows(), zt.ncols());
+    let z = zt.as_slice();
+    let mut out = DMatrix::zeros(n, cols);
+    for (c, col) in out.as_mut_slice().chunks_exact_mut(n).enumerate() {
+        let zc = &z[first + c..];
+        for (r, x) in col.iter_mut().enumerate() {
+            *x = zc[r * m] * s;
+        }
+    }
+    out
+}
+
+/// Factorises the workspace's `K_a` in place.
+fn factor(ws: &mut Workspace) -> Result<()> {
+    if lu_factor(&mut ws.k, &mut ws.piv) {
+        Ok(())
+    } else {
+        Err(Error::Numerical {
+            algorithm: "step linearization",
+            detail: "the acceleration Jacobian ∂G/∂a is singular".into(),
+        })
+    }
+}
+
+/// True when every entry is finite (`x · 0` is 0 for finite x, NaN otherwise; the
+/// sums over independent lanes vectorise).
+fn all_finite(x: &[f64]) -> bool {
+    let mut acc = [0.0f64; 8];
+    let mut chunks = x.chunks_exact(8);
+    for c in &mut chunks {
+        for (a, v) in acc.iter_mut().zip(c) {
+            *a += v * 0.0;
+        }
+    }
+    chunks.remainder().iter().all(|v| v.is_finite()) && acc.iter().all(|a| *a == 0.0)
+}
+
 fn check_finite<const N: usize>(what: &'static str, ms: [&DMatrix<f64>; N]) -> Result<()> {
-    if ms.iter().all(|m| m.iter().all(|x| x.is_finite())) {
+    if ms.iter().all(|m| all_finite(m.as_slice())) {
         Ok(())
     } else {
         Err(Error::Numerical { algorithm: what, detail: "non-finite entry".into() })
