@@ -12,12 +12,14 @@
 #![deny(missing_docs)]
 
 pub mod collision;
+pub mod constraint;
 pub mod dynamics;
 pub mod error;
 pub mod gradcheck;
 pub mod io;
 pub mod math;
 pub mod model;
+pub mod solver;
 pub mod step;
 pub mod tape;
 

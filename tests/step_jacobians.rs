@@ -15,7 +15,7 @@ const TOL: f64 = 1e-7;
 
 fn sim(model: &Model, vp: VelocityProducts) -> Simulator {
     let integrator = IntegratorOptions { velocity_products: vp, ..Default::default() };
-    Simulator::new(model.clone(), SimOptions { dt: DT, gravity: None, integrator }).unwrap()
+    Simulator::new(model.clone(), SimOptions { dt: DT, gravity: None, integrator, ..Default::default() }).unwrap()
 }
 
 /// Step output as a tangent vector relative to the nominal output.

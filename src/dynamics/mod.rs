@@ -19,6 +19,7 @@ pub use aba::aba;
 pub(crate) use aba::{aba_bias_pass, aba_inertia_pass};
 pub use aba_derivatives::aba_derivatives;
 pub use crba::crba;
+pub(crate) use crba::crba_pass;
 pub use data::Data;
 pub use energy::{center_of_mass, kinetic_energy, momentum, potential_energy};
 pub use jacobian::{body_jacobian, point_jacobian, ReferenceFrame};

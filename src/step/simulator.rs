@@ -1,5 +1,6 @@
 //! The [`Simulator`]: owns a model, its options and its workspace, and steps states.
 
+use super::contact::{constraint_stage, ConstraintRecord, ConstraintWorkspace, ContactOptions};
 use super::semi_implicit_euler::{semi_implicit_euler, IntegratorOptions, StepStats};
 use crate::dynamics::{Data, DerivativeData};
 use crate::error::{check_vector, Error, Result};
@@ -20,11 +21,14 @@ pub struct SimOptions {
     pub gravity: Option<Vec3>,
     /// Velocity-update settings (where velocity products are evaluated).
     pub integrator: IntegratorOptions,
+    /// Contact and joint-limit settings.
+    #[serde(default)]
+    pub contact: ContactOptions,
 }
 
 impl Default for SimOptions {
     fn default() -> Self {
-        Self { dt: 1e-3, gravity: None, integrator: IntegratorOptions::default() }
+        Self { dt: 1e-3, gravity: None, integrator: IntegratorOptions::default(), contact: ContactOptions::default() }
     }
 }
 
@@ -78,9 +82,18 @@ pub struct SimStats {
     pub midpoint_iterations: u64,
     /// Steps whose midpoint iteration did not converge and fell back to the explicit evaluation.
     pub midpoint_fallbacks: u64,
+    /// Steps that solved a constraint LCP.
+    pub lcp_solves: u64,
+    /// LCP solves whose warm-start guess was accepted.
+    pub warm_start_hits: u64,
+    /// LCP solver fallbacks (a method failed and the next was tried).
+    pub lcp_fallbacks: u64,
+    /// LCP solves whose solution is not the standardized one (App. A.1).
+    pub unstandardized_solves: u64,
 }
 
-/// Steps an articulated system forward in time (contact-free semi-implicit Euler).
+/// Steps an articulated system forward in time: semi-implicit Euler with contacts and
+/// joint limits as a boxed LCP (see [`crate::step::contact`]).
 #[derive(Clone, Debug)]
 pub struct Simulator {
     model: Arc<Model>,
@@ -88,7 +101,9 @@ pub struct Simulator {
     options: SimOptions,
     data: Data,
     deriv: DerivativeData,
+    constraints: ConstraintWorkspace,
     last: StepStats,
+    last_constraints: Option<Arc<ConstraintRecord>>,
     stats: SimStats,
 }
 
@@ -109,15 +124,19 @@ impl Simulator {
             Some(g) => model.with_gravity(g)?,
             None => model,
         };
+        options.contact.validate()?;
         let data = Data::new(&model);
         let deriv = DerivativeData::new(&model);
+        let constraints = ConstraintWorkspace::new(&model);
         Ok(Simulator {
             model: Arc::new(model),
             params: Arc::new(ParamSpec::new()),
             options,
             data,
             deriv,
+            constraints,
             last: StepStats::default(),
+            last_constraints: None,
             stats: SimStats::default(),
         })
     }
@@ -145,6 +164,15 @@ impl Simulator {
     /// Counters accumulated since construction.
     pub fn stats(&self) -> &SimStats {
         &self.stats
+    }
+    /// The constraint stage of the last step (contacts, impulses, classification,
+    /// solver statistics); `None` when it had no constraint rows.
+    pub fn last_constraints(&self) -> Option<&ConstraintRecord> {
+        self.last_constraints.as_deref()
+    }
+    /// Forgets the previous step's contact classification (the next LCP starts cold).
+    pub fn reset_warm_start(&mut self) {
+        self.constraints.reset();
     }
 
     /// One step from `state` under `control`.
@@ -176,6 +204,31 @@ impl Simulator {
             next.q.as_mut_slice(),
             next.v.as_mut_slice(),
         )?;
+        let h = self.options.dt;
+        let constraints = constraint_stage(
+            &self.model,
+            &mut self.data,
+            &mut self.constraints,
+            state.q.as_slice(),
+            state.v.as_slice(),
+            h,
+            &self.options.contact,
+            next.v.as_mut_slice(),
+        )?;
+        if let Some(c) = &constraints {
+            self.model.integrate_into(state.q.as_slice(), next.v.as_slice(), h, next.q.as_mut_slice());
+            if let Some((k, x)) = next.q.iter().chain(next.v.iter()).enumerate().find(|(_, x)| !x.is_finite()) {
+                return Err(Error::Numerical {
+                    algorithm: "contact step",
+                    detail: format!("non-finite state entry {k} = {x}"),
+                });
+            }
+            self.stats.lcp_solves += 1;
+            self.stats.warm_start_hits += c.stats.warm_start_hit as u64;
+            self.stats.lcp_fallbacks += c.stats.fallbacks as u64;
+            self.stats.unstandardized_solves += (!c.stats.standardized) as u64;
+        }
+        self.last_constraints = constraints.map(Arc::new);
         self.last = stats;
         self.stats.steps += 1;
         self.stats.midpoint_iterations += stats.iterations as u64;
@@ -207,6 +260,7 @@ impl Simulator {
             q_next: next.q.clone(),
             v_next: next.v.clone(),
             fallback: self.last.fallback,
+            constraints: self.last_constraints.clone(),
         };
         Ok((next, record))
     }

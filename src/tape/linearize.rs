@@ -97,7 +97,8 @@ pub(crate) fn linearize(rec: &StepRecord, ws: &mut Workspace) -> Result<f64> {
     }
     let h = rec.dt;
     let midpoint = rec.integrator.velocity_products == VelocityProducts::Midpoint && !rec.fallback;
-    let (v, v_next) = (rec.v.as_slice(), rec.v_next.as_slice());
+    // The smooth update's velocity (before any constraint impulse) defines the acceleration.
+    let (v, v_next) = (rec.v.as_slice(), rec.v_smooth().as_slice());
     for k in 0..nv {
         ws.acc[k] = (v_next[k] - v[k]) / h;
         ws.vbar[k] = if midpoint { (v[k] + v_next[k]) * 0.5 } else { v[k] };
@@ -146,7 +147,7 @@ pub(crate) fn linearize(rec: &StepRecord, ws: &mut Workspace) -> Result<f64> {
         }
         let (va, n) = (model.v_idx[i], joint.nv());
         let mut w = [0.0; 6];
-        for (wk, vk) in w.iter_mut().zip(&v_next[va..va + n]) {
+        for (wk, vk) in w.iter_mut().zip(&rec.v_next.as_slice()[va..va + n]) {
             *wk = h * vk;
         }
         let (q_blk, w_blk) = joint.kind.integrate_jacobians(&w[..n]);
@@ -309,4 +310,37 @@ pub(crate) fn config_blocks_tr(model: &Model, blocks: &[Mat6], x: &[f64], out: &
             out[va + r] = acc;
         }
     }
+}
+
+/// `∂(M̃(q, θ) w)/∂q` (nv × nv, tangent columns) and `∂(M̃ w)/∂θ` (nv × np) at fixed
+/// `w`, with `M̃ = M + diag(armature + h·damping)`: RNEA at zero velocity is
+/// `M(q) a + g(q)`, so both are differences of the RNEA derivatives at `a = w` and
+/// `a = 0` (the gravity terms cancel).
+pub(crate) fn inertia_product_derivatives(
+    model: &Model,
+    spec: &ParamSpec,
+    data: &mut Data,
+    deriv: &mut DerivativeData,
+    q: &[f64],
+    w: &[f64],
+    h: f64,
+) -> Result<(DMatrix<f64>, DMatrix<f64>)> {
+    let nv = model.nv();
+    let np = spec.len();
+    let zeros = vec![0.0; nv];
+    let mut col = vec![0.0; nv];
+    let mut out_q = DMatrix::zeros(nv, nv);
+    let mut out_t = DMatrix::zeros(nv, np);
+    for (a, sign) in [(w, 1.0), (zeros.as_slice(), -1.0)] {
+        rnea_derivatives_at(model, data, deriv, q, &zeros, a, None)?;
+        crate::dynamics::derivative_columns(model, deriv, true);
+        out_q += &deriv.dtau_dq * sign;
+        if np > 0 {
+            let mut g = DMatrix::zeros(nv, np);
+            let ctx = ParamContext { h, a, v: &zeros, spring_d: &zeros };
+            param_columns(model, data, deriv, spec, &ctx, &mut col, &mut g);
+            out_t += g * sign;
+        }
+    }
+    Ok((out_q, out_t))
 }

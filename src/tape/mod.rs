@@ -5,6 +5,7 @@
 //! Conventions: derivatives with respect to configurations live in the tangent
 //! space (nv), perturbing `q ⊕ δ`; θ is ordered by the simulator's [`ParamSpec`](crate::model::ParamSpec).
 
+mod constraint;
 mod linearize;
 mod record;
 

@@ -1,10 +1,11 @@
 //! [`StepRecord`] (one recorded step) and [`Tape`] (a recorded rollout).
 
+use super::constraint::linearize_constraints;
 use super::linearize::{add_config_blocks, config_blocks_tr, config_rows, linearize, Workspace};
 use crate::error::{Error, Result};
 use crate::math::{lu_factor, lu_solve_and_invert, lu_solve_transpose, Force};
 use crate::model::ParamSpec;
-use crate::step::IntegratorOptions;
+use crate::step::{ConstraintRecord, IntegratorOptions};
 use crate::Model;
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
@@ -24,6 +25,8 @@ pub struct StepRecord {
     pub(crate) q_next: DVector<f64>,
     pub(crate) v_next: DVector<f64>,
     pub(crate) fallback: bool,
+    /// The constraint stage (contacts, joint limits), when the step had rows.
+    pub(crate) constraints: Option<Arc<ConstraintRecord>>,
 }
 
 /// The Jacobian blocks of one step (tangent-space rows and columns for q).
@@ -81,6 +84,14 @@ impl StepRecord {
     pub fn outputs(&self) -> (&DVector<f64>, &DVector<f64>) {
         (&self.q_next, &self.v_next)
     }
+    /// The constraint stage of the step (contacts, impulses, classification), if any.
+    pub fn constraints(&self) -> Option<&ConstraintRecord> {
+        self.constraints.as_deref()
+    }
+    /// The velocity after the smooth update (before the constraint impulse).
+    pub(crate) fn v_smooth(&self) -> &DVector<f64> {
+        self.constraints.as_ref().map_or(&self.v_next, |c| &c.v_free)
+    }
     /// True when the midpoint iteration of this step fell back to the explicit
     /// evaluation (the step is then differentiated as an explicit step).
     pub fn fell_back(&self) -> bool {
@@ -111,15 +122,28 @@ impl StepRecord {
         transpose_into(&ws.g_theta, &mut ws.zt, 2 * nv);
         let mut dv_dtau = DMatrix::zeros(nv, nv);
         lu_solve_and_invert(&ws.k, &ws.piv, &mut ws.zt, mg, &mut dv_dtau, h);
-        let dv_dq = scaled_transpose(&ws.zt, 0, nv, -h);
+        let mut dv_dq = scaled_transpose(&ws.zt, 0, nv, -h);
         let mut dv_dv = scaled_transpose(&ws.zt, nv, nv, -h);
         for k in 0..nv {
             dv_dv[(k, k)] += 1.0;
         }
-        let dv_dtheta = scaled_transpose(&ws.zt, 2 * nv, np, -h);
+        let mut dv_dtheta = scaled_transpose(&ws.zt, 2 * nv, np, -h);
+        let mut bounce = None;
+        if let Some(c) = &self.constraints {
+            // v⁺ = v_f + M̃⁻¹Jᵀf: dv⁺ = (I − G J_C) dv_f + Q [dq dv dθ].
+            let lin = linearize_constraints(self, c)?;
+            dv_dq = lin.project(&dv_dq) + lin.direct.columns(0, nv);
+            dv_dv = lin.project(&dv_dv) + lin.direct.columns(nv, nv);
+            dv_dtau = lin.project(&dv_dtau);
+            dv_dtheta = lin.project(&dv_dtheta) + lin.direct.columns(2 * nv, np);
+            bounce = Some(lin);
+        }
         // dq⁺ = J_q dq + J_w h dv⁺
         let mut dq_dq = config_rows(model, &ws.jw, h, &dv_dq);
         add_config_blocks(model, &ws.jq, &mut dq_dq);
+        if let Some(lin) = &bounce {
+            lin.bounce_correction(&mut dq_dq)?;
+        }
         let dq_dv = config_rows(model, &ws.jw, h, &dv_dv);
         let dq_dtau = config_rows(model, &ws.jw, h, &dv_dtau);
         let dq_dtheta = config_rows(model, &ws.jw, h, &dv_dtheta);
@@ -145,6 +169,15 @@ impl StepRecord {
         let nv = model.nv();
         crate::error::check_vector("grad_q_next", grad_q_next.as_slice(), nv)?;
         crate::error::check_vector("grad_v_next", grad_v_next.as_slice(), nv)?;
+        if self.constraints.is_some() {
+            // Through the full blocks (the constraint stage's adjoint is not specialised yet).
+            let jac = self.jacobians_with(ws)?;
+            let q = jac.dq_dq.tr_mul(grad_q_next) + jac.dv_dq.tr_mul(grad_v_next);
+            let v = jac.dq_dv.tr_mul(grad_q_next) + jac.dv_dv.tr_mul(grad_v_next);
+            let tau = jac.dq_dtau.tr_mul(grad_q_next) + jac.dv_dtau.tr_mul(grad_v_next);
+            let theta = jac.dq_dtheta.tr_mul(grad_q_next) + jac.dv_dtheta.tr_mul(grad_v_next);
+            return Ok(StepGradients { q, v, tau, theta });
+        }
         let h = linearize(self, ws)?;
         factor(ws)?;
         // v⁺ feeds q⁺ through J_w h.

@@ -1,0 +1,430 @@
+//! The constraint stage of a step: contacts and joint limits become the rows of a
+//! boxed LCP at the velocity level (DiffDART, Werling et al., §3–4 and App. A.2),
+//! solved after the smooth velocity update.
+//!
+//! ```text
+//! v_f = v + h q̈_smooth                        (the contact-free step, semi_implicit_euler)
+//! M̃  = M(q) + diag(armature + h·damping)      (the step's effective inertia)
+//! w   = J v⁺ + β,    v⁺ = v_f + M̃⁻¹ Jᵀ f       ⇒  w = A f + b,  A = J M̃⁻¹ Jᵀ,  b = J v_f + β
+//! q⁺  = q ⊕ h v⁺
+//! ```
+//!
+//! The impulse is applied after the smooth update with the same effective inertia
+//! (an operator splitting: with explicit velocity products it is exactly semi-implicit
+//! Euler with the impulse; with midpoint velocity products the impulse does not
+//! re-enter the velocity products). Rows, in this order:
+//!
+//! * per contact (point p, unit normal n from A to B): one normal row `n·(v_B(p) − v_A(p))`,
+//!   unilateral (`f_n ≥ 0`), and two friction rows along the tangent basis `t1, t2`
+//!   boxed by `±μ f_n` (a friction pyramid with two directions; the findex of ODE);
+//! * per limited 1-dof coordinate within `joint_limit_margin` of a position limit: one
+//!   unilateral row (`+e_k` at the lower limit, `−e_k` at the upper);
+//! * per dof with Coulomb friction `F_c > 0`: one row `e_k` boxed by `±h F_c`.
+//!
+//! Bias β (the velocity target):
+//!
+//! * normal rows that bounce (restitution `e > 0`, approach speed `−J_n v` above
+//!   `restitution_threshold`, and the contact predicted to close within the step,
+//!   `φ + h J_n v_f ≤ 0`): `β = e J_n v` (so `J_n v⁺ ≥ −e J_n v`), plus the
+//!   penetration term below when `φ < 0`;
+//! * other normal rows and joint-limit rows: `β = φ/h` for a gap `φ ≥ 0` (a
+//!   speculative contact: the bodies may close the gap but not cross it) and
+//!   `β = erp·φ/h` for a penetration. With the default `erp = 1` the bias is one
+//!   linear function of φ, so the gradients have no kink at φ = 0; a smaller `erp`
+//!   softens the push-out of deep penetrations at the price of that kink;
+//! * friction rows: `β = 0`.
+//!
+//! Material of a contact between shapes a and b: `μ = (μ_a + μ_b)/2` and
+//! `e = (e_a + e_b)/2` (arithmetic means: smooth in both, documented in docs/contact.md).
+
+use crate::collision::{detect_contacts, match_contacts, CollisionOptions, CollisionWorkspace, Contact};
+use crate::constraint::ContactRows;
+use crate::dynamics::Data;
+use crate::error::{Error, Result};
+use crate::solver::lcp::{solve, BoxedLcp, LcpOptions, LcpStats, RowBound, RowState};
+use crate::Model;
+use nalgebra::{DMatrix, DVector};
+use serde::{Deserialize, Serialize};
+
+/// How the Jacobians of a step with a bouncing contact treat `∂q⁺/∂q`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum BounceGradients {
+    /// The exact Jacobians of the discrete step (what finite differences of the
+    /// simulator give).
+    #[default]
+    Discrete,
+    /// DiffDART §6: `∂q⁺/∂q` corrected so that along each bouncing contact's normal
+    /// the distance after the step responds like the continuous-time bounce
+    /// (`∂φ⁺/∂φ = −e`), with the least change to the discrete Jacobian.
+    ContinuousTime,
+}
+
+/// Settings of the constraint stage.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContactOptions {
+    /// Solve contacts and joint limits (when the model has any).
+    pub enabled: bool,
+    /// Contacts are created while the signed distance is below this (m).
+    pub margin: f64,
+    /// Fraction of a penetration removed per step (0 < erp ≤ 1).
+    pub erp: f64,
+    /// Approach speeds at or below this (m/s) do not bounce.
+    pub restitution_threshold: f64,
+    /// Joint-limit rows are created within this distance of a limit (rad or m).
+    pub joint_limit_margin: f64,
+    /// The LCP solver settings (not serialized: the defaults are restored).
+    #[serde(skip)]
+    pub lcp: LcpOptions,
+    /// Guess each step's row classification from the previous step (App. A.1).
+    pub warm_start: bool,
+    /// The bounce treatment of the Jacobians.
+    pub bounce_gradients: BounceGradients,
+}
+
+impl Default for ContactOptions {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            margin: 5e-3,
+            erp: 1.0,
+            restitution_threshold: 0.05,
+            joint_limit_margin: 1e-2,
+            lcp: LcpOptions::default(),
+            warm_start: true,
+            bounce_gradients: BounceGradients::Discrete,
+        }
+    }
+}
+
+impl ContactOptions {
+    /// Checks the settings.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |what: &str, x: f64| Err(Error::InvalidInput(format!("contact option {what} is invalid: {x}")));
+        if !(self.margin.is_finite() && self.margin >= 0.0) {
+            return bad("margin (finite, ≥ 0)", self.margin);
+        }
+        if !(self.erp > 0.0 && self.erp <= 1.0) {
+            return bad("erp (in (0, 1])", self.erp);
+        }
+        if !(self.restitution_threshold.is_finite() && self.restitution_threshold >= 0.0) {
+            return bad("restitution_threshold (finite, ≥ 0)", self.restitution_threshold);
+        }
+        if !(self.joint_limit_margin.is_finite() && self.joint_limit_margin >= 0.0) {
+            return bad("joint_limit_margin (finite, ≥ 0)", self.joint_limit_margin);
+        }
+        Ok(())
+    }
+}
+
+/// What a constraint row stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RowKind {
+    /// Normal row of contact `contact`.
+    ContactNormal {
+        /// Index into the step's contacts.
+        contact: usize,
+    },
+    /// Friction row of contact `contact` along tangent `direction` (0: t1, 1: t2).
+    ContactFriction {
+        /// Index into the step's contacts.
+        contact: usize,
+        /// 0 or 1.
+        direction: u8,
+    },
+    /// Lower position limit of dof `dof`.
+    JointLower {
+        /// The dof (= its coordinate: limits apply to 1-dof coordinates).
+        dof: usize,
+    },
+    /// Upper position limit of dof `dof`.
+    JointUpper {
+        /// The dof.
+        dof: usize,
+    },
+    /// Coulomb friction of dof `dof`.
+    JointFriction {
+        /// The dof.
+        dof: usize,
+    },
+}
+
+/// Per-contact data of a step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ContactInfo {
+    /// Friction coefficient of the pair.
+    pub friction: f64,
+    /// Restitution of the pair.
+    pub restitution: f64,
+    /// True when the normal row used the restitution target.
+    pub bounce: bool,
+    /// Normal relative velocity at the start of the step, `J_n v`.
+    pub approach_velocity: f64,
+}
+
+/// The constraint stage of one step: everything its backward pass needs.
+#[derive(Clone, Debug)]
+pub struct ConstraintRecord {
+    /// The contacts (geometry at q).
+    pub contacts: Vec<Contact>,
+    /// Per contact: material and bounce data.
+    pub info: Vec<ContactInfo>,
+    /// What each row is.
+    pub rows: Vec<RowKind>,
+    /// The bounds of each row.
+    pub bounds: Vec<RowBound>,
+    /// The bias β of each row.
+    pub bias: DVector<f64>,
+    /// The impulses f (N·s, or N·m·s for joint rows).
+    pub impulses: DVector<f64>,
+    /// The row classification (clamping / separating / at bound / tied).
+    pub states: Vec<RowState>,
+    /// The velocity after the smooth update, before the impulse.
+    pub v_free: DVector<f64>,
+    /// The LCP solver's statistics.
+    pub stats: LcpStats,
+    /// The options used.
+    pub options: ContactOptions,
+}
+
+impl ConstraintRecord {
+    /// The number of constraint rows.
+    pub fn nrows(&self) -> usize {
+        self.rows.len()
+    }
+    /// Rows classified as tied (f = 0 and w = 0); differentiated as separating.
+    pub fn tied_rows(&self) -> usize {
+        self.states.iter().filter(|s| **s == RowState::Tied).count()
+    }
+}
+
+/// Persistent workspace of the constraint stage (contact detection buffers and the
+/// previous step's classification for the warm start).
+#[derive(Clone, Debug)]
+pub struct ConstraintWorkspace {
+    collision: CollisionWorkspace,
+    previous: Option<(Vec<Contact>, Vec<RowKind>, Vec<RowState>)>,
+}
+
+impl ConstraintWorkspace {
+    /// A workspace for `model`.
+    pub fn new(model: &Model) -> Self {
+        Self { collision: CollisionWorkspace::new(model), previous: None }
+    }
+    /// Forgets the previous step (no warm start on the next one).
+    pub fn reset(&mut self) {
+        self.previous = None;
+    }
+}
+
+/// True when the model can have constraint rows at all.
+pub fn has_constraints(model: &Model) -> bool {
+    !model.collision_model().shapes.is_empty()
+        || model.lower_limits().iter().any(|x| x.is_finite())
+        || model.upper_limits().iter().any(|x| x.is_finite())
+        || model.joint_friction().iter().any(|x| *x > 0.0)
+}
+
+/// The 1-dof coordinates: `(coordinate, dof)` pairs of joints without quaternions.
+fn scalar_coordinates(model: &Model) -> impl Iterator<Item = (usize, usize)> + '_ {
+    model.joints.iter().enumerate().filter(|(_, j)| !j.kind.has_quaternion()).flat_map(move |(i, j)| {
+        let (qa, va) = (model.q_idx[i], model.v_idx[i]);
+        (0..j.nv()).map(move |r| (qa + r, va + r))
+    })
+}
+
+/// The assembled rows of one step.
+pub(crate) struct Assembly {
+    pub contacts: Vec<Contact>,
+    pub info: Vec<ContactInfo>,
+    pub rows: Vec<RowKind>,
+    pub bounds: Vec<RowBound>,
+    pub bias: DVector<f64>,
+    /// Row Jacobian (m × nv).
+    pub j: DMatrix<f64>,
+}
+
+/// The effective inertia `M̃ = M + diag(armature + h·damping)` at the poses in `data`
+/// (kinematics done), Cholesky-factorised.
+pub(crate) fn effective_inertia(model: &Model, data: &mut Data, h: f64) -> Result<nalgebra::Cholesky<f64, nalgebra::Dyn>> {
+    crate::dynamics::crba_pass(model, data);
+    let mut m = data.mass_matrix.clone();
+    for k in 0..model.nv() {
+        m[(k, k)] += h * model.damping[k];
+    }
+    nalgebra::Cholesky::new(m).ok_or_else(|| Error::Numerical {
+        algorithm: "contact stage",
+        detail: "the effective inertia M + diag(armature + h·damping) is not positive definite".into(),
+    })
+}
+
+/// Builds the rows at the poses in `data` for the given contacts (contact detection
+/// done by the caller): Jacobian, bounds, bias. `v` is the start velocity, `v_free`
+/// the smooth update's.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn assemble(
+    model: &Model,
+    data: &Data,
+    contacts: Vec<Contact>,
+    q: &[f64],
+    v: &[f64],
+    v_free: &[f64],
+    h: f64,
+    options: &ContactOptions,
+) -> Result<Assembly> {
+    let nv = model.nv();
+    let cm = model.collision_model();
+    let crow = ContactRows::new(model, data, &contacts)?;
+    let nc = contacts.len();
+    let lower = model.lower_limits();
+    let upper = model.upper_limits();
+    let mut joint_rows: Vec<(RowKind, RowBound, f64)> = vec![];
+    for (c, k) in scalar_coordinates(model) {
+        let lo = lower[c];
+        if lo.is_finite() && q[c] - lo < options.joint_limit_margin {
+            joint_rows.push((RowKind::JointLower { dof: k }, RowBound::Box { lo: 0.0, hi: f64::INFINITY }, q[c] - lo));
+        }
+        let hi = upper[c];
+        if hi.is_finite() && hi - q[c] < options.joint_limit_margin {
+            joint_rows.push((RowKind::JointUpper { dof: k }, RowBound::Box { lo: 0.0, hi: f64::INFINITY }, hi - q[c]));
+        }
+    }
+    for k in 0..nv {
+        let fc = model.joint_friction()[k];
+        if fc > 0.0 {
+            joint_rows.push((RowKind::JointFriction { dof: k }, RowBound::Box { lo: -h * fc, hi: h * fc }, 0.0));
+        }
+    }
+    let m = 3 * nc + joint_rows.len();
+    let mut j = DMatrix::zeros(m, nv);
+    j.rows_mut(0, 3 * nc).copy_from(&crow.j);
+    let mut rows = Vec::with_capacity(m);
+    let mut bounds = Vec::with_capacity(m);
+    let mut bias = DVector::zeros(m);
+    let mut info = Vec::with_capacity(nc);
+    for (i, c) in contacts.iter().enumerate() {
+        let (sa, sb) = (&cm.shapes[c.id.shape_a as usize].material, &cm.shapes[c.id.shape_b as usize].material);
+        let mu = 0.5 * (sa.friction + sb.friction);
+        let e = 0.5 * (sa.restitution + sb.restitution);
+        let jn = crow.j.row(3 * i);
+        let vn = jn.iter().zip(v).map(|(a, b)| a * b).sum::<f64>();
+        let vn_free = jn.iter().zip(v_free).map(|(a, b)| a * b).sum::<f64>();
+        let phi = c.geometry.distance;
+        let bounce = e > 0.0 && vn < -options.restitution_threshold && phi + h * vn_free <= 0.0;
+        bias[3 * i] = normal_bias(phi, h, options.erp, if bounce { Some(e * vn) } else { None });
+        info.push(ContactInfo { friction: mu, restitution: e, bounce, approach_velocity: vn });
+        rows.push(RowKind::ContactNormal { contact: i });
+        bounds.push(RowBound::Box { lo: 0.0, hi: f64::INFINITY });
+        for d in 0..2u8 {
+            rows.push(RowKind::ContactFriction { contact: i, direction: d });
+            bounds.push(RowBound::Friction { normal: 3 * i, mu });
+        }
+    }
+    for (r, (kind, bound, phi)) in joint_rows.into_iter().enumerate() {
+        let row = 3 * nc + r;
+        match kind {
+            RowKind::JointLower { dof } => {
+                j[(row, dof)] = 1.0;
+                bias[row] = normal_bias(phi, h, options.erp, None);
+            }
+            RowKind::JointUpper { dof } => {
+                j[(row, dof)] = -1.0;
+                bias[row] = normal_bias(phi, h, options.erp, None);
+            }
+            RowKind::JointFriction { dof } => j[(row, dof)] = 1.0,
+            _ => unreachable!("only joint rows here"),
+        }
+        rows.push(kind);
+        bounds.push(bound);
+    }
+    Ok(Assembly { contacts, info, rows, bounds, bias, j })
+}
+
+/// The bias of a unilateral row with gap φ; `bounce` holds `e·J_n v` for a bouncing contact.
+pub(crate) fn normal_bias(phi: f64, h: f64, erp: f64, bounce: Option<f64>) -> f64 {
+    let correction = if phi < 0.0 { erp * phi / h } else { phi / h };
+    match bounce {
+        Some(target) => target + if phi < 0.0 { correction } else { 0.0 },
+        None => correction,
+    }
+}
+
+/// Runs the constraint stage: detects contacts at the poses in `data` (kinematics at
+/// q done), assembles and solves the LCP, and writes `v⁺ = v_f + M̃⁻¹Jᵀf` into
+/// `v_out` (which holds `v_f` on entry). Returns `None` when there are no rows.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn constraint_stage(
+    model: &Model,
+    data: &mut Data,
+    ws: &mut ConstraintWorkspace,
+    q: &[f64],
+    v: &[f64],
+    h: f64,
+    options: &ContactOptions,
+    v_out: &mut [f64],
+) -> Result<Option<ConstraintRecord>> {
+    if !options.enabled || !has_constraints(model) {
+        ws.previous = None;
+        return Ok(None);
+    }
+    options.validate()?;
+    let contacts = if model.collision_model().shapes.is_empty() {
+        vec![]
+    } else {
+        detect_contacts(model, data, &CollisionOptions { margin: options.margin }, &mut ws.collision)?.to_vec()
+    };
+    let v_free = DVector::from_column_slice(v_out);
+    let asm = assemble(model, data, contacts, q, v, v_free.as_slice(), h, options)?;
+    if asm.rows.is_empty() {
+        ws.previous = None;
+        return Ok(None);
+    }
+    let chol = effective_inertia(model, data, h)?;
+    let y = chol.solve(&asm.j.transpose()); // M̃⁻¹ Jᵀ (nv × m)
+    let a = &asm.j * &y;
+    let b = &asm.j * &v_free + &asm.bias;
+    let problem = BoxedLcp::new(a, b, asm.bounds.clone())?;
+    let guess = if options.warm_start { warm_start_guess(ws, &asm) } else { None };
+    let sol = solve(&problem, &options.lcp, guess.as_deref())?;
+    let dv = &y * &sol.f;
+    for k in 0..v_out.len() {
+        v_out[k] += dv[k];
+    }
+    ws.previous = Some((asm.contacts.clone(), asm.rows.clone(), sol.states.clone()));
+    Ok(Some(ConstraintRecord {
+        contacts: asm.contacts,
+        info: asm.info,
+        rows: asm.rows,
+        bounds: asm.bounds,
+        bias: asm.bias,
+        impulses: sol.f,
+        states: sol.states,
+        v_free,
+        stats: sol.stats,
+        options: *options,
+    }))
+}
+
+/// The previous step's classification carried to this step's rows: contacts by
+/// identity, joint rows by kind; unmatched rows are guessed separating.
+fn warm_start_guess(ws: &ConstraintWorkspace, asm: &Assembly) -> Option<Vec<RowState>> {
+    let (prev_contacts, prev_rows, prev_states) = ws.previous.as_ref()?;
+    let map = match_contacts(prev_contacts, &asm.contacts);
+    let lookup = |kind: &RowKind| prev_rows.iter().position(|r| r == kind).map(|i| prev_states[i]);
+    let guess = asm
+        .rows
+        .iter()
+        .map(|kind| {
+            let prev = match *kind {
+                RowKind::ContactNormal { contact } => {
+                    map[contact].and_then(|p| lookup(&RowKind::ContactNormal { contact: p }))
+                }
+                RowKind::ContactFriction { contact, direction } => {
+                    map[contact].and_then(|p| lookup(&RowKind::ContactFriction { contact: p, direction }))
+                }
+                other => lookup(&other),
+            };
+            prev.unwrap_or(RowState::Separating)
+        })
+        .collect();
+    Some(guess)
+}

@@ -1,0 +1,298 @@
+//! Backward pass of the constraint stage ([`crate::step::contact`]): the Jacobians of
+//! `v⁺ = v_f + M̃⁻¹ Jᵀ f` through the LCP solution, by the clamping-set analysis of
+//! DiffDART (Werling et al., §4, eqs. 12–16; App. A.1–A.2) and the collision-geometry
+//! terms (§5, eqs. 19–20).
+//!
+//! Classification of the rows: clamping C (inside the bounds, `w = 0`), at a bound U
+//! (a friction row at `±μ f_n`, or a joint-friction row at `±h F_c`), separating S and
+//! tied T (`f = 0, w = 0`; differentiated as separating — the one-sided derivative in
+//! which the row stays inactive; counted in [`crate::step::ConstraintRecord::tied_rows`]).
+//! Friction rows at their bound follow their normal: `f_U = E f_C` with one entry
+//! `±μ` per row (App. A.2), so `Ĵ = J_C + Eᵀ J_U` and, inside the mode,
+//!
+//! ```text
+//! M̃ Δv = Ĵᵀ f_C + J_U0ᵀ f_U0,     J_C (v_f + Δv) + β_C = 0,     Â = J_C M̃⁻¹ Ĵᵀ
+//! ```
+//!
+//! Differentiating (`dx` any input direction; v⁺ = v_f + Δv):
+//!
+//! ```text
+//! r1 = ∂(Jᵀ f)/∂q dq + J_Uᵀ dE f_C − ∂(M̃ Δv)/∂x dx          (nv)
+//! r2 = −(∂(J_C v⁺)/∂q dq + dβ_C)                               (|C|, without the J_C dv_f term)
+//! df_C = Â⁺ (r2 − J_C dv_f − J_C M̃⁻¹ r1) + (I − Â⁺Â) dÂᵀ Â⁺ᵀ f_C
+//! dv⁺ = dv_f + M̃⁻¹ (Ĵᵀ df_C + r1)
+//!     = (I − G J_C) dv_f + G r2 + (I − G J_C) M̃⁻¹ r1 + M̃⁻¹ Ĵᵀ (I − Â⁺Â) dÂᵀ Â⁺ᵀ f_C,     G = M̃⁻¹ Ĵᵀ Â⁺
+//! ```
+//!
+//! The pseudo-inverse is that of the standardized solution `f_C = −Â⁺ b_C` (App. A.1:
+//! on a rank-deficient `Â` — a box with four coplanar contacts — the forward pass
+//! returns the minimum-norm impulses; the last term is the derivative of the
+//! pseudo-inverse at constant rank, eq. 17–18, and vanishes when U is empty because
+//! then `null(Â) = null(Ĵᵀ)`). `∂(J u)/∂q` and `∂(Jᵀ λ)/∂q` come from
+//! [`crate::constraint::ContactRowDerivatives`]; `∂(M̃ w)/∂(q, θ)` from the RNEA
+//! derivatives at zero velocity.
+
+use super::linearize::inertia_product_derivatives;
+use super::record::StepRecord;
+use crate::constraint::{ContactRowDerivatives, ContactRows};
+use crate::dynamics::{forward_kinematics, Data, DerivativeData};
+use crate::error::{Error, Result};
+use crate::solver::lcp::{RowBound, RowState};
+use crate::step::contact::{assemble, effective_inertia, RowKind};
+use crate::step::{BounceGradients, ConstraintRecord};
+use crate::Model;
+use nalgebra::{DMatrix, DVector};
+
+/// The linearization of the constraint stage: `dv⁺ = dv_f − G (J_C dv_f) + Q dx`
+/// with `x = [q | v | θ]` (τ enters through `v_f` only).
+pub(crate) struct ConstraintLinearization {
+    /// `G = M̃⁻¹ Ĵᵀ Â⁺` (nv × |C|).
+    pub g: DMatrix<f64>,
+    /// `J_C` (|C| × nv).
+    pub jc: DMatrix<f64>,
+    /// Direct columns `Q` (nv × (2 nv + np)).
+    pub direct: DMatrix<f64>,
+    /// Bouncing clamping contacts: unit normal rows `â` (1 × nv) and restitution.
+    pub bounces: Vec<(DVector<f64>, f64)>,
+}
+
+/// Relative rank tolerance of the pseudo-inverse of `Â`.
+const RANK_TOL: f64 = 1e-9;
+
+/// Moore–Penrose pseudo-inverse by SVD, singular values below `RANK_TOL·σ_max` dropped.
+fn pinv(a: &DMatrix<f64>) -> Result<(DMatrix<f64>, usize)> {
+    let n = a.nrows();
+    if n == 0 {
+        return Ok((DMatrix::zeros(0, 0), 0));
+    }
+    let svd = a.clone().svd(true, true);
+    let smax = svd.singular_values.max();
+    let tol = RANK_TOL * smax.max(f64::MIN_POSITIVE);
+    let (u, vt) = match (svd.u, svd.v_t) {
+        (Some(u), Some(vt)) => (u, vt),
+        _ => {
+            return Err(Error::Numerical { algorithm: "contact backward", detail: "SVD of A_CC failed".into() });
+        }
+    };
+    let mut rank = 0;
+    let mut out = DMatrix::zeros(a.ncols(), a.nrows());
+    for (k, &s) in svd.singular_values.iter().enumerate() {
+        if s > tol {
+            rank += 1;
+            out += vt.row(k).transpose() * u.column(k).transpose() / s;
+        }
+    }
+    Ok((out, rank))
+}
+
+/// Linearizes the constraint stage of `rec` (which holds the constraint record `c`).
+pub(crate) fn linearize_constraints(rec: &StepRecord, c: &ConstraintRecord) -> Result<ConstraintLinearization> {
+    let model: &Model = &rec.model;
+    let (nv, np, h) = (model.nv(), rec.params.len(), rec.dt);
+    let nx = 2 * nv + np;
+    let q = rec.q.as_slice();
+    let mut data = Data::new(model);
+    forward_kinematics(model, &mut data, q)?;
+    let asm = assemble(model, &data, c.contacts.clone(), q, rec.v.as_slice(), c.v_free.as_slice(), h, &c.options)?;
+    if asm.rows != c.rows {
+        return Err(Error::Numerical {
+            algorithm: "contact backward",
+            detail: "the constraint rows could not be rebuilt from the record".into(),
+        });
+    }
+    let nc = c.contacts.len();
+    let chol = effective_inertia(model, &mut data, h)?;
+    let f = &c.impulses;
+
+    // Classification: C (positions), U friction rows (row, normal row, ±μ), U0 constant.
+    let clamping: Vec<usize> = (0..asm.rows.len()).filter(|&r| c.states[r] == RowState::Clamping).collect();
+    let pos_in_c = |row: usize| clamping.iter().position(|&x| x == row);
+    let mut u_friction: Vec<(usize, usize, f64)> = vec![];
+    for (r, s) in c.states.iter().enumerate() {
+        if let (RowState::AtBound { sign }, RowBound::Friction { normal, mu }) = (s, asm.bounds[r]) {
+            match pos_in_c(normal) {
+                Some(ci) => u_friction.push((r, ci, f64::from(*sign) * mu)),
+                None => {
+                    return Err(Error::Numerical {
+                        algorithm: "contact backward",
+                        detail: format!("friction row {r} is at its bound but its normal row {normal} is not clamping"),
+                    })
+                }
+            }
+        }
+    }
+    let nclamp = clamping.len();
+    let mut jc = DMatrix::zeros(nclamp, nv);
+    for (i, &r) in clamping.iter().enumerate() {
+        jc.row_mut(i).copy_from(&asm.j.row(r));
+    }
+    let mut jhat = jc.clone();
+    for &(r, ci, e) in &u_friction {
+        let row = asm.j.row(r) * e;
+        let mut dst = jhat.row_mut(ci);
+        dst += row;
+    }
+    let minv_jhat_t = chol.solve(&jhat.transpose());
+    let ahat = &jc * &minv_jhat_t;
+    let (ahat_pinv, rank) = pinv(&ahat)?;
+    let g = &minv_jhat_t * &ahat_pinv;
+
+    // Derivative operators at q.
+    let rows = ContactRows::new(model, &data, &c.contacts)?;
+    let rd = ContactRowDerivatives::new(model, &data, &c.contacts, &rows)?;
+    let v_next = rec.v_next.as_slice();
+    let dv: DVector<f64> = &rec.v_next - &c.v_free;
+    let mut deriv = DerivativeData::new(model);
+    let mut scratch = Data::new(model);
+
+    // r1 = ∂(Jᵀf)/∂q dq − ∂(M̃Δv)/∂(q,θ)  (friction-coefficient columns: none in θ yet).
+    let mut r1 = DMatrix::zeros(nv, nx);
+    let f_contact = &f.as_slice()[..3 * nc];
+    if nc > 0 {
+        let jtf = rd.jtf_q(model, &data, &rows, f_contact)?;
+        r1.columns_mut(0, nv).copy_from(&jtf);
+    }
+    let (dm_q, dm_t) = inertia_product_derivatives(model, &rec.params, &mut scratch, &mut deriv, q, dv.as_slice(), h)?;
+    {
+        let mut cols = r1.columns_mut(0, nv);
+        cols -= &dm_q;
+    }
+    if np > 0 {
+        r1.columns_mut(2 * nv, np).copy_from(&(-dm_t));
+    }
+
+    // r2 = −(∂(J_C v⁺)/∂q dq + dβ_C).
+    let jv_next = if nc > 0 { Some(rd.jv_q(model, &data, &rows, v_next)?) } else { None };
+    let jv_start = if c.info.iter().any(|i| i.bounce) { Some(rd.jv_q(model, &data, &rows, rec.v.as_slice())?) } else { None };
+    let dphi = if nc > 0 { Some(rd.distance_q()) } else { None };
+    let erp = c.options.erp;
+    let mut r2 = DMatrix::zeros(nclamp, nx);
+    for (i, &r) in clamping.iter().enumerate() {
+        let mut row_q = DVector::zeros(nv);
+        let mut row_v = DVector::zeros(nv);
+        match asm.rows[r] {
+            RowKind::ContactNormal { contact } => {
+                let info = &c.info[contact];
+                let phi = c.contacts[contact].geometry.distance;
+                let s = match (info.bounce, phi < 0.0) {
+                    (_, true) => erp,
+                    (true, false) => 0.0,
+                    (false, false) => 1.0,
+                };
+                let dphi = dphi.as_ref().expect("contacts exist");
+                row_q += dphi.row(contact).transpose() * (s / h);
+                if info.bounce {
+                    let jv0 = jv_start.as_ref().expect("bounce rows computed");
+                    row_q += jv0.row(r).transpose() * info.restitution;
+                    row_v += asm.j.row(r).transpose() * info.restitution;
+                }
+                row_q += jv_next.as_ref().expect("contacts exist").row(r).transpose();
+            }
+            RowKind::ContactFriction { .. } => {
+                row_q += jv_next.as_ref().expect("contacts exist").row(r).transpose();
+            }
+            RowKind::JointLower { dof } | RowKind::JointUpper { dof } => {
+                let phi = match asm.bias[r] {
+                    b if b < 0.0 => erp,
+                    _ => 1.0,
+                };
+                let sign = if matches!(asm.rows[r], RowKind::JointLower { .. }) { 1.0 } else { -1.0 };
+                row_q[dof] += sign * phi / h;
+            }
+            RowKind::JointFriction { .. } => {}
+        }
+        r2.view_mut((i, 0), (1, nv)).copy_from(&(-row_q).transpose());
+        r2.view_mut((i, nv), (1, nv)).copy_from(&(-row_v).transpose());
+    }
+
+    // Q = G r2 + (I − G J_C) M̃⁻¹ r1 + M̃⁻¹ Ĵᵀ N.
+    let minv_r1 = chol.solve(&r1);
+    let mut direct = &g * &r2 + &minv_r1 - &g * (&jc * &minv_r1);
+    if !u_friction.is_empty() && rank < nclamp && nc > 0 {
+        // N = (I − Â⁺Â) dÂᵀ z,  z = Â⁺ᵀ f_C,  u = M̃⁻¹ J_Cᵀ z:
+        // dÂᵀ z = dĴ u − Ĵ M̃⁻¹ ∂(M̃u) + Ĵ M̃⁻¹ ∂(J_Cᵀ z).
+        let f_c = DVector::from_iterator(nclamp, clamping.iter().map(|&r| f[r]));
+        let z = ahat_pinv.transpose() * &f_c;
+        let u = chol.solve(&(jc.transpose() * &z));
+        let jv_u = rd.jv_q(model, &data, &rows, u.as_slice())?;
+        let mut dahat_t = DMatrix::zeros(nclamp, nx);
+        for (i, &r) in clamping.iter().enumerate() {
+            if r < 3 * nc {
+                let mut dst = dahat_t.view_mut((i, 0), (1, nv));
+                dst += jv_u.row(r);
+            }
+        }
+        for &(r, ci, e) in &u_friction {
+            let mut dst = dahat_t.view_mut((ci, 0), (1, nv));
+            dst += jv_u.row(r) * e;
+        }
+        let mut lambda = vec![0.0; 3 * nc];
+        for (i, &r) in clamping.iter().enumerate() {
+            if r < 3 * nc {
+                lambda[r] = z[i];
+            }
+        }
+        let mut inner = DMatrix::zeros(nv, nx);
+        inner.columns_mut(0, nv).copy_from(&rd.jtf_q(model, &data, &rows, &lambda)?);
+        let (du_q, du_t) = inertia_product_derivatives(model, &rec.params, &mut scratch, &mut deriv, q, u.as_slice(), h)?;
+        {
+            let mut cols = inner.columns_mut(0, nv);
+            cols -= &du_q;
+        }
+        if np > 0 {
+            let mut cols = inner.columns_mut(2 * nv, np);
+            cols -= &du_t;
+        }
+        dahat_t += &jhat * chol.solve(&inner);
+        let proj = DMatrix::identity(nclamp, nclamp) - &ahat_pinv * &ahat;
+        let n = proj * dahat_t;
+        direct += &minv_jhat_t * n;
+    }
+    let _ = nx;
+
+    let mut bounces = vec![];
+    if c.options.bounce_gradients == BounceGradients::ContinuousTime {
+        for (i, info) in c.info.iter().enumerate() {
+            if info.bounce && c.states[3 * i] == RowState::Clamping {
+                let a = asm.j.row(3 * i).transpose();
+                let norm = a.norm();
+                if norm > 0.0 {
+                    bounces.push((a / norm, info.restitution));
+                }
+            }
+        }
+    }
+    Ok(ConstraintLinearization { g, jc, direct, bounces })
+}
+
+impl ConstraintLinearization {
+    /// Applies the constraint stage to a block `dv_f/dx` (nv × k): returns
+    /// `(I − G J_C) dv_f/dx` (the direct columns are added by the caller).
+    pub(crate) fn project(&self, dvf: &DMatrix<f64>) -> DMatrix<f64> {
+        dvf - &self.g * (&self.jc * dvf)
+    }
+
+    /// DiffDART §6: corrects `∂q⁺/∂q` so that `âᵢᵀ X âᵢ = −eᵢ` for each bouncing
+    /// contact, with the least Frobenius change: `X = D + Σ λ_j â_j â_jᵀ`, where
+    /// `Σ_j λ_j (âᵢ·â_j)² = −eᵢ − âᵢᵀ D âᵢ` (pseudo-inverse for dependent normals).
+    pub(crate) fn bounce_correction(&self, dq_dq: &mut DMatrix<f64>) -> Result<()> {
+        let k = self.bounces.len();
+        if k == 0 {
+            return Ok(());
+        }
+        let mut gram = DMatrix::zeros(k, k);
+        let mut rhs = DVector::zeros(k);
+        for (i, (ai, ei)) in self.bounces.iter().enumerate() {
+            for (j, (aj, _)) in self.bounces.iter().enumerate() {
+                gram[(i, j)] = ai.dot(aj).powi(2);
+            }
+            rhs[i] = -ei - ai.dot(&(&*dq_dq * ai));
+        }
+        let (gp, _) = pinv(&gram)?;
+        let lambda = gp * rhs;
+        for (j, (aj, _)) in self.bounces.iter().enumerate() {
+            *dq_dq += aj * aj.transpose() * lambda[j];
+        }
+        Ok(())
+    }
+}
