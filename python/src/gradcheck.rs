@@ -126,7 +126,7 @@ pub fn gradcheck(
     let gravity = gravity.filter(|g| !g.is_none()).map(|g| crate::convert::vec3(g, "gravity")).transpose()?;
     let integrator =
         IntegratorOptions { velocity_products: self::velocity_products(velocity_products)?, ..Default::default() };
-    let options = SimOptions { dt, gravity, integrator };
+    let options = SimOptions { dt, gravity, integrator, ..Default::default() };
     // Parsing depends on the tree only, not on the gravity override.
     let params = params_arg(params, m)?;
     let method = FdMethod::parse(method)
