@@ -52,6 +52,7 @@ fn fd_step_jacobians_have_the_expected_structure() {
             velocity_products: stiction::step::VelocityProducts::Explicit,
             ..Default::default()
         },
+        ..Default::default()
     };
     let state = State { q: model.random_configuration(2), v: DVector::zeros(6) };
     let control = Control::torques(DVector::from_vec(vec![0.1, -0.2, 0.3, 1.0, 0.5, -0.4]));
