@@ -1,0 +1,233 @@
+//! The contact scene zoo: Jacobians of contact steps against Ridders finite
+//! differences of the simulator (through `gradcheck::check_step`), at ≥ 10 states per
+//! scene inside one contact mode (the row classification of the recorded step equals
+//! the scene's nominal one), every block (q, v, τ, θ) to 1e-6 relative.
+
+use nalgebra::DVector;
+use stiction::gradcheck::{check_step, FdMethod, GradcheckConfig};
+use stiction::math::{Inertia, SplitMix64, Vec3, SE3};
+use stiction::model::{Body, CollisionShape, Geometry, Material, ParamSpec, WORLD};
+use stiction::solver::lcp::RowState;
+use stiction::step::ContactOptions;
+use stiction::{Control, Joint, Model, ModelBuilder, SimOptions, Simulator, State};
+
+const DT: f64 = 1e-3;
+
+fn material(friction: f64, restitution: f64) -> Material {
+    Material { friction, restitution }
+}
+
+fn ground(b: &mut ModelBuilder, m: Material, tilt: f64) {
+    let pose = SE3::from_axis_angle(&Vec3::y(), tilt);
+    b.add_link(Body::massless(WORLD).with_collision(CollisionShape::new(Geometry::Plane, pose).with_material(m)));
+}
+
+fn free_body(b: &mut ModelBuilder, name: &str, geometry: Geometry, inertia: Inertia, m: Material) {
+    b.add_body(
+        WORLD,
+        Joint::free(format!("{name}_free")),
+        Body::new(name, inertia).with_collision(CollisionShape::new(geometry, SE3::identity()).with_material(m)),
+    );
+}
+
+/// A scene: model, options, a nominal state and control, parameter names, and how far
+/// random states may stray from the nominal one (tangent q, v).
+struct Scene {
+    name: &'static str,
+    model: Model,
+    options: SimOptions,
+    state: State,
+    tau: DVector<f64>,
+    params: Vec<String>,
+    spread: (f64, f64),
+}
+
+fn options() -> SimOptions {
+    SimOptions { dt: DT, contact: ContactOptions { warm_start: false, ..Default::default() }, ..Default::default() }
+}
+
+/// Free-body configuration: position and rotation about `axis` by `angle`.
+fn pose_q(model: &Model, pos: Vec3, axis: Vec3, angle: f64) -> DVector<f64> {
+    let mut q = model.neutral();
+    q[0] = pos.x;
+    q[1] = pos.y;
+    q[2] = pos.z;
+    let half = 0.5 * angle;
+    let a = axis.normalize() * half.sin();
+    q[3] = half.cos();
+    q[4] = a.x;
+    q[5] = a.y;
+    q[6] = a.z;
+    q
+}
+
+fn box_scene(name: &'static str, mu: f64, push: f64, vx: f64) -> Scene {
+    let mut b = ModelBuilder::new(name);
+    ground(&mut b, material(mu, 0.0), 0.0);
+    let h = Vec3::new(0.1, 0.08, 0.06);
+    free_body(&mut b, "box", Geometry::Box { half_extents: h }, Inertia::solid_box(1.0, h * 2.0), material(mu, 0.0));
+    let model = b.build().unwrap();
+    let q = pose_q(&model, Vec3::new(0.0, 0.0, h.z - 2e-4), Vec3::z(), 0.3);
+    let mut v = DVector::zeros(6);
+    v[3] = vx;
+    let mut tau = DVector::zeros(6);
+    tau[3] = push;
+    Scene {
+        name,
+        model,
+        options: options(),
+        state: State { q, v },
+        tau,
+        params: vec!["mass:box".into(), "inertia:box".into(), "com:box".into()],
+        spread: (2e-5, 2e-3),
+    }
+}
+
+fn sphere_scene(name: &'static str, restitution: f64, height: f64, vz: f64) -> Scene {
+    let mut b = ModelBuilder::new(name);
+    ground(&mut b, material(0.5, restitution), 0.0);
+    let r = 0.1;
+    free_body(&mut b, "ball", Geometry::Sphere { radius: r }, Inertia::solid_sphere(0.5, r), material(0.5, restitution));
+    let model = b.build().unwrap();
+    let q = pose_q(&model, Vec3::new(0.0, 0.0, r + height), Vec3::z(), 0.0);
+    let mut v = DVector::zeros(6);
+    v[5] = vz;
+    v[3] = 0.2;
+    Scene {
+        name,
+        model,
+        options: options(),
+        state: State { q, v },
+        tau: DVector::zeros(6),
+        params: vec!["mass:ball".into()],
+        spread: (1e-4, 1e-2),
+    }
+}
+
+fn incline_scene(name: &'static str, mu: f64, v_down: f64) -> Scene {
+    let tilt = 10f64.to_radians();
+    let mut b = ModelBuilder::new(name);
+    ground(&mut b, material(mu, 0.0), tilt);
+    let h = Vec3::new(0.1, 0.08, 0.06);
+    free_body(&mut b, "box", Geometry::Box { half_extents: h }, Inertia::solid_box(1.0, h * 2.0), material(mu, 0.0));
+    let model = b.build().unwrap();
+    // The plane z' = 0 of the tilted frame; the box sits on it, rotated with it.
+    let n = SE3::from_axis_angle(&Vec3::y(), tilt).rot * Vec3::z();
+    let centre = n * (h.z - 2e-4);
+    let q = pose_q(&model, centre, Vec3::y(), tilt);
+    let mut v = DVector::zeros(6);
+    v[3] = -v_down; // body x points down the slope (the slope rises along +x)
+    Scene {
+        name,
+        model,
+        options: options(),
+        state: State { q, v },
+        tau: DVector::zeros(6),
+        params: vec!["mass:box".into()],
+        spread: (2e-5, 2e-3),
+    }
+}
+
+fn stack_scene() -> Scene {
+    let mut b = ModelBuilder::new("two_blocks_1_10");
+    ground(&mut b, material(0.7, 0.0), 0.0);
+    let h = Vec3::new(0.1, 0.1, 0.05);
+    free_body(&mut b, "light", Geometry::Box { half_extents: h }, Inertia::solid_box(0.5, h * 2.0), material(0.7, 0.0));
+    let h2 = Vec3::new(0.06, 0.06, 0.04);
+    free_body(&mut b, "heavy", Geometry::Box { half_extents: h2 }, Inertia::solid_box(5.0, h2 * 2.0), material(0.7, 0.0));
+    let model = b.build().unwrap();
+    let q1 = pose_q(&model, Vec3::new(0.0, 0.0, h.z - 1e-4), Vec3::z(), 0.0);
+    let mut q = q1.clone();
+    let q2 = [0.01, -0.01, 2.0 * h.z + h2.z - 2e-4];
+    q[7] = q2[0];
+    q[8] = q2[1];
+    q[9] = q2[2];
+    let half = 0.5 * 0.4f64;
+    q[10] = half.cos();
+    q[11] = 0.0;
+    q[12] = 0.0;
+    q[13] = half.sin();
+    Scene {
+        name: "two_blocks_1_10",
+        model,
+        options: options(),
+        state: State { q, v: DVector::zeros(12) },
+        tau: DVector::zeros(12),
+        params: vec!["mass:light".into(), "mass:heavy".into()],
+        spread: (1e-5, 1e-3),
+    }
+}
+
+fn cartpole_scene() -> Scene {
+    let mut b = ModelBuilder::new("cartpole_limit");
+    b.add_body(
+        WORLD,
+        Joint::prismatic("slider", Vec3::x()).with_position_limits(&[-1.0], &[1.0]),
+        Body::new("cart", Inertia::solid_box(1.0, Vec3::new(0.3, 0.2, 0.1))),
+    );
+    b.add_body("cart", Joint::revolute("hinge", Vec3::y()), stiction::model::samples::rod("pole", 0.3, 0.6, 0.02, Vec3::z()));
+    let model = b.build().unwrap();
+    let q = DVector::from_vec(vec![0.9995, 0.3]);
+    let v = DVector::from_vec(vec![1.5, -0.5]);
+    Scene {
+        name: "cartpole_limit",
+        model,
+        options: options(),
+        state: State { q, v },
+        tau: DVector::from_vec(vec![0.5, 0.0]),
+        params: vec!["mass:cart".into(), "mass:pole".into()],
+        spread: (1e-5, 1e-2),
+    }
+}
+
+fn scenes() -> Vec<Scene> {
+    vec![
+        box_scene("box_rest_frictionless", 0.0, 0.0, 0.0),
+        box_scene("box_rest_static", 0.8, 2.0, 0.0),
+        box_scene("box_sliding", 0.3, 0.0, 1.0),
+        sphere_scene("ball_resting", 0.0, -1e-4, 0.0),
+        sphere_scene("ball_bounce_0.5", 0.5, 2e-3, -3.0),
+        sphere_scene("ball_bounce_1", 1.0, 1e-3, -2.0),
+        incline_scene("incline_sticking", 0.8, 0.0),
+        incline_scene("incline_sliding", 0.1, 0.5),
+        stack_scene(),
+        cartpole_scene(),
+    ]
+}
+
+fn classification(s: &Scene, state: &State) -> Option<Vec<RowState>> {
+    let mut sim = Simulator::new(s.model.clone(), s.options.clone()).unwrap();
+    let (_, rec) = sim.step_recorded(state, &Control::torques(s.tau.clone())).unwrap();
+    rec.constraints().map(|c| c.states.clone())
+}
+
+#[test]
+fn contact_step_jacobians_match_finite_differences() {
+    let config = GradcheckConfig { method: FdMethod::Ridders, step: 1e-5, rel_tol: 1e-6, abs_floor: 1e-5 };
+    let mut summary = vec![];
+    for s in scenes() {
+        let nominal = classification(&s, &s.state).unwrap_or_else(|| panic!("{}: no constraint rows", s.name));
+        assert!(nominal.iter().any(|r| *r == RowState::Clamping), "{}: nothing clamping {nominal:?}", s.name);
+        let params = ParamSpec::parse(&s.model, &s.params).unwrap();
+        let mut rng = SplitMix64::new(7);
+        let (mut checked, mut skipped, mut worst) = (0, 0, 0.0f64);
+        let nv = s.model.nv();
+        while checked < 10 {
+            let dq = DVector::from_fn(nv, |_, _| rng.range(-1.0, 1.0) * s.spread.0);
+            let dv = DVector::from_fn(nv, |_, _| rng.range(-1.0, 1.0) * s.spread.1);
+            let state = State { q: s.model.integrate(&s.state.q, &dq, 1.0).unwrap(), v: &s.state.v + dv };
+            if classification(&s, &state).as_ref() != Some(&nominal) {
+                skipped += 1;
+                assert!(skipped < 40, "{}: too many states leave the nominal mode", s.name);
+                continue;
+            }
+            let control = Control::torques(s.tau.clone());
+            let report = check_step(&s.model, &s.options, &params, &state, &control, &config).unwrap();
+            assert!(report.passed(), "{}: state {checked}\n{report}", s.name);
+            worst = worst.max(report.max_rel_error());
+            checked += 1;
+        }
+        summary.push(format!("{}: worst {worst:.1e} ({skipped} skipped)", s.name));
+    }
+    println!("{}", summary.join("\n"));
+}
