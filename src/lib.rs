@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod collision;
+pub mod constraint;
 pub mod dynamics;
 pub mod error;
 pub mod gradcheck;
