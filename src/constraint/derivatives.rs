@@ -106,18 +106,27 @@ pub struct ContactRowDerivatives {
     nv: usize,
 }
 
-/// Whether dof offset `j` of a joint moves under its dof offset `k` (see the module docs).
+/// Whether every dof of the joint moves the subspace columns of all its other dofs:
+/// true for the joints whose subspace is constant in the child frame (ball, free),
+/// false for the serial ones and the single-dof joints.
 #[inline]
-fn carries(kind: &JointType, k: usize, j: usize) -> bool {
+fn whole_joint_carried(kind: &JointType) -> bool {
     match kind {
         JointType::Spherical | JointType::Free => true,
-        JointType::Universal { .. } | JointType::Planar { .. } => j >= k,
-        JointType::Fixed
+        JointType::Universal { .. }
+        | JointType::Planar { .. }
+        | JointType::Fixed
         | JointType::Revolute { .. }
         | JointType::Continuous { .. }
         | JointType::Prismatic { .. }
-        | JointType::Screw { .. } => j >= k,
+        | JointType::Screw { .. } => false,
     }
+}
+
+/// Whether dof offset `j` of a joint moves under its dof offset `k` (see the module docs).
+#[inline]
+fn carries(kind: &JointType, k: usize, j: usize) -> bool {
+    whole_joint_carried(kind) || j >= k
 }
 
 fn check_vector(what: &'static str, x: &[f64], expected: usize) -> Result<()> {
@@ -150,7 +159,7 @@ impl ContactRowDerivatives {
             let (g, h) = (&jacobians.geometry, &c.geometry);
             let scale = h.point.norm().max(1.0);
             let gap = ((g.point - h.point).norm() / scale).max((g.normal - h.normal).norm());
-            if !(gap <= GEOMETRY_TOLERANCE) {
+            if gap.is_nan() || gap > GEOMETRY_TOLERANCE {
                 return Err(Error::InvalidInput(format!(
                     "contact {i}: its geometry differs from its features' geometry at these poses by {gap:e}; \
                      recompute the contacts at this configuration"
@@ -401,8 +410,8 @@ impl ContactRowDerivatives {
             let kind = &model.joints[b].kind;
             let mut acc = vp;
             for k in v0..v0 + n {
-                // dofs j < k of the joint are not carried by k unless every dof carries every other
-                before[k] = if carries(kind, 1, 0) { vp } else { acc };
+                // the joint's dofs before k are not carried by k, unless all are
+                before[k] = if whole_joint_carried(kind) { vp } else { acc };
                 acc += self.s_world[k] * u[k];
             }
             vw[b] = acc;
