@@ -156,8 +156,8 @@ pub(crate) fn check_contact(model: &Model, c: &Contact, i: usize) -> Result<()> 
         }
     }
     let g = &c.geometry;
-    let values = g.point.iter().chain(g.normal.iter()).copied().chain([g.distance]);
-    if let Some(value) = values.clone().find(|v| !v.is_finite()) {
+    let mut values = g.point.iter().chain(g.normal.iter()).copied().chain([g.distance]);
+    if let Some(value) = values.find(|v| !v.is_finite()) {
         return Err(Error::NonFinite { what: "contact geometry (point, normal, distance)", index: i, value });
     }
     if (g.normal.norm() - 1.0).abs() > UNIT_TOLERANCE {
