@@ -1,0 +1,463 @@
+//! Configuration derivatives of the contact rows, for fixed contact features:
+//! `∂(J(q) u)/∂q`, `∂(J(q)ᵀ λ)/∂q` (DiffDART, Werling et al. 2021, eqs. 7–10 need them
+//! through `∂q̇⁺/∂q`; eq. 20 is the second), their vector–Jacobian products, and
+//! `∂distance/∂q`. Every derivative is in the tangent space: column k is the derivative
+//! along `q ⊕ ε e_k`.
+//!
+//! Kinematics (Featherstone 2008, §8.1, eq. 8.4, and the world-frame form of Carpentier
+//! & Mansard 2018): under `q ⊕ ε e_k` the bodies carried by dof k move by the world twist
+//! `ε S_k^w`, so the world-frame motion subspace of every dof j they carry rotates with
+//! them, `∂S_j^w/∂ε_k = S_k^w × S_j^w`. "Carried by k" means: every dof of a descendant
+//! body, and within k's own joint every dof when the joint's subspace is constant in the
+//! child frame (ball, free), or the dofs from k on for the serial joints (universal:
+//! `R₁(q₁)R₂(q₂)`, planar: translation then rotation), whose earlier columns do not
+//! move with later coordinates. With `V_X = Σ_{j ∈ chain(X)} S_j^w u_j` this gives
+//!
+//! ```text
+//! ∂V_X/∂ε_k = S_k^w × (V_X − V_k⁻)        (k on X's chain; V_k⁻ = velocity of the dofs not carried by k)
+//! ```
+//!
+//! Rows (`contact_rows`): `(J u)_r = W_r · (V_B − V_A)`, `W_r = [p × d_r; d_r]`, so
+//!
+//! ```text
+//! ∂(J u)_r/∂ε_k = ∂W_r · ΔV + W_r · ∂ΔV/∂ε_k
+//! ∂W_r · ΔV     = ∂p · (d_r × ω) + ∂d_r · (ω × p + v)        ΔV = V_B − V_A = [ω; v]
+//! ∂ΔV/∂ε_k      = S_k × ΔV (k above the common ancestor),  S_k × (V_B − V_k⁻) (B only),  −S_k × (V_A − V_k⁻) (A only)
+//! ```
+//!
+//! with ∂p, ∂n from `collision::contact_jacobians` and ∂t₁, ∂t₂ = L₁∂n, L₂∂n from
+//! [`ContactFrame::tangent_jacobians`]. Transpose (DiffDART eqs. 19–20): with each
+//! contact's impulse `F_c = [p × f_c; f_c]`, `f_c = Σ_r λ_r d_r`, applied to B and
+//! `−F_c` to A, and `Φ_j` the net wrench on the subtree of dof j's body,
+//!
+//! ```text
+//! (Jᵀλ)_j = S_j^w · Φ_j
+//! ∂(Jᵀλ)_j/∂ε_k = [k carries j] (S_k × S_j) · Φ_j + Σ_c σ_c(j) S_j · ∂F_c/∂ε_k
+//! ∂F_c/∂ε_k = [∂p × f_c + p × ∂f_c; ∂f_c],   ∂f_c = (λ_n I + λ_1 L₁ + λ_2 L₂) ∂n
+//! ```
+//!
+//! (σ_c(j) = +1 on B's chain only, −1 on A's only, 0 elsewhere). The products use
+//! `(S_k × X) · F = S_k · (X ×* F)` (Featherstone eq. 2.32) to move the sums over j into
+//! one subtree pass, and `Σ_j σ_c(j) z_j S_j = V_B(z) − V_A(z)`: the VJPs cost
+//! O(nc·depth + nv·depth), the matrices O(nc·depth² + nv·depth) after O(nc·nv) set-up.
+
+use super::contact_rows::{check_contact, check_data, for_each_dof, world_subspace, Chains, ContactRows};
+use super::frame::ContactFrame;
+use crate::collision::{contact_jacobians, Contact, ContactJacobians};
+use crate::dynamics::Data;
+use crate::error::{Error, Result};
+use crate::math::{Force, Mat3, Motion, Vec3};
+use crate::model::JointType;
+use crate::Model;
+use nalgebra::{DMatrix, DVector, Matrix3xX};
+
+/// Largest disagreement (relative to `max(1, |p|)`) accepted between a contact's stored
+/// geometry and the geometry recomputed from its features at the poses of `data`.
+const GEOMETRY_TOLERANCE: f64 = 1e-9;
+
+/// The derivatives of one contact's geometry and frame with respect to q.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContactDerivatives {
+    /// Point, normal and signed distance, and their derivatives w.r.t. q (3 × nv, 1 × nv).
+    pub jacobians: ContactJacobians,
+    /// ∂t₁/∂q (3 × nv).
+    pub dt1: Matrix3xX<f64>,
+    /// ∂t₂/∂q (3 × nv).
+    pub dt2: Matrix3xX<f64>,
+    /// The contact's frame.
+    pub frame: ContactFrame,
+    /// Body of shape A (`None`: the world).
+    pub body_a: Option<usize>,
+    /// Body of shape B (`None`: the world).
+    pub body_b: Option<usize>,
+    l1: Mat3,
+    l2: Mat3,
+    chains: Chains,
+}
+
+impl ContactDerivatives {
+    /// `[n, t₁, t₂]`.
+    fn directions(&self) -> [Vec3; 3] {
+        [self.frame.normal, self.frame.t1, self.frame.t2]
+    }
+
+    /// `Σ_r w_r L_rᵀ x` with `L₀ = I`.
+    fn lt(&self, w: [f64; 3], x: &Vec3) -> Vec3 {
+        x * w[0] + self.l1.tr_mul(x) * w[1] + self.l2.tr_mul(x) * w[2]
+    }
+
+    /// Calls `f(k, side)` for every dof on the contact's chains: side +1 for B's chain
+    /// only, −1 for A's only, 0 above the common ancestor.
+    fn for_each_chain_dof(&self, model: &Model, mut f: impl FnMut(usize, i8)) {
+        let lca = self.chains.lca;
+        for_each_dof(model, self.body_b, lca, |k| f(k, 1));
+        for_each_dof(model, self.body_a, lca, |k| f(k, -1));
+        for_each_dof(model, lca, None, |k| f(k, 0));
+    }
+}
+
+/// Configuration derivatives of the rows, for fixed contact features (as crate::collision::contact_jacobians).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContactRowDerivatives {
+    contacts: Vec<ContactDerivatives>,
+    /// World-frame motion subspace of every dof at the configuration.
+    s_world: Vec<Motion>,
+    nbodies: usize,
+    nv: usize,
+}
+
+/// Whether every dof of the joint moves the subspace columns of all its other dofs:
+/// true for the joints whose subspace is constant in the child frame (ball, free),
+/// false for the serial ones and the single-dof joints.
+#[inline]
+fn whole_joint_carried(kind: &JointType) -> bool {
+    match kind {
+        JointType::Spherical | JointType::Free => true,
+        JointType::Universal { .. }
+        | JointType::Planar { .. }
+        | JointType::Fixed
+        | JointType::Revolute { .. }
+        | JointType::Continuous { .. }
+        | JointType::Prismatic { .. }
+        | JointType::Screw { .. } => false,
+    }
+}
+
+/// Whether dof offset `j` of a joint moves under its dof offset `k` (see the module docs).
+#[inline]
+fn carries(kind: &JointType, k: usize, j: usize) -> bool {
+    whole_joint_carried(kind) || j >= k
+}
+
+fn check_vector(what: &'static str, x: &[f64], expected: usize) -> Result<()> {
+    if x.len() != expected {
+        return Err(Error::Dimension { what, expected, got: x.len() });
+    }
+    if let Some((index, &value)) = x.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+        return Err(Error::NonFinite { what, index, value });
+    }
+    Ok(())
+}
+
+impl ContactRowDerivatives {
+    /// The derivatives at the configuration of `data` (after forward kinematics at q) of
+    /// the rows `rows` built from `contacts` at that configuration.
+    ///
+    /// Errors: as [`ContactRows::new`]; `rows` not made from `contacts` for `model`
+    /// ([`Error::Dimension`], [`Error::InvalidInput`]); a contact whose stored geometry
+    /// is not its features' geometry at these poses (recompute it with
+    /// [`super::recompute_contacts`]) or whose closed form is degenerate here
+    /// ([`Error::InvalidInput`], [`Error::Numerical`]).
+    pub fn new(model: &Model, data: &Data, contacts: &[Contact], rows: &ContactRows) -> Result<Self> {
+        check_data(model, data)?;
+        let nv = model.nv();
+        check_rows(rows, contacts.len(), nv)?;
+        let mut out = Vec::with_capacity(contacts.len());
+        for (i, c) in contacts.iter().enumerate() {
+            check_contact(model, c, i)?;
+            let jacobians = contact_jacobians(model, data, c)?;
+            let (g, h) = (&jacobians.geometry, &c.geometry);
+            let scale = h.point.norm().max(1.0);
+            let gap = ((g.point - h.point).norm() / scale).max((g.normal - h.normal).norm());
+            if gap.is_nan() || gap > GEOMETRY_TOLERANCE {
+                return Err(Error::InvalidInput(format!(
+                    "contact {i}: its geometry differs from its features' geometry at these poses by {gap:e}; \
+                     recompute the contacts at this configuration"
+                )));
+            }
+            let frame = rows.frames[i];
+            if (frame.normal - h.normal).norm() > GEOMETRY_TOLERANCE {
+                return Err(Error::InvalidInput(format!("contact {i}: the rows were not built from these contacts")));
+            }
+            let (l1, l2) = frame.tangent_jacobians();
+            let (dt1, dt2) = (l1 * &jacobians.normal, l2 * &jacobians.normal);
+            out.push(ContactDerivatives {
+                jacobians,
+                dt1,
+                dt2,
+                frame,
+                body_a: c.body_a,
+                body_b: c.body_b,
+                l1,
+                l2,
+                chains: Chains::new(model, c.body_a, c.body_b),
+            });
+        }
+        let s_world = (0..nv).map(|k| world_subspace(data, model.dof_body[k], k)).collect();
+        Ok(ContactRowDerivatives { contacts: out, s_world, nbodies: model.nbodies(), nv })
+    }
+
+    /// Per contact: the geometry derivatives and ∂t₁/∂q, ∂t₂/∂q.
+    pub fn contacts(&self) -> &[ContactDerivatives] {
+        &self.contacts
+    }
+
+    /// ∂distance/∂q (nc × nv).
+    pub fn distance_q(&self) -> DMatrix<f64> {
+        let mut d = DMatrix::zeros(self.contacts.len(), self.nv);
+        for (i, c) in self.contacts.iter().enumerate() {
+            d.row_mut(i).copy_from(&c.jacobians.distance);
+        }
+        d
+    }
+
+    /// ∂(J(q) u)/∂q at fixed u ∈ R^nv: (3nc × nv). Column k = derivative along q ⊕ ε e_k.
+    ///
+    /// `model`, `data` and `rows` are those given to [`ContactRowDerivatives::new`].
+    pub fn jv_q(&self, model: &Model, data: &Data, rows: &ContactRows, u: &[f64]) -> Result<DMatrix<f64>> {
+        self.check_call(model, data, rows)?;
+        check_vector("u", u, self.nv)?;
+        let (vw, vb) = self.velocities(model, u);
+        let mut out = DMatrix::zeros(3 * self.contacts.len(), self.nv);
+        for (i, c) in self.contacts.iter().enumerate() {
+            let (va, vbody) = (side_velocity(&vw, c.body_a), side_velocity(&vw, c.body_b));
+            let dv = vbody - va;
+            let p = c.jacobians.geometry.point;
+            let dvp = dv.lin + dv.ang.cross(&p);
+            let d = c.directions();
+            let w = d.map(|dr| Force::from_point_force(&p, &dr));
+            let dxw = d.map(|dr| dr.cross(&dv.ang));
+            c.for_each_chain_dof(model, |k, side| {
+                let s = &self.s_world[k];
+                let kin = match side {
+                    1 => s.cross_motion(&(vbody - vb[k])),
+                    -1 => -s.cross_motion(&(va - vb[k])),
+                    _ => s.cross_motion(&dv),
+                };
+                let dp = c.jacobians.point.column(k);
+                let dd = [c.jacobians.normal.column(k), c.dt1.column(k), c.dt2.column(k)];
+                for r in 0..3 {
+                    out[(3 * i + r, k)] = kin.dot(&w[r]) + dp.dot(&dxw[r]) + dd[r].dot(&dvp);
+                }
+            });
+        }
+        Ok(out)
+    }
+
+    /// ∂(J(q)ᵀ λ)/∂q at fixed λ ∈ R^{3nc}: (nv × nv).
+    ///
+    /// `model`, `data` and `rows` are those given to [`ContactRowDerivatives::new`].
+    pub fn jtf_q(&self, model: &Model, data: &Data, rows: &ContactRows, lambda: &[f64]) -> Result<DMatrix<f64>> {
+        self.check_call(model, data, rows)?;
+        check_vector("lambda", lambda, 3 * self.contacts.len())?;
+        let nv = self.nv;
+        let mut out = DMatrix::zeros(nv, nv);
+        let phi = self.subtree_wrenches(model, lambda);
+        // (S_k × S_j) · Φ_j for every dof k that carries dof j.
+        for b in 0..self.nbodies {
+            let (v0, n) = (model.v_idx[b], model.joints[b].nv());
+            let kind = &model.joints[b].kind;
+            for j in v0..v0 + n {
+                let sj = self.s_world[j];
+                for k in v0..v0 + n {
+                    if carries(kind, k - v0, j - v0) {
+                        out[(j, k)] += self.s_world[k].cross_motion(&sj).dot(&phi[b]);
+                    }
+                }
+                for_each_dof(model, model.parents[b], None, |k| {
+                    out[(j, k)] += self.s_world[k].cross_motion(&sj).dot(&phi[b]);
+                });
+            }
+        }
+        // S_j · ∂F_c/∂ε_k on the contacts' own chains.
+        for (i, c) in self.contacts.iter().enumerate() {
+            let l = [lambda[3 * i], lambda[3 * i + 1], lambda[3 * i + 2]];
+            let d = c.directions();
+            let f = d[0] * l[0] + d[1] * l[1] + d[2] * l[2];
+            let p = c.jacobians.geometry.point;
+            c.for_each_chain_dof(model, |k, _| {
+                let dp: Vec3 = c.jacobians.point.column(k).into_owned();
+                let df: Vec3 = c.jacobians.normal.column(k) * l[0] + c.dt1.column(k) * l[1] + c.dt2.column(k) * l[2];
+                let dfc = Force::new(dp.cross(&f) + p.cross(&df), df);
+                let lca = c.chains.lca;
+                for_each_dof(model, c.body_b, lca, |j| out[(j, k)] += self.s_world[j].dot(&dfc));
+                for_each_dof(model, c.body_a, lca, |j| out[(j, k)] -= self.s_world[j].dot(&dfc));
+            });
+        }
+        Ok(out)
+    }
+
+    /// Row-vector products for reverse mode without forming the matrices (cost O(nc·depth + nv·depth)):
+    /// μᵀ ∂(J u)/∂q  (nv)   and   zᵀ ∂(Jᵀ λ)/∂q  (nv).
+    ///
+    /// This one is `μᵀ ∂(J u)/∂q` (μ ∈ R^{3nc}).
+    pub fn jv_q_vjp(
+        &self,
+        model: &Model,
+        data: &Data,
+        rows: &ContactRows,
+        u: &[f64],
+        mu: &[f64],
+    ) -> Result<DVector<f64>> {
+        self.check_call(model, data, rows)?;
+        check_vector("u", u, self.nv)?;
+        check_vector("mu", mu, 3 * self.contacts.len())?;
+        let (vw, vb) = self.velocities(model, u);
+        let mut out = DVector::zeros(self.nv);
+        for (i, c) in self.contacts.iter().enumerate() {
+            let m3 = [mu[3 * i], mu[3 * i + 1], mu[3 * i + 2]];
+            let (va, vbody) = (side_velocity(&vw, c.body_a), side_velocity(&vw, c.body_b));
+            let dv = vbody - va;
+            let p = c.jacobians.geometry.point;
+            let dvp = dv.lin + dv.ang.cross(&p);
+            let d = c.directions();
+            let m = d[0] * m3[0] + d[1] * m3[1] + d[2] * m3[2];
+            let wm = Force::from_point_force(&p, &m);
+            let gp = m.cross(&dv.ang);
+            let gn = c.lt(m3, &dvp);
+            c.for_each_chain_dof(model, |k, side| {
+                let s = &self.s_world[k];
+                let x = match side {
+                    1 => vbody - vb[k],
+                    -1 => -(va - vb[k]),
+                    _ => dv,
+                };
+                out[k] += s.dot(&x.cross_force(&wm))
+                    + c.jacobians.point.column(k).dot(&gp)
+                    + c.jacobians.normal.column(k).dot(&gn);
+            });
+        }
+        Ok(out)
+    }
+
+    /// `zᵀ ∂(Jᵀ λ)/∂q` (z ∈ R^nv) without forming the matrix (cost O(nc·depth + nv)).
+    pub fn jtf_q_vjp(
+        &self,
+        model: &Model,
+        data: &Data,
+        rows: &ContactRows,
+        lambda: &[f64],
+        z: &[f64],
+    ) -> Result<DVector<f64>> {
+        self.check_call(model, data, rows)?;
+        check_vector("lambda", lambda, 3 * self.contacts.len())?;
+        check_vector("z", z, self.nv)?;
+        let nb = self.nbodies;
+        let mut out = DVector::zeros(self.nv);
+        let phi = self.subtree_wrenches(model, lambda);
+        // Σ_{j carried by k} z_j S_j ×* Φ_j by subtree sums, minus the dofs of k's own
+        // joint that k does not carry.
+        let mut psi = vec![Force::zero(); nb];
+        for b in 0..nb {
+            let v0 = model.v_idx[b];
+            for j in v0..v0 + model.joints[b].nv() {
+                psi[b] += self.s_world[j].cross_force(&phi[b]) * z[j];
+            }
+        }
+        for b in (0..nb).rev() {
+            if let Some(p) = model.parents[b] {
+                let x = psi[b];
+                psi[p] += x;
+            }
+        }
+        for b in 0..nb {
+            let (v0, n) = (model.v_idx[b], model.joints[b].nv());
+            let kind = &model.joints[b].kind;
+            for k in v0..v0 + n {
+                let mut acc = psi[b];
+                for j in v0..v0 + n {
+                    if !carries(kind, k - v0, j - v0) {
+                        acc -= self.s_world[j].cross_force(&phi[b]) * z[j];
+                    }
+                }
+                out[k] += self.s_world[k].dot(&acc);
+            }
+        }
+        // Σ_c (V_B(z) − V_A(z)) · ∂F_c/∂ε_k.
+        let (vz, _) = self.velocities(model, z);
+        for (i, c) in self.contacts.iter().enumerate() {
+            let l = [lambda[3 * i], lambda[3 * i + 1], lambda[3 * i + 2]];
+            let zc = side_velocity(&vz, c.body_b) - side_velocity(&vz, c.body_a);
+            let p = c.jacobians.geometry.point;
+            let d = c.directions();
+            let f = d[0] * l[0] + d[1] * l[1] + d[2] * l[2];
+            let ap = f.cross(&zc.ang);
+            let an = c.lt(l, &(zc.ang.cross(&p) + zc.lin));
+            c.for_each_chain_dof(model, |k, _| {
+                out[k] += c.jacobians.point.column(k).dot(&ap) + c.jacobians.normal.column(k).dot(&an);
+            });
+        }
+        Ok(out)
+    }
+
+    fn check_call(&self, model: &Model, data: &Data, rows: &ContactRows) -> Result<()> {
+        if model.nv() != self.nv || model.nbodies() != self.nbodies {
+            return Err(Error::InvalidInput(format!(
+                "the model has {} bodies and {} dofs, the derivatives were made for {} and {}",
+                model.nbodies(),
+                model.nv(),
+                self.nbodies,
+                self.nv
+            )));
+        }
+        if data.x_world.len() != self.nbodies {
+            return Err(Error::Dimension { what: "data.x_world", expected: self.nbodies, got: data.x_world.len() });
+        }
+        if data.s.len() != self.nv {
+            return Err(Error::Dimension { what: "data.s", expected: self.nv, got: data.s.len() });
+        }
+        check_rows(rows, self.contacts.len(), self.nv)
+    }
+
+    /// World spatial velocity of every body under `u`, and for each dof k the velocity
+    /// `V_k⁻` of the dofs on its chain that k does not carry.
+    fn velocities(&self, model: &Model, u: &[f64]) -> (Vec<Motion>, Vec<Motion>) {
+        let mut vw = vec![Motion::zero(); self.nbodies];
+        let mut before = vec![Motion::zero(); self.nv];
+        for b in 0..self.nbodies {
+            let vp = model.parents[b].map_or(Motion::zero(), |p| vw[p]);
+            let (v0, n) = (model.v_idx[b], model.joints[b].nv());
+            let kind = &model.joints[b].kind;
+            let mut acc = vp;
+            for k in v0..v0 + n {
+                // the joint's dofs before k are not carried by k, unless all are
+                before[k] = if whole_joint_carried(kind) { vp } else { acc };
+                acc += self.s_world[k] * u[k];
+            }
+            vw[b] = acc;
+        }
+        (vw, before)
+    }
+
+    /// `Φ_b`: the net contact wrench (world frame, about the origin) on the subtree of
+    /// each body, `F_c = [p × f_c; f_c]` on B and `−F_c` on A.
+    fn subtree_wrenches(&self, model: &Model, lambda: &[f64]) -> Vec<Force> {
+        let mut phi = vec![Force::zero(); self.nbodies];
+        for (i, c) in self.contacts.iter().enumerate() {
+            let d = c.directions();
+            let f = d[0] * lambda[3 * i] + d[1] * lambda[3 * i + 1] + d[2] * lambda[3 * i + 2];
+            let w = Force::from_point_force(&c.jacobians.geometry.point, &f);
+            if let Some(b) = c.body_b {
+                phi[b] += w;
+            }
+            if let Some(a) = c.body_a {
+                phi[a] -= w;
+            }
+        }
+        for b in (0..self.nbodies).rev() {
+            if let Some(p) = model.parents[b] {
+                let x = phi[b];
+                phi[p] += x;
+            }
+        }
+        phi
+    }
+}
+
+#[inline]
+fn side_velocity(vw: &[Motion], body: Option<usize>) -> Motion {
+    body.map_or(Motion::zero(), |b| vw[b])
+}
+
+fn check_rows(rows: &ContactRows, nc: usize, nv: usize) -> Result<()> {
+    if rows.frames.len() != nc {
+        return Err(Error::Dimension { what: "rows.frames (one per contact)", expected: nc, got: rows.frames.len() });
+    }
+    if rows.j.nrows() != 3 * nc {
+        return Err(Error::Dimension { what: "rows.j (rows)", expected: 3 * nc, got: rows.j.nrows() });
+    }
+    if rows.j.ncols() != nv {
+        return Err(Error::Dimension { what: "rows.j (columns)", expected: nv, got: rows.j.ncols() });
+    }
+    Ok(())
+}
