@@ -62,6 +62,10 @@ fn pose_q(model: &Model, pos: Vec3, axis: Vec3, angle: f64) -> DVector<f64> {
 }
 
 fn box_scene(name: &'static str, mu: f64, push: f64, vx: f64) -> Scene {
+    let mut params: Vec<String> = vec!["mass:box".into(), "inertia:box".into(), "com:box".into()];
+    if mu > 0.0 {
+        params.extend(["friction:box".into(), "friction:world".into()]);
+    }
     let mut b = ModelBuilder::new(name);
     ground(&mut b, material(mu, 0.0), 0.0);
     let h = Vec3::new(0.1, 0.08, 0.06);
@@ -78,7 +82,7 @@ fn box_scene(name: &'static str, mu: f64, push: f64, vx: f64) -> Scene {
         options: options(),
         state: State { q, v },
         tau,
-        params: vec!["mass:box".into(), "inertia:box".into(), "com:box".into()],
+        params,
         spread: (2e-5, 2e-3),
     }
 }
@@ -99,12 +103,17 @@ fn sphere_scene(name: &'static str, restitution: f64, height: f64, vz: f64) -> S
         options: options(),
         state: State { q, v },
         tau: DVector::zeros(6),
-        params: vec!["mass:ball".into()],
+        params: if restitution > 0.0 && restitution < 1.0 {
+            vec!["mass:ball".into(), "restitution:ball".into(), "restitution:world".into(), "friction:ball".into()]
+        } else {
+            vec!["mass:ball".into()]
+        },
         spread: (1e-4, 1e-2),
     }
 }
 
 fn incline_scene(name: &'static str, mu: f64, v_down: f64) -> Scene {
+    let params = vec!["mass:box".into(), "friction:world".into()];
     let tilt = 10f64.to_radians();
     let mut b = ModelBuilder::new(name);
     ground(&mut b, material(mu, 0.0), tilt);
@@ -123,7 +132,7 @@ fn incline_scene(name: &'static str, mu: f64, v_down: f64) -> Scene {
         options: options(),
         state: State { q, v },
         tau: DVector::zeros(6),
-        params: vec!["mass:box".into()],
+        params,
         spread: (2e-5, 2e-3),
     }
 }

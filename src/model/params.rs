@@ -19,7 +19,7 @@
 //! | `placement` | 3       | translation of the joint placement in the parent frame               |
 //! | `gravity`   | 3       | gravity vector in world coordinates                                  |
 
-use super::{Model, ModelBuilder};
+use super::{Model, ModelBuilder, WORLD};
 use crate::error::{Error, Result};
 use crate::math::{Inertia, Mat3, Vec3};
 use nalgebra::DVector;
@@ -46,11 +46,19 @@ pub enum ParamKind {
     Placement,
     /// Gravity vector (3 values).
     Gravity,
+    /// Coulomb friction coefficient of every collision shape of a link (1 value;
+    /// `friction:world` for the world's shapes). A contact uses the mean of its two
+    /// shapes' coefficients.
+    Friction,
+    /// Coefficient of restitution of every collision shape of a link (1 value;
+    /// `restitution:world` for the world's shapes). A contact uses the mean of its two
+    /// shapes' coefficients.
+    Restitution,
 }
 
 impl ParamKind {
     /// Every kind, in the order [`ParamSpec::all`] lists them.
-    pub const ALL: [ParamKind; 9] = [
+    pub const ALL: [ParamKind; 11] = [
         ParamKind::Mass,
         ParamKind::Com,
         ParamKind::Inertia,
@@ -60,6 +68,8 @@ impl ParamKind {
         ParamKind::Armature,
         ParamKind::Placement,
         ParamKind::Gravity,
+        ParamKind::Friction,
+        ParamKind::Restitution,
     ];
 
     /// The lowercase prefix used in parameter names (`"mass"`, `"com"`, ...).
@@ -74,6 +84,8 @@ impl ParamKind {
             ParamKind::Armature => "armature",
             ParamKind::Placement => "placement",
             ParamKind::Gravity => "gravity",
+            ParamKind::Friction => "friction",
+            ParamKind::Restitution => "restitution",
         }
     }
 
@@ -85,6 +97,12 @@ impl ParamKind {
     /// True for the kinds addressed by a link name (`mass`, `com`, `inertia`).
     pub fn is_body_kind(&self) -> bool {
         matches!(self, ParamKind::Mass | ParamKind::Com | ParamKind::Inertia)
+    }
+
+    /// True for the contact-material kinds (friction, restitution), addressed by link
+    /// name (`world` for the world's shapes).
+    pub fn is_material_kind(&self) -> bool {
+        matches!(self, ParamKind::Friction | ParamKind::Restitution)
     }
 }
 
@@ -175,6 +193,13 @@ impl ParamSpec {
             out.push(format!("placement:{}", j.name));
         }
         out.push("gravity".into());
+        for index in 0..=model.nbodies() {
+            if material_shapes(model, index).next().is_some() {
+                let link = if index < model.nbodies() { model.bodies[index].name.as_str() } else { WORLD };
+                out.push(format!("friction:{link}"));
+                out.push(format!("restitution:{link}"));
+            }
+        }
         out
     }
 
@@ -188,7 +213,12 @@ impl ParamSpec {
     pub fn check_model(&self, model: &Model) -> Result<()> {
         let mut offset = 0;
         for e in &self.entries {
-            let ok = e.index < model.nbodies()
+            let index_ok = if e.kind.is_material_kind() {
+                material_shapes(model, e.index).next().is_some()
+            } else {
+                e.index < model.nbodies()
+            };
+            let ok = index_ok
                 && e.offset == offset
                 && e.len == block_len(model, e.kind, e.index)
                 && !(e.kind == ParamKind::Rest && model.joints[e.index].kind.has_quaternion());
@@ -264,6 +294,10 @@ impl ParamSpec {
                 }
                 ParamKind::Placement => out.copy_from_slice(model.joints[e.index].placement.trans.as_slice()),
                 ParamKind::Gravity => out.copy_from_slice(model.gravity.as_slice()),
+                ParamKind::Friction | ParamKind::Restitution => {
+                    let m = material_shapes(model, e.index).next().map(|s| s.material).unwrap_or_default();
+                    out[0] = if e.kind == ParamKind::Friction { m.friction } else { m.restitution };
+                }
             }
         }
         theta
@@ -305,6 +339,22 @@ impl ParamSpec {
                 ParamKind::Rest => b.joints[e.index].joint.dynamics.rest = x.to_vec(),
                 ParamKind::Placement => b.joints[e.index].joint.placement.trans = Vec3::new(x[0], x[1], x[2]),
                 ParamKind::Gravity => b.gravity = Vec3::new(x[0], x[1], x[2]),
+                ParamKind::Friction | ParamKind::Restitution => {
+                    let link = if e.index < model.nbodies() {
+                        e.index
+                    } else {
+                        b.links.iter().position(|l| l.name == WORLD).ok_or_else(|| {
+                            Error::InvalidInput("parameter spec names world shapes, but the model has none".into())
+                        })?
+                    };
+                    for shape in &mut b.links[link].collisions {
+                        if e.kind == ParamKind::Friction {
+                            shape.material.friction = x[0];
+                        } else {
+                            shape.material.restitution = x[0];
+                        }
+                    }
+                }
             }
         }
         for (i, p) in mass_props.into_iter().enumerate() {
@@ -330,6 +380,12 @@ fn mass_properties(i: &Inertia) -> (f64, Vec3, Mat3) {
 }
 
 /// The θ block of a body kind, read from its inertia.
+/// The compiled collision shapes of link `index` (`model.nbodies()` for the world's).
+pub(crate) fn material_shapes(model: &Model, index: usize) -> impl Iterator<Item = &crate::collision::ShapeInstance> {
+    let body = (index < model.nbodies()).then_some(index);
+    model.collision_model().shapes.iter().filter(move |s| s.body == body)
+}
+
 fn body_values(inertia: &Inertia, kind: ParamKind) -> Vec<f64> {
     let (m, c, i) = mass_properties(inertia);
     match kind {
@@ -351,7 +407,7 @@ fn dof_slice<'a>(model: &Model, e: &ParamEntry, xs: &'a DVector<f64>) -> &'a [f6
 
 fn block_len(model: &Model, kind: ParamKind, index: usize) -> usize {
     match kind {
-        ParamKind::Mass => 1,
+        ParamKind::Mass | ParamKind::Friction | ParamKind::Restitution => 1,
         ParamKind::Com | ParamKind::Placement | ParamKind::Gravity => 3,
         ParamKind::Inertia => 6,
         ParamKind::Damping | ParamKind::Stiffness | ParamKind::Armature => model.joints[index].nv(),
@@ -362,7 +418,8 @@ fn block_len(model: &Model, kind: ParamKind, index: usize) -> usize {
 fn entry_name(model: &Model, e: &ParamEntry) -> String {
     match e.kind {
         ParamKind::Gravity => "gravity".into(),
-        k if k.is_body_kind() => format!("{}:{}", k.prefix(), model.bodies[e.index].name),
+        k if k.is_material_kind() && e.index >= model.nbodies() => format!("{}:{WORLD}", k.prefix()),
+        k if k.is_body_kind() || k.is_material_kind() => format!("{}:{}", k.prefix(), model.bodies[e.index].name),
         k => format!("{}:{}", k.prefix(), model.joints[e.index].name),
     }
 }
@@ -386,10 +443,21 @@ fn parse_one(model: &Model, name: &str) -> Result<(ParamKind, usize)> {
     let target = match target {
         Some(t) if !t.is_empty() => t,
         _ => {
-            let what = if kind.is_body_kind() { "LINK" } else { "JOINT" };
+            let what = if kind.is_body_kind() || kind.is_material_kind() { "LINK" } else { "JOINT" };
             return Err(Error::InvalidInput(format!("parameter '{name}': expected '{prefix}:{what}'")));
         }
     };
+    if kind.is_material_kind() {
+        let index = if target == WORLD { model.nbodies() } else {
+            model.body_index(target).map_err(|_| {
+                Error::InvalidInput(format!("parameter '{name}': no link named '{target}' in model '{}'", model.name))
+            })?
+        };
+        if material_shapes(model, index).next().is_none() {
+            return Err(Error::InvalidInput(format!("parameter '{name}': link '{target}' has no collision shapes")));
+        }
+        return Ok((kind, index));
+    }
     if kind.is_body_kind() {
         let index = model.body_index(target).map_err(|_| {
             Error::InvalidInput(format!("parameter '{name}': no link named '{target}' in model '{}'", model.name))

@@ -40,6 +40,8 @@ use crate::error::{Error, Result};
 use crate::solver::lcp::{RowBound, RowState};
 use crate::step::contact::{assemble, effective_inertia, RowKind};
 use crate::step::{BounceGradients, ConstraintRecord};
+use crate::collision::Contact;
+use crate::model::ParamKind;
 use crate::Model;
 use nalgebra::{DMatrix, DVector};
 
@@ -83,6 +85,23 @@ fn pinv(a: &DMatrix<f64>) -> Result<(DMatrix<f64>, usize)> {
         }
     }
     Ok((out, rank))
+}
+
+/// `∂(pair coefficient)/∂θ` of `kind` for contact `c`: the pair uses the mean of its
+/// two shapes' coefficients, and a `friction:LINK` / `restitution:LINK` parameter sets
+/// every shape of the link. One entry per θ column (zero for other kinds).
+fn material_weights(model: &Model, spec: &crate::model::ParamSpec, kind: ParamKind, c: &Contact) -> Vec<(usize, f64)> {
+    let cm = model.collision_model();
+    let link = |shape: u32| cm.shapes[shape as usize].body.unwrap_or(model.nbodies());
+    let (la, lb) = (link(c.id.shape_a), link(c.id.shape_b));
+    spec.entries()
+        .iter()
+        .filter(|e| e.kind == kind)
+        .filter_map(|e| {
+            let w = 0.5 * (f64::from(u8::from(e.index == la)) + f64::from(u8::from(e.index == lb)));
+            (w != 0.0).then_some((e.offset, w))
+        })
+        .collect()
 }
 
 /// Linearizes the constraint stage of `rec` (which holds the constraint record `c`).
@@ -159,6 +178,16 @@ pub(crate) fn linearize_constraints(rec: &StepRecord, c: &ConstraintRecord) -> R
     }
     if np > 0 {
         r1.columns_mut(2 * nv, np).copy_from(&(-dm_t));
+        // J_Uᵀ dE f_C: a friction row at its bound carries ±μ f_n.
+        for &(r, ci, e) in &u_friction {
+            let RowKind::ContactFriction { contact, .. } = asm.rows[r] else { continue };
+            let fn_ = f[clamping[ci]];
+            let sign = e.signum();
+            for (col, w) in material_weights(model, &rec.params, ParamKind::Friction, &c.contacts[contact]) {
+                let mut dst = r1.column_mut(2 * nv + col);
+                dst += asm.j.row(r).transpose() * (sign * fn_ * w);
+            }
+        }
     }
 
     // r2 = −(∂(J_C v⁺)/∂q dq + dβ_C).
@@ -201,6 +230,14 @@ pub(crate) fn linearize_constraints(rec: &StepRecord, c: &ConstraintRecord) -> R
             }
             RowKind::JointFriction { .. } => {}
         }
+        if let RowKind::ContactNormal { contact } = asm.rows[r] {
+            let info = &c.info[contact];
+            if info.bounce && np > 0 {
+                for (col, w) in material_weights(model, &rec.params, ParamKind::Restitution, &c.contacts[contact]) {
+                    r2[(i, 2 * nv + col)] -= info.approach_velocity * w;
+                }
+            }
+        }
         r2.view_mut((i, 0), (1, nv)).copy_from(&(-row_q).transpose());
         r2.view_mut((i, nv), (1, nv)).copy_from(&(-row_v).transpose());
     }
@@ -222,9 +259,15 @@ pub(crate) fn linearize_constraints(rec: &StepRecord, c: &ConstraintRecord) -> R
                 dst += jv_u.row(r);
             }
         }
+        let ju = &asm.j * &u;
         for &(r, ci, e) in &u_friction {
             let mut dst = dahat_t.view_mut((ci, 0), (1, nv));
             dst += jv_u.row(r) * e;
+            if let RowKind::ContactFriction { contact, .. } = asm.rows[r] {
+                for (col, w) in material_weights(model, &rec.params, ParamKind::Friction, &c.contacts[contact]) {
+                    dahat_t[(ci, 2 * nv + col)] += e.signum() * ju[r] * w;
+                }
+            }
         }
         let mut lambda = vec![0.0; 3 * nc];
         for (i, &r) in clamping.iter().enumerate() {

@@ -232,6 +232,8 @@ fn param_columns(
                         col[k] = -deriv.ics[k].lin[s];
                     }
                 }
+                // Contact materials act through the constraint stage only.
+                ParamKind::Friction | ParamKind::Restitution => {}
             }
             g.column_mut(e.offset + s).copy_from_slice(col);
         }
