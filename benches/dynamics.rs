@@ -59,7 +59,9 @@ fn bench_step(c: &mut Criterion) {
         let (q, v, tau) = state(&model);
         for (label, vp) in [("explicit", VelocityProducts::Explicit), ("midpoint", VelocityProducts::Midpoint)] {
             let integrator = IntegratorOptions { velocity_products: vp, ..Default::default() };
-            let mut sim = Simulator::new(model.clone(), SimOptions { dt: 1e-3, gravity: None, integrator, ..Default::default() }).unwrap();
+            let mut sim =
+                Simulator::new(model.clone(), SimOptions { dt: 1e-3, gravity: None, integrator, ..Default::default() })
+                    .unwrap();
             let st = State { q: q.clone(), v: v.clone() };
             let ctrl = Control::torques(tau.clone());
             let mut next = st.clone();

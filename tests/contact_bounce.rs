@@ -18,9 +18,13 @@ fn two_balls() -> Model {
     let mut b = ModelBuilder::new("two_balls");
     b.gravity(Vec3::zeros());
     for name in ["ball1", "ball2"] {
-        let shape =
-            CollisionShape::new(Geometry::Sphere { radius: R }, SE3::identity()).with_material(Material { friction: 0.0, restitution: 1.0 });
-        b.add_body(WORLD, Joint::free(format!("{name}_free")), Body::new(name, Inertia::solid_sphere(1.0, R)).with_collision(shape));
+        let shape = CollisionShape::new(Geometry::Sphere { radius: R }, SE3::identity())
+            .with_material(Material { friction: 0.0, restitution: 1.0 });
+        b.add_body(
+            WORLD,
+            Joint::free(format!("{name}_free")),
+            Body::new(name, Inertia::solid_sphere(1.0, R)).with_collision(shape),
+        );
     }
     b.build().unwrap()
 }

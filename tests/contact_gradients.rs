@@ -76,22 +76,20 @@ fn box_scene(name: &'static str, mu: f64, push: f64, vx: f64) -> Scene {
     v[3] = vx;
     let mut tau = DVector::zeros(6);
     tau[3] = push;
-    Scene {
-        name,
-        model,
-        options: options(),
-        state: State { q, v },
-        tau,
-        params,
-        spread: (2e-5, 2e-3),
-    }
+    Scene { name, model, options: options(), state: State { q, v }, tau, params, spread: (2e-5, 2e-3) }
 }
 
 fn sphere_scene(name: &'static str, restitution: f64, height: f64, vz: f64) -> Scene {
     let mut b = ModelBuilder::new(name);
     ground(&mut b, material(0.5, restitution), 0.0);
     let r = 0.1;
-    free_body(&mut b, "ball", Geometry::Sphere { radius: r }, Inertia::solid_sphere(0.5, r), material(0.5, restitution));
+    free_body(
+        &mut b,
+        "ball",
+        Geometry::Sphere { radius: r },
+        Inertia::solid_sphere(0.5, r),
+        material(0.5, restitution),
+    );
     let model = b.build().unwrap();
     let q = pose_q(&model, Vec3::new(0.0, 0.0, r + height), Vec3::z(), 0.0);
     let mut v = DVector::zeros(6);
@@ -143,7 +141,13 @@ fn stack_scene() -> Scene {
     let h = Vec3::new(0.1, 0.1, 0.05);
     free_body(&mut b, "light", Geometry::Box { half_extents: h }, Inertia::solid_box(0.5, h * 2.0), material(0.7, 0.0));
     let h2 = Vec3::new(0.06, 0.06, 0.04);
-    free_body(&mut b, "heavy", Geometry::Box { half_extents: h2 }, Inertia::solid_box(5.0, h2 * 2.0), material(0.7, 0.0));
+    free_body(
+        &mut b,
+        "heavy",
+        Geometry::Box { half_extents: h2 },
+        Inertia::solid_box(5.0, h2 * 2.0),
+        material(0.7, 0.0),
+    );
     let model = b.build().unwrap();
     let q1 = pose_q(&model, Vec3::new(0.0, 0.0, h.z - 1e-4), Vec3::z(), 0.0);
     let mut q = q1.clone();
@@ -174,7 +178,11 @@ fn cartpole_scene() -> Scene {
         Joint::prismatic("slider", Vec3::x()).with_position_limits(&[-1.0], &[1.0]),
         Body::new("cart", Inertia::solid_box(1.0, Vec3::new(0.3, 0.2, 0.1))),
     );
-    b.add_body("cart", Joint::revolute("hinge", Vec3::y()), stiction::model::samples::rod("pole", 0.3, 0.6, 0.02, Vec3::z()));
+    b.add_body(
+        "cart",
+        Joint::revolute("hinge", Vec3::y()),
+        stiction::model::samples::rod("pole", 0.3, 0.6, 0.02, Vec3::z()),
+    );
     let model = b.build().unwrap();
     let q = DVector::from_vec(vec![0.9995, 0.3]);
     let v = DVector::from_vec(vec![1.5, -0.5]);
@@ -216,7 +224,7 @@ fn contact_step_jacobians_match_finite_differences() {
     let mut summary = vec![];
     for s in scenes() {
         let nominal = classification(&s, &s.state).unwrap_or_else(|| panic!("{}: no constraint rows", s.name));
-        assert!(nominal.iter().any(|r| *r == RowState::Clamping), "{}: nothing clamping {nominal:?}", s.name);
+        assert!(nominal.contains(&RowState::Clamping), "{}: nothing clamping {nominal:?}", s.name);
         let params = ParamSpec::parse(&s.model, &s.params).unwrap();
         let mut rng = SplitMix64::new(7);
         let (mut checked, mut skipped, mut worst) = (0, 0, 0.0f64);

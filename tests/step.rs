@@ -136,7 +136,8 @@ fn midpoint_fallback_is_counted_and_reported() {
     let model = pendulum_chain(3, 0.5, 1.0);
     let integrator =
         IntegratorOptions { velocity_products: VelocityProducts::Midpoint, tolerance: 1e-300, max_iterations: 2 };
-    let mut s = Simulator::new(model.clone(), SimOptions { dt: 1e-2, gravity: None, integrator, ..Default::default() }).unwrap();
+    let mut s = Simulator::new(model.clone(), SimOptions { dt: 1e-2, gravity: None, integrator, ..Default::default() })
+        .unwrap();
     let st = State { q: DVector::from_element(3, 0.5), v: DVector::from_element(3, 2.0) };
     s.step(&st, &Control::torques(DVector::zeros(3))).unwrap();
     assert!(s.last_step_stats().fallback);

@@ -60,7 +60,8 @@ impl PySimulator {
         let gravity = gravity.filter(|g| !g.is_none()).map(|g| vec3(g, "gravity")).transpose()?;
         let velocity_products = self::velocity_products(velocity_products)?;
         let integrator = IntegratorOptions { velocity_products, tolerance, max_iterations };
-        let mut sim = Simulator::new(model.model.clone(), SimOptions { dt, gravity, integrator, ..Default::default() }).py_err()?;
+        let mut sim = Simulator::new(model.model.clone(), SimOptions { dt, gravity, integrator, ..Default::default() })
+            .py_err()?;
         let params = params_arg(params, sim.model())?;
         sim.set_params(params);
         let m = sim.model();

@@ -448,7 +448,9 @@ fn parse_one(model: &Model, name: &str) -> Result<(ParamKind, usize)> {
         }
     };
     if kind.is_material_kind() {
-        let index = if target == WORLD { model.nbodies() } else {
+        let index = if target == WORLD {
+            model.nbodies()
+        } else {
             model.body_index(target).map_err(|_| {
                 Error::InvalidInput(format!("parameter '{name}': no link named '{target}' in model '{}'", model.name))
             })?

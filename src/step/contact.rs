@@ -245,7 +245,11 @@ pub(crate) struct Assembly {
 
 /// The effective inertia `M̃ = M + diag(armature + h·damping)` at the poses in `data`
 /// (kinematics done), Cholesky-factorised.
-pub(crate) fn effective_inertia(model: &Model, data: &mut Data, h: f64) -> Result<nalgebra::Cholesky<f64, nalgebra::Dyn>> {
+pub(crate) fn effective_inertia(
+    model: &Model,
+    data: &mut Data,
+    h: f64,
+) -> Result<nalgebra::Cholesky<f64, nalgebra::Dyn>> {
     crate::dynamics::crba_pass(model, data);
     let mut m = data.mass_matrix.clone();
     for k in 0..model.nv() {

@@ -34,14 +34,14 @@
 
 use super::linearize::inertia_product_derivatives;
 use super::record::StepRecord;
+use crate::collision::Contact;
 use crate::constraint::{ContactRowDerivatives, ContactRows};
 use crate::dynamics::{forward_kinematics, Data, DerivativeData};
 use crate::error::{Error, Result};
+use crate::model::ParamKind;
 use crate::solver::lcp::{RowBound, RowState};
 use crate::step::contact::{assemble, effective_inertia, RowKind};
 use crate::step::{BounceGradients, ConstraintRecord};
-use crate::collision::Contact;
-use crate::model::ParamKind;
 use crate::Model;
 use nalgebra::{DMatrix, DVector};
 
@@ -192,7 +192,8 @@ pub(crate) fn linearize_constraints(rec: &StepRecord, c: &ConstraintRecord) -> R
 
     // r2 = −(∂(J_C v⁺)/∂q dq + dβ_C).
     let jv_next = if nc > 0 { Some(rd.jv_q(model, &data, &rows, v_next)?) } else { None };
-    let jv_start = if c.info.iter().any(|i| i.bounce) { Some(rd.jv_q(model, &data, &rows, rec.v.as_slice())?) } else { None };
+    let jv_start =
+        if c.info.iter().any(|i| i.bounce) { Some(rd.jv_q(model, &data, &rows, rec.v.as_slice())?) } else { None };
     let dphi = if nc > 0 { Some(rd.distance_q()) } else { None };
     let erp = c.options.erp;
     let mut r2 = DMatrix::zeros(nclamp, nx);
@@ -277,7 +278,8 @@ pub(crate) fn linearize_constraints(rec: &StepRecord, c: &ConstraintRecord) -> R
         }
         let mut inner = DMatrix::zeros(nv, nx);
         inner.columns_mut(0, nv).copy_from(&rd.jtf_q(model, &data, &rows, &lambda)?);
-        let (du_q, du_t) = inertia_product_derivatives(model, &rec.params, &mut scratch, &mut deriv, q, u.as_slice(), h)?;
+        let (du_q, du_t) =
+            inertia_product_derivatives(model, &rec.params, &mut scratch, &mut deriv, q, u.as_slice(), h)?;
         {
             let mut cols = inner.columns_mut(0, nv);
             cols -= &du_q;
