@@ -18,6 +18,7 @@ pub mod gradcheck;
 pub mod io;
 pub mod math;
 pub mod model;
+pub mod solver;
 pub mod step;
 pub mod tape;
 
