@@ -1,0 +1,135 @@
+//! Lemke's complementary pivoting method for the standard LCP `w = A f + b`, `f ≥ 0`, `w ≥ 0`, `fᵀw = 0`
+//! (Lemke 1965; Cottle, Pang & Stone, *The Linear Complementarity Problem*, §4.4).
+//!
+//! The artificial variable `z₀` with the covering vector `e = 1` makes `w = b + e z₀ ≥ 0` feasible; the
+//! almost-complementary path then alternates pivots (the complement of the variable that left enters)
+//! until `z₀` leaves the basis. For copositive-plus `A` (every positive semi-definite `A`) the method
+//! finds a solution whenever one exists; ray termination means there is none. Used by the pipeline for
+//! islands whose rows are all unilateral, and as an independent reference in tests.
+
+use nalgebra::{DMatrix, DVector};
+
+use super::problem::amax;
+use crate::error::{Error, Result};
+
+/// Result of [`solve_standard`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct LemkeOutput {
+    /// The forces `f ≥ 0`.
+    pub f: DVector<f64>,
+    /// `A f + b`.
+    pub w: DVector<f64>,
+    /// Pivots taken (the initial entry of `z₀` included).
+    pub pivots: usize,
+}
+
+/// Solves the standard LCP `w = A f + b ≥ 0`, `f ≥ 0`, `fᵀ w = 0` with Lemke's method.
+///
+/// Errors: [`Error::Dimension`] / [`Error::NonFinite`] for bad input, [`Error::Numerical`] on ray
+/// termination (no solution found) or when `max_pivots` pivots did not suffice.
+pub fn solve_standard(a: &DMatrix<f64>, b: &DVector<f64>, max_pivots: usize) -> Result<LemkeOutput> {
+    let m = b.len();
+    if a.nrows() != m || a.ncols() != m {
+        return Err(Error::Dimension { what: "Lemke matrix A", expected: m, got: a.nrows().max(a.ncols()) });
+    }
+    crate::error::check_vector("Lemke vector b", b.as_slice(), m)?;
+    if let Some((index, &value)) = a.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+        return Err(Error::NonFinite { what: "Lemke matrix A", index, value });
+    }
+    let numerical = |detail: String| Error::Numerical { algorithm: "Lemke", detail };
+    if b.iter().all(|&v| v >= 0.0) {
+        return Ok(LemkeOutput { f: DVector::zeros(m), w: b.clone(), pivots: 0 });
+    }
+    // Tableau [I | −A | −e | b]: columns 0..m are w, m..2m are f, 2m is z₀, 2m+1 the right-hand side.
+    let z0 = 2 * m;
+    let rhs = 2 * m + 1;
+    let mut t = DMatrix::<f64>::zeros(m, 2 * m + 2);
+    for i in 0..m {
+        t[(i, i)] = 1.0;
+        for j in 0..m {
+            t[(i, m + j)] = -a[(i, j)];
+        }
+        t[(i, z0)] = -1.0;
+        t[(i, rhs)] = b[i];
+    }
+    let mut basis: Vec<usize> = (0..m).collect();
+    let scale = amax(a.as_slice()).max(1.0);
+    let piv_eps = 1e-13 * scale;
+
+    let pivot = |t: &mut DMatrix<f64>, r: usize, c: usize| {
+        let p = t[(r, c)];
+        for j in 0..t.ncols() {
+            t[(r, j)] /= p;
+        }
+        for i in 0..t.nrows() {
+            if i != r {
+                let factor = t[(i, c)];
+                if factor != 0.0 {
+                    for j in 0..t.ncols() {
+                        let v = t[(r, j)];
+                        t[(i, j)] -= factor * v;
+                    }
+                }
+            }
+        }
+    };
+
+    // z₀ enters at the most negative b; w_r leaves.
+    let mut r = 0;
+    for i in 1..m {
+        if b[i] < b[r] {
+            r = i;
+        }
+    }
+    pivot(&mut t, r, z0);
+    let mut leaving = basis[r];
+    basis[r] = z0;
+    let mut pivots = 1usize;
+    loop {
+        let entering = if leaving < m { leaving + m } else { leaving - m };
+        // Ratio test: with the entering variable at θ the basic ones are x_B = t_rhs − t_col θ, so rows
+        // with a positive entry in the entering column bound θ.
+        let mut best: Option<(usize, f64)> = None;
+        for i in 0..m {
+            let c = t[(i, entering)];
+            if c > piv_eps {
+                let ratio = t[(i, rhs)].max(0.0) / c;
+                best = match best {
+                    None => Some((i, ratio)),
+                    Some((bi, br)) => {
+                        let tie = (ratio - br).abs() <= 1e-12 * br.abs().max(1e-300);
+                        if ratio < br && !tie || tie && basis[i] == z0 && basis[bi] != z0 {
+                            Some((i, ratio))
+                        } else {
+                            Some((bi, br))
+                        }
+                    }
+                };
+            }
+        }
+        let Some((row, _)) = best else {
+            return Err(numerical(format!("ray termination after {pivots} pivots (no solution found)")));
+        };
+        if pivots >= max_pivots {
+            return Err(numerical(format!("pivot budget of {max_pivots} spent")));
+        }
+        pivot(&mut t, row, entering);
+        pivots += 1;
+        leaving = basis[row];
+        basis[row] = entering;
+        if leaving == z0 {
+            break;
+        }
+    }
+    let mut f = DVector::<f64>::zeros(m);
+    for (i, &v) in basis.iter().enumerate() {
+        if (m..2 * m).contains(&v) {
+            f[v - m] = t[(i, rhs)].max(0.0);
+        }
+    }
+    if f.iter().any(|v| !v.is_finite()) {
+        return Err(numerical("non-finite solution".to_string()));
+    }
+    let w = a * &f + b;
+    Ok(LemkeOutput { f, w, pivots })
+}

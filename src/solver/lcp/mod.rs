@@ -1,0 +1,456 @@
+//! Boxed LCP solvers for velocity-level rigid contact, with the DiffDART (Werling et al. 2021)
+//! App. A.1 "LCP stabilization" (standardized, minimum-norm solutions) and its App. A.2 extension to
+//! boxed LCPs with friction bounds `|f_t| ≤ μ f_n` (the E map).
+//!
+//! The problem ([`BoxedLcp`]): find `f`, `w` with `w = A f + b` and, per row with bounds `[lo, hi]`,
+//! `lo < f < hi ⇒ w = 0`, `f = lo ⇒ w ≥ 0`, `f = hi ⇒ w ≤ 0`; friction rows are bounded by `±μ f_normal`.
+//!
+//! [`solve`] splits the problem into independent islands ([`islands`]) and runs, per island:
+//! 1. the warm start, if states are given: [`standardize`] with the guessed classification (App. A.1,
+//!    "LCP stabilization doubles as an extremely efficient LCP solver"), accepted if it is a solution;
+//! 2. principal pivoting ([`dantzig`]) with friction bounds fixed at `μ f_n` of the current estimate,
+//!    repeated while the bounds or the classification change, then standardized (App. A.1/A.2);
+//! 3. Lemke's method ([`lemke`]) if every row is unilateral (or has zero bounds) — a counted fallback;
+//! 4. projected Gauss–Seidel ([`pgs`]) — a counted fallback, standardized when that validates.
+//!
+//! Every accepted solution has `residual ≤ tolerance` except a last-resort PGS result, whose residual is
+//! reported in [`LcpStats::residual`]. See `docs/lcp.md`.
+
+pub mod dantzig;
+pub mod islands;
+pub mod lemke;
+pub mod pgs;
+mod problem;
+mod standardize;
+
+use std::borrow::Cow;
+
+use nalgebra::DVector;
+
+pub use problem::{classify, residual, BoxedLcp, RowBound, RowState};
+pub use standardize::{standardize, RANK_RTOL};
+
+use crate::error::{Error, Result};
+use problem::Scales;
+use standardize::standardize_unchecked;
+
+/// A solution of a [`BoxedLcp`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct LcpSolution {
+    /// The forces (impulses).
+    pub f: DVector<f64>,
+    /// `w = A f + b` (relative velocities).
+    pub w: DVector<f64>,
+    /// The classification of each row the solution was built from (for a standardized island: the states
+    /// given to [`standardize`]; otherwise [`classify`] of the solution). Pass it back as the warm start
+    /// of the next step.
+    pub states: Vec<RowState>,
+    /// How the solution was found.
+    pub stats: LcpStats,
+}
+
+/// The method that produced an accepted solution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum SolvePath {
+    /// The problem has no rows.
+    #[default]
+    Empty,
+    /// The warm-start classification, standardized, was a solution.
+    WarmStart,
+    /// Principal pivoting.
+    Dantzig,
+    /// Lemke's method.
+    Lemke,
+    /// Projected Gauss–Seidel.
+    Pgs,
+}
+
+impl SolvePath {
+    fn rank(self) -> u8 {
+        match self {
+            SolvePath::Empty => 0,
+            SolvePath::WarmStart => 1,
+            SolvePath::Dantzig => 2,
+            SolvePath::Lemke => 3,
+            SolvePath::Pgs => 4,
+        }
+    }
+}
+
+/// Statistics of a [`solve`].
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct LcpStats {
+    /// The method that produced the accepted solution (worst over islands, in the order of [`SolvePath`]).
+    pub path: SolvePath,
+    /// Number of independent islands.
+    pub islands: usize,
+    /// Dantzig/Lemke pivots, summed.
+    pub pivots: usize,
+    /// PGS sweeps, summed.
+    pub pgs_iterations: usize,
+    /// Max violation of the LCP conditions of the returned solution ([`residual`], relative).
+    pub residual: f64,
+    /// A warm start was given.
+    pub warm_start_attempted: bool,
+    /// Every island accepted its warm-start guess.
+    pub warm_start_hit: bool,
+    /// Times a method failed and the next one was tried (a warm-start miss is not counted here; see
+    /// `warm_start_hit`).
+    pub fallbacks: usize,
+    /// The returned solution is the App. A.1 standardized one on every island.
+    pub standardized: bool,
+}
+
+/// Options of [`solve`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LcpOptions {
+    /// Relative tolerance of the LCP conditions (see [`residual`]) for accepting a solution, and of the
+    /// classification. Default `1e-10`.
+    pub tolerance: f64,
+    /// Pivot budget of one Dantzig or Lemke run on one island; `0` (the default) means `20 m + 100` for an
+    /// island of `m` rows.
+    pub max_pivots: usize,
+    /// Maximum PGS sweeps. Default 500.
+    pub pgs_iterations: usize,
+    /// PGS stops when a sweep changes no force by more than this (relative to the force scale).
+    /// Default `1e-12`.
+    pub pgs_tolerance: f64,
+    /// Return the App. A.1 standardized (minimum-norm) solution. Default `true`.
+    pub standardize: bool,
+    /// Bound fix-point iterations for Dantzig (friction bounds `μ f_n` from the previous estimate).
+    /// Default 20.
+    pub friction_iterations: usize,
+}
+
+impl Default for LcpOptions {
+    fn default() -> Self {
+        LcpOptions {
+            tolerance: 1e-10,
+            max_pivots: 0,
+            pgs_iterations: 500,
+            pgs_tolerance: 1e-12,
+            standardize: true,
+            friction_iterations: 20,
+        }
+    }
+}
+
+impl LcpOptions {
+    /// Checks that the tolerances are finite and positive (`pgs_tolerance` may be zero).
+    pub fn validate(&self) -> Result<()> {
+        if !(self.tolerance.is_finite() && self.tolerance > 0.0) {
+            return Err(Error::InvalidInput(format!("LCP tolerance {} must be finite and > 0", self.tolerance)));
+        }
+        if !(self.pgs_tolerance.is_finite() && self.pgs_tolerance >= 0.0) {
+            return Err(Error::InvalidInput(format!(
+                "LCP pgs_tolerance {} must be finite and >= 0",
+                self.pgs_tolerance
+            )));
+        }
+        Ok(())
+    }
+
+    fn pivot_budget(&self, m: usize) -> usize {
+        if self.max_pivots == 0 {
+            20 * m + 100
+        } else {
+            self.max_pivots
+        }
+    }
+}
+
+/// Solves a boxed LCP (see the module documentation for the pipeline).
+///
+/// `warm_start`: the states of a previous solution (e.g. [`LcpSolution::states`] of the last step), one
+/// per row. Errors: the problem's validation errors, [`Error::InvalidInput`] for bad options,
+/// [`Error::Dimension`] for a warm start of the wrong length, [`Error::Numerical`] only if even PGS
+/// produces non-finite values. The result never holds NaN.
+pub fn solve(problem: &BoxedLcp, options: &LcpOptions, warm_start: Option<&[RowState]>) -> Result<LcpSolution> {
+    problem.validate()?;
+    options.validate()?;
+    let m = problem.len();
+    if let Some(ws) = warm_start {
+        if ws.len() != m {
+            return Err(Error::Dimension { what: "LCP warm-start states", expected: m, got: ws.len() });
+        }
+    }
+    let mut stats = LcpStats {
+        warm_start_attempted: warm_start.is_some(),
+        warm_start_hit: warm_start.is_some(),
+        standardized: true,
+        ..LcpStats::default()
+    };
+    if m == 0 {
+        return Ok(LcpSolution { f: DVector::zeros(0), w: DVector::zeros(0), states: Vec::new(), stats });
+    }
+    let islands = islands::split(problem);
+    stats.islands = islands.len();
+    let mut f = DVector::<f64>::zeros(m);
+    let mut states = vec![RowState::Separating; m];
+    for rows in &islands {
+        let sub: Cow<BoxedLcp> =
+            if islands.len() == 1 { Cow::Borrowed(problem) } else { Cow::Owned(islands::extract(problem, rows)) };
+        let guess: Option<Vec<RowState>> = warm_start.map(|ws| rows.iter().map(|&i| ws[i]).collect());
+        let out = solve_island(&sub, options, guess.as_deref())?;
+        for (p, &i) in rows.iter().enumerate() {
+            f[i] = out.f[p];
+            states[i] = out.states[p];
+        }
+        if out.path.rank() > stats.path.rank() {
+            stats.path = out.path;
+        }
+        stats.pivots += out.pivots;
+        stats.pgs_iterations += out.pgs_iterations;
+        stats.fallbacks += out.fallbacks;
+        stats.warm_start_hit &= out.warm_hit;
+        stats.standardized &= out.standardized;
+    }
+    let w = &problem.a * &f + &problem.b;
+    if f.iter().chain(w.iter()).any(|v| !v.is_finite()) {
+        return Err(Error::Numerical { algorithm: "boxed LCP", detail: "non-finite solution".to_string() });
+    }
+    stats.residual = residual(problem, &f, &w);
+    Ok(LcpSolution { f, w, states, stats })
+}
+
+/// The outcome of one island.
+struct IslandOutcome {
+    f: DVector<f64>,
+    states: Vec<RowState>,
+    path: SolvePath,
+    pivots: usize,
+    pgs_iterations: usize,
+    warm_hit: bool,
+    fallbacks: usize,
+    standardized: bool,
+}
+
+/// An accepted candidate: forces, states, standardized.
+type Accepted = (DVector<f64>, Vec<RowState>, bool);
+
+/// Tied rows become clamping (unless both bounds are zero): the minimum-norm solution over the larger
+/// set spreads the force over linearly dependent rows (App. A.1's two-contact example) instead of
+/// keeping the arbitrary zero a pivoting order chose.
+fn promote_tied(problem: &BoxedLcp, states: &[RowState]) -> Vec<RowState> {
+    states
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| {
+            if s != RowState::Tied {
+                return s;
+            }
+            let zero_box = match problem.bounds[i] {
+                RowBound::Box { lo, hi } => lo == 0.0 && hi == 0.0,
+                RowBound::Friction { normal, mu } => mu == 0.0 || states[normal] != RowState::Clamping,
+            };
+            if zero_box {
+                s
+            } else {
+                RowState::Clamping
+            }
+        })
+        .collect()
+}
+
+/// The standardized solution for `states` (tried first with tied rows promoted).
+fn try_standardized(problem: &BoxedLcp, states: &[RowState], tol: f64) -> Option<(DVector<f64>, Vec<RowState>)> {
+    let promoted = promote_tied(problem, states);
+    if promoted != states {
+        if let Some((f, _)) = standardize_unchecked(problem, &promoted, tol) {
+            return Some((f, promoted));
+        }
+    }
+    standardize_unchecked(problem, states, tol).map(|(f, _)| (f, states.to_vec()))
+}
+
+/// Accepts a raw solution from a method: standardized if enabled and valid, else raw if valid, else (with
+/// standardization disabled) the standardized one as a repair. `tried` lists classifications already
+/// found not to standardize.
+fn accept(
+    problem: &BoxedLcp,
+    options: &LcpOptions,
+    f_raw: DVector<f64>,
+    structural: Option<Vec<RowState>>,
+    tried: &[Vec<RowState>],
+) -> Option<Accepted> {
+    let tol = options.tolerance;
+    let w_raw = &problem.a * &f_raw + &problem.b;
+    let classified = classify(problem, &f_raw, &w_raw, tol);
+    let mut candidates: Vec<Vec<RowState>> = Vec::new();
+    for c in structural.into_iter().chain(std::iter::once(classified.clone())) {
+        if !tried.contains(&c) && !candidates.contains(&c) {
+            candidates.push(c);
+        }
+    }
+    let standardized = |candidates: &[Vec<RowState>]| {
+        candidates.iter().find_map(|c| try_standardized(problem, c, tol)).map(|(f, s)| (f, s, true))
+    };
+    if options.standardize {
+        if let Some(x) = standardized(&candidates) {
+            return Some(x);
+        }
+    }
+    if f_raw.iter().all(|v| v.is_finite()) && residual(problem, &f_raw, &w_raw) <= tol {
+        return Some((f_raw, classified, false));
+    }
+    if !options.standardize {
+        return standardized(&candidates);
+    }
+    None
+}
+
+/// Dantzig with the friction-bound fix-point; `None` if it failed or its result did not validate.
+fn dantzig_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize) -> Option<Accepted> {
+    let m = problem.len();
+    let tol = options.tolerance;
+    let mut lo = vec![0.0; m];
+    let mut hi = vec![0.0; m];
+    for (i, bound) in problem.bounds.iter().enumerate() {
+        if let RowBound::Box { lo: l, hi: h } = *bound {
+            lo[i] = l;
+            hi[i] = h;
+        }
+    }
+    let budget = options.pivot_budget(m);
+    let mut previous: Option<Vec<RowState>> = None;
+    let mut tried: Vec<Vec<RowState>> = Vec::new();
+    let mut last: Option<(DVector<f64>, Vec<RowState>)> = None;
+    for _ in 0..options.friction_iterations.max(1) {
+        let Ok(out) = dantzig::solve_box(&problem.a, &problem.b, &lo, &hi, tol, budget) else { break };
+        *pivots += out.pivots;
+        let scales = Scales::new(&problem.a, &problem.b, Some(out.f.as_slice()));
+        let w_tol = tol * scales.w;
+        let states: Vec<RowState> = (0..m)
+            .map(|i| {
+                let tied_or_sep = if out.w[i].abs() <= w_tol { RowState::Tied } else { RowState::Separating };
+                match out.sets[i] {
+                    dantzig::DantzigSet::Clamped | dantzig::DantzigSet::Frozen => RowState::Clamping,
+                    dantzig::DantzigSet::Lower if lo[i] == 0.0 => tied_or_sep,
+                    dantzig::DantzigSet::Lower => RowState::AtBound { sign: -1 },
+                    dantzig::DantzigSet::Upper if hi[i] == 0.0 => tied_or_sep,
+                    dantzig::DantzigSet::Upper => RowState::AtBound { sign: 1 },
+                }
+            })
+            .collect();
+        let mut change = 0.0f64;
+        for (i, bound) in problem.bounds.iter().enumerate() {
+            if let RowBound::Friction { normal, mu } = *bound {
+                let c = mu * out.f[normal].max(0.0);
+                change = change.max((c - hi[i]).abs());
+                lo[i] = -c;
+                hi[i] = c;
+            }
+        }
+        let converged = change <= tol * scales.f();
+        let repeated = previous.as_ref() == Some(&states);
+        if options.standardize && (repeated || converged) && !tried.contains(&states) {
+            if let Some((f, s)) = try_standardized(problem, &states, tol) {
+                return Some((f, s, true));
+            }
+            tried.push(states.clone());
+        }
+        last = Some((out.f, states.clone()));
+        if converged {
+            break;
+        }
+        previous = Some(states);
+    }
+    let (f, states) = last?;
+    accept(problem, options, f, Some(states), &tried)
+}
+
+/// Lemke on an island whose rows are all unilateral or fixed at zero; `None` if not applicable (the
+/// flag tells) or failed.
+fn lemke_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize) -> (bool, Option<Accepted>) {
+    let m = problem.len();
+    let mut rows = Vec::with_capacity(m);
+    for (i, bound) in problem.bounds.iter().enumerate() {
+        match *bound {
+            b if b.is_unilateral() => rows.push(i),
+            RowBound::Box { lo, hi } if lo == 0.0 && hi == 0.0 => {}
+            RowBound::Friction { mu, .. } if mu == 0.0 => {}
+            _ => return (false, None),
+        }
+    }
+    let k = rows.len();
+    let a = nalgebra::DMatrix::from_fn(k, k, |r, c| problem.a[(rows[r], rows[c])]);
+    let b = DVector::from_fn(k, |r, _| problem.b[rows[r]]);
+    let Ok(out) = lemke::solve_standard(&a, &b, options.pivot_budget(k)) else { return (true, None) };
+    *pivots += out.pivots;
+    let mut f = DVector::zeros(m);
+    for (p, &i) in rows.iter().enumerate() {
+        f[i] = out.f[p];
+    }
+    (true, accept(problem, options, f, None, &[]))
+}
+
+/// PGS, then the standardized solution for its classification at a few tolerances, else its raw result.
+fn pgs_path(problem: &BoxedLcp, options: &LcpOptions) -> Result<(Accepted, usize)> {
+    let out = pgs::solve_pgs(problem, options.pgs_iterations, options.pgs_tolerance, None);
+    if out.f.iter().chain(out.w.iter()).any(|v| !v.is_finite()) {
+        return Err(Error::Numerical { algorithm: "projected Gauss-Seidel", detail: "non-finite forces".into() });
+    }
+    let tol = options.tolerance;
+    let raw_residual = residual(problem, &out.f, &out.w);
+    if !options.standardize && raw_residual <= tol {
+        let states = classify(problem, &out.f, &out.w, tol);
+        return Ok(((out.f, states, false), out.iterations));
+    }
+    let mut tried: Vec<Vec<RowState>> = Vec::new();
+    for ctol in [tol, 1e-8, 1e-6, 1e-4] {
+        let states = classify(problem, &out.f, &out.w, ctol.max(tol));
+        if tried.contains(&states) {
+            continue;
+        }
+        if let Some((f, s)) = try_standardized(problem, &states, tol) {
+            return Ok(((f, s, true), out.iterations));
+        }
+        tried.push(states);
+    }
+    let states = classify(problem, &out.f, &out.w, tol);
+    Ok(((out.f, states, false), out.iterations))
+}
+
+fn solve_island(problem: &BoxedLcp, options: &LcpOptions, warm_start: Option<&[RowState]>) -> Result<IslandOutcome> {
+    let outcome = |path: SolvePath, acc: Accepted| IslandOutcome {
+        f: acc.0,
+        states: acc.1,
+        path,
+        pivots: 0,
+        pgs_iterations: 0,
+        warm_hit: false,
+        fallbacks: 0,
+        standardized: acc.2,
+    };
+    if let Some(guess) = warm_start {
+        if let Some((f, s)) = try_standardized(problem, guess, options.tolerance) {
+            let mut out = outcome(SolvePath::WarmStart, (f, s, true));
+            out.warm_hit = true;
+            return Ok(out);
+        }
+    }
+    let mut pivots = 0;
+    let mut fallbacks = 0;
+    if let Some(acc) = dantzig_path(problem, options, &mut pivots) {
+        let mut out = outcome(SolvePath::Dantzig, acc);
+        out.pivots = pivots;
+        return Ok(out);
+    }
+    fallbacks += 1;
+    let (applicable, lemke) = lemke_path(problem, options, &mut pivots);
+    if let Some(acc) = lemke {
+        let mut out = outcome(SolvePath::Lemke, acc);
+        out.pivots = pivots;
+        out.fallbacks = fallbacks;
+        return Ok(out);
+    }
+    if applicable {
+        fallbacks += 1;
+    }
+    let (acc, iterations) = pgs_path(problem, options)?;
+    let mut out = outcome(SolvePath::Pgs, acc);
+    out.pivots = pivots;
+    out.fallbacks = fallbacks;
+    out.pgs_iterations = iterations;
+    Ok(out)
+}

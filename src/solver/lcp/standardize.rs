@@ -1,0 +1,136 @@
+//! The standardized solution of a boxed LCP for a given classification (DiffDART App. A.1, "LCP
+//! stabilization", extended to boxed LCPs by App. A.2).
+//!
+//! With the clamping set C, the set U of rows at a non-zero bound and the zero-force sets S and T, the
+//! forces of U follow the clamping ones through the map E (one entry `±μ` per friction row, in the column
+//! of its normal) plus the constant bounds of box rows: `f_U = E f_C + f_U0`. Requiring `w_C = 0` gives the
+//! reduced system (App. A.2)
+//!
+//! ```text
+//! (A_CC + A_CU E) f_C = −(b_C + A_CU f_U0),     f_S = f_T = 0,
+//! ```
+//!
+//! solved here with the minimum-norm (pseudo-inverse) solution of App. A.1, through an SVD with the
+//! relative rank tolerance [`RANK_RTOL`]. The result depends only on the classification, `A` and `b`,
+//! which makes solutions of rank-deficient problems (coplanar contact manifolds) reproducible, and the
+//! solve doubles as a warm-started LCP solver.
+
+use nalgebra::{DMatrix, DVector};
+
+use super::problem::{residual, BoxedLcp, RowBound, RowState};
+
+/// Singular values below `RANK_RTOL · σ_max` of the reduced matrix are treated as zero.
+pub const RANK_RTOL: f64 = 1e-12;
+
+/// App. A.1 standardized solution for a given classification: solve the reduced system
+/// (A_CC + A_CU E) f_C = -(b_C + A_CU f_U0) with the minimum-norm (pseudo-inverse, SVD with a relative rank
+/// tolerance) solution, f_U = E f_C (+ the constant bounds of Box rows at a nonzero bound), f_S = f_T = 0.
+/// Returns None if the result violates the classification (a clamping friction row outside its box, a
+/// clamping normal with f < 0, a separating row with w on the wrong side, beyond tolerance).
+///
+/// The test is [`residual`]`(problem, f, w) ≤ tolerance` (relative), which covers every LCP condition.
+/// Also `None` for an invalid problem, a state vector of the wrong length, an `AtBound` sign other than
+/// `±1`, a box row marked at an infinite bound, or a failed SVD. A friction row marked `AtBound` whose
+/// normal is not clamping gets `f = 0` (its bounds are zero).
+pub fn standardize(problem: &BoxedLcp, states: &[RowState], tolerance: f64) -> Option<(DVector<f64>, DVector<f64>)> {
+    problem.validate().ok()?;
+    standardize_unchecked(problem, states, tolerance)
+}
+
+/// [`standardize`] on a problem already validated.
+pub(crate) fn standardize_unchecked(
+    problem: &BoxedLcp,
+    states: &[RowState],
+    tolerance: f64,
+) -> Option<(DVector<f64>, DVector<f64>)> {
+    let m = problem.b.len();
+    if states.len() != m {
+        return None;
+    }
+    let a = &problem.a;
+    let clamped: Vec<usize> = (0..m).filter(|&i| states[i] == RowState::Clamping).collect();
+    let mut position = vec![usize::MAX; m];
+    for (p, &i) in clamped.iter().enumerate() {
+        position[i] = p;
+    }
+    let mut f = DVector::<f64>::zeros(m);
+    // The E map: (row u, column p in C, coefficient).
+    let mut e_map: Vec<(usize, usize, f64)> = Vec::new();
+    for i in 0..m {
+        let RowState::AtBound { sign } = states[i] else { continue };
+        if sign != 1 && sign != -1 {
+            return None;
+        }
+        let s = f64::from(sign);
+        match problem.bounds[i] {
+            RowBound::Box { lo, hi } => {
+                let v = if sign < 0 { lo } else { hi };
+                if !v.is_finite() {
+                    return None;
+                }
+                f[i] = v;
+            }
+            RowBound::Friction { normal, mu } => {
+                if position[normal] != usize::MAX {
+                    e_map.push((i, position[normal], s * mu));
+                }
+            }
+        }
+    }
+    let k = clamped.len();
+    if k > 0 {
+        let mut kmat = DMatrix::<f64>::zeros(k, k);
+        let mut rhs = DVector::<f64>::zeros(k);
+        for (r, &i) in clamped.iter().enumerate() {
+            for (c, &j) in clamped.iter().enumerate() {
+                kmat[(r, c)] = a[(i, j)];
+            }
+            for &(u, p, coef) in &e_map {
+                kmat[(r, p)] += a[(i, u)] * coef;
+            }
+            let mut v = problem.b[i];
+            for j in 0..m {
+                if f[j] != 0.0 {
+                    v += a[(i, j)] * f[j];
+                }
+            }
+            rhs[r] = -v;
+        }
+        let fc = min_norm_solve(kmat, &rhs)?;
+        for (p, &i) in clamped.iter().enumerate() {
+            f[i] = fc[p];
+        }
+        for &(u, p, coef) in &e_map {
+            f[u] = coef * fc[p];
+        }
+    }
+    let w = a * &f + &problem.b;
+    if f.iter().chain(w.iter()).any(|v| !v.is_finite()) {
+        return None;
+    }
+    if residual(problem, &f, &w) <= tolerance {
+        Some((f, w))
+    } else {
+        None
+    }
+}
+
+/// Minimum-norm least-squares solution of `K x = r` (pseudo-inverse through an SVD, singular values below
+/// `RANK_RTOL · σ_max` dropped). `None` if the SVD does not converge.
+pub(crate) fn min_norm_solve(kmat: DMatrix<f64>, rhs: &DVector<f64>) -> Option<DVector<f64>> {
+    let k = kmat.nrows();
+    if k == 0 {
+        return Some(DVector::zeros(0));
+    }
+    let svd = nalgebra::linalg::SVD::try_new(kmat, true, true, f64::EPSILON, 100 * k + 100)?;
+    let smax = svd.singular_values.iter().fold(0.0f64, |m, v| m.max(*v));
+    if smax == 0.0 {
+        return Some(DVector::zeros(k));
+    }
+    let x = svd.solve(rhs, RANK_RTOL * smax).ok()?;
+    if x.iter().all(|v| v.is_finite()) {
+        Some(x)
+    } else {
+        None
+    }
+}
