@@ -9,7 +9,7 @@
 //! 1. the warm start, if states are given: [`standardize`] with the guessed classification (App. A.1,
 //!    "LCP stabilization doubles as an extremely efficient LCP solver"), accepted if it is a solution;
 //! 2. principal pivoting ([`dantzig`]) with friction bounds fixed at `μ f_n` of the current estimate,
-//!    repeated while the bounds or the classification change, then standardized (App. A.1/A.2);
+//!    repeated (a relaxed fix-point) until the bounds settle, each pass standardized (App. A.1/A.2);
 //! 3. Lemke's method ([`lemke`]) if every row is unilateral (or has zero bounds) — a counted fallback;
 //! 4. projected Gauss–Seidel ([`pgs`]) — a counted fallback, standardized when that validates.
 //!
