@@ -94,7 +94,7 @@ impl ClampedFactor {
         let mut y: Vec<f64> = self.idx.iter().map(|&c| a[(c, j)]).collect();
         self.forward(&mut y);
         let schur = a[(j, j)] - y.iter().map(|v| v * v).sum::<f64>();
-        if !(schur > piv_tol) {
+        if schur.is_nan() || schur <= piv_tol {
             return false;
         }
         for (c, v) in y.iter().enumerate() {

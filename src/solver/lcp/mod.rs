@@ -9,7 +9,7 @@
 //! 1. the warm start, if states are given: [`standardize`] with the guessed classification (App. A.1,
 //!    "LCP stabilization doubles as an extremely efficient LCP solver"), accepted if it is a solution;
 //! 2. principal pivoting ([`dantzig`]) with friction bounds fixed at `μ f_n` of the current estimate,
-//!    repeated while the bounds or the classification change, then standardized (App. A.1/A.2);
+//!    repeated (a relaxed fix-point) until the bounds settle, each pass standardized (App. A.1/A.2);
 //! 3. Lemke's method ([`lemke`]) if every row is unilateral (or has zero bounds) — a counted fallback;
 //! 4. projected Gauss–Seidel ([`pgs`]) — a counted fallback, standardized when that validates.
 //!
@@ -32,7 +32,7 @@ pub use standardize::{standardize, RANK_RTOL};
 
 use crate::error::{Error, Result};
 use problem::Scales;
-use standardize::standardize_unchecked;
+use standardize::{standardize_unchecked, standardized_forces};
 
 /// A solution of a [`BoxedLcp`].
 #[derive(Clone, Debug, PartialEq)]
@@ -228,39 +228,87 @@ struct IslandOutcome {
 /// An accepted candidate: forces, states, standardized.
 type Accepted = (DVector<f64>, Vec<RowState>, bool);
 
-/// Tied rows become clamping (unless both bounds are zero): the minimum-norm solution over the larger
-/// set spreads the force over linearly dependent rows (App. A.1's two-contact example) instead of
-/// keeping the arbitrary zero a pivoting order chose.
-fn promote_tied(problem: &BoxedLcp, states: &[RowState]) -> Vec<RowState> {
-    states
-        .iter()
-        .enumerate()
-        .map(|(i, &s)| {
-            if s != RowState::Tied {
-                return s;
+/// Promotes the tied rows of a valid solution `(f, w)` to clamping (App. A.1's two-contact example: the
+/// minimum-norm solution over the larger set spreads the force over linearly dependent rows instead of
+/// keeping the arbitrary zero a pivoting order chose). Rows whose bounds are both zero stay; the zero-force
+/// friction rows of a clamping normal become clamping (`w ≈ 0`) or sit at the bound opposing their `w`.
+fn promote_tied(problem: &BoxedLcp, states: &[RowState], w: &DVector<f64>, tol: f64) -> Vec<RowState> {
+    let tw = tol * Scales::new(&problem.a, &problem.b, None).w;
+    let mut out = states.to_vec();
+    for (i, s) in out.iter_mut().enumerate() {
+        if *s == RowState::Tied && problem.bounds[i].is_unilateral() {
+            *s = RowState::Clamping;
+        } else if *s == RowState::Tied {
+            if let RowBound::Box { lo, hi } = problem.bounds[i] {
+                if lo != 0.0 || hi != 0.0 {
+                    *s = RowState::Clamping;
+                }
             }
-            let zero_box = match problem.bounds[i] {
-                RowBound::Box { lo, hi } => lo == 0.0 && hi == 0.0,
-                RowBound::Friction { normal, mu } => mu == 0.0 || states[normal] != RowState::Clamping,
-            };
-            if zero_box {
-                s
-            } else {
-                RowState::Clamping
-            }
-        })
-        .collect()
-}
-
-/// The standardized solution for `states` (tried first with tied rows promoted).
-fn try_standardized(problem: &BoxedLcp, states: &[RowState], tol: f64) -> Option<(DVector<f64>, Vec<RowState>)> {
-    let promoted = promote_tied(problem, states);
-    if promoted != states {
-        if let Some((f, _)) = standardize_unchecked(problem, &promoted, tol) {
-            return Some((f, promoted));
         }
     }
-    standardize_unchecked(problem, states, tol).map(|(f, _)| (f, states.to_vec()))
+    for i in 0..out.len() {
+        if let RowBound::Friction { normal, mu } = problem.bounds[i] {
+            if out[normal] == RowState::Clamping
+                && mu > 0.0
+                && matches!(states[i], RowState::Tied | RowState::Separating)
+            {
+                out[i] = if w[i] > tw {
+                    RowState::AtBound { sign: -1 }
+                } else if w[i] < -tw {
+                    RowState::AtBound { sign: 1 }
+                } else {
+                    RowState::Clamping
+                };
+            }
+        }
+    }
+    out
+}
+
+/// The standardized solution for `states`; when its clamping rows leave their bounds (the minimum-norm
+/// point of a rank-deficient reduced system need not respect the inequalities), the worst offender is
+/// moved to the bound it crossed and the solve repeated (at most `m` times). `None` if no valid
+/// standardized solution is reached.
+fn standardize_repaired(problem: &BoxedLcp, states: &[RowState], tol: f64) -> Option<(DVector<f64>, Vec<RowState>)> {
+    let mut states = states.to_vec();
+    for _ in 0..=states.len() {
+        let (f, w) = standardized_forces(problem, &states)?;
+        if residual(problem, &f, &w) <= tol {
+            return Some((f, states));
+        }
+        let tf = tol * Scales::new(&problem.a, &problem.b, Some(f.as_slice())).f();
+        let mut worst: Option<(usize, f64, bool)> = None;
+        for (i, s) in states.iter().enumerate() {
+            if *s != RowState::Clamping {
+                continue;
+            }
+            let (lo, hi) = problem.bounds_at(i, f.as_slice());
+            let (below, above) = (lo - f[i], f[i] - hi);
+            let (v, upper) = if above > below { (above, true) } else { (below, false) };
+            if v > tf && worst.is_none_or(|(_, wv, _)| v > wv) {
+                worst = Some((i, v, upper));
+            }
+        }
+        let (i, _, upper) = worst?;
+        let (lo, hi) = problem.bounds_at(i, f.as_slice());
+        let bound = if upper { hi } else { lo };
+        states[i] = if bound == 0.0 { RowState::Tied } else { RowState::AtBound { sign: if upper { 1 } else { -1 } } };
+    }
+    None
+}
+
+/// The standardized solution for `states` (repaired if needed), then the one with tied rows promoted
+/// (see [`promote_tied`]), preferred when it is valid too.
+fn try_standardized(problem: &BoxedLcp, states: &[RowState], tol: f64) -> Option<(DVector<f64>, Vec<RowState>)> {
+    let (f, states) = standardize_repaired(problem, states, tol)?;
+    let w = &problem.a * &f + &problem.b;
+    let promoted = promote_tied(problem, &states, &w, tol);
+    if promoted != states {
+        if let Some(better) = standardize_repaired(problem, &promoted, tol) {
+            return Some(better);
+        }
+    }
+    Some((f, states))
 }
 
 /// Accepts a raw solution from a method: standardized if enabled and valid, else raw if valid, else (with
@@ -312,10 +360,9 @@ fn dantzig_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize) ->
         }
     }
     let budget = options.pivot_budget(m);
-    let mut previous: Option<Vec<RowState>> = None;
     let mut tried: Vec<Vec<RowState>> = Vec::new();
     let mut last: Option<(DVector<f64>, Vec<RowState>)> = None;
-    for _ in 0..options.friction_iterations.max(1) {
+    for iteration in 0..options.friction_iterations.max(1) {
         let Ok(out) = dantzig::solve_box(&problem.a, &problem.b, &lo, &hi, tol, budget) else { break };
         *pivots += out.pivots;
         let scales = Scales::new(&problem.a, &problem.b, Some(out.f.as_slice()));
@@ -332,28 +379,35 @@ fn dantzig_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize) ->
                 }
             })
             .collect();
+        // Bounds for the next pass: μ f_n, relaxed (halfway from the previous bound) after the first two
+        // passes, which breaks the period-two cycles the plain fix-point falls into when contacts
+        // trade load.
+        let relax = if iteration < 2 { 1.0 } else { 0.5 };
         let mut change = 0.0f64;
         for (i, bound) in problem.bounds.iter().enumerate() {
             if let RowBound::Friction { normal, mu } = *bound {
-                let c = mu * out.f[normal].max(0.0);
-                change = change.max((c - hi[i]).abs());
+                let target = mu * out.f[normal].max(0.0);
+                change = change.max((target - hi[i]).abs());
+                let c = hi[i] + relax * (target - hi[i]);
                 lo[i] = -c;
                 hi[i] = c;
             }
         }
         let converged = change <= tol * scales.f();
-        let repeated = previous.as_ref() == Some(&states);
-        if options.standardize && (repeated || converged) && !tried.contains(&states) {
+        if options.standardize && !tried.contains(&states) {
             if let Some((f, s)) = try_standardized(problem, &states, tol) {
                 return Some((f, s, true));
             }
             tried.push(states.clone());
         }
+        if !options.standardize && residual(problem, &out.f, &out.w) <= tol {
+            let classified = classify(problem, &out.f, &out.w, tol);
+            return Some((out.f, classified, false));
+        }
         last = Some((out.f, states.clone()));
         if converged {
             break;
         }
-        previous = Some(states);
     }
     let (f, states) = last?;
     accept(problem, options, f, Some(states), &tried)
@@ -368,7 +422,7 @@ fn lemke_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize) -> (
         match *bound {
             b if b.is_unilateral() => rows.push(i),
             RowBound::Box { lo, hi } if lo == 0.0 && hi == 0.0 => {}
-            RowBound::Friction { mu, .. } if mu == 0.0 => {}
+            RowBound::Friction { mu: 0.0, .. } => {}
             _ => return (false, None),
         }
     }
@@ -423,8 +477,9 @@ fn solve_island(problem: &BoxedLcp, options: &LcpOptions, warm_start: Option<&[R
         standardized: acc.2,
     };
     if let Some(guess) = warm_start {
-        if let Some((f, s)) = try_standardized(problem, guess, options.tolerance) {
-            let mut out = outcome(SolvePath::WarmStart, (f, s, true));
+        // The guess exactly as given (no repair, no promotion): a hit means the classification held.
+        if let Some((f, _)) = standardize_unchecked(problem, guess, options.tolerance) {
+            let mut out = outcome(SolvePath::WarmStart, (f, guess.to_vec(), true));
             out.warm_hit = true;
             return Ok(out);
         }

@@ -200,11 +200,7 @@ impl Scales {
 
 fn sizes_agree(problem: &BoxedLcp, f: &DVector<f64>, w: &DVector<f64>) -> bool {
     let m = problem.b.len();
-    problem.a.nrows() == m
-        && problem.a.ncols() == m
-        && problem.bounds.len() == m
-        && f.len() == m
-        && w.len() == m
+    problem.a.nrows() == m && problem.a.ncols() == m && problem.bounds.len() == m && f.len() == m && w.len() == m
 }
 
 /// Classifies each row of a (possibly approximate) solution into the sets C, S, U, T.

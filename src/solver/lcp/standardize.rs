@@ -43,6 +43,17 @@ pub(crate) fn standardize_unchecked(
     states: &[RowState],
     tolerance: f64,
 ) -> Option<(DVector<f64>, DVector<f64>)> {
+    let (f, w) = standardized_forces(problem, states)?;
+    if residual(problem, &f, &w) <= tolerance {
+        Some((f, w))
+    } else {
+        None
+    }
+}
+
+/// The forces of the reduced-system solve and `w = A f + b`, not yet checked against the LCP conditions
+/// (`None` only for malformed states or a failed SVD).
+pub(crate) fn standardized_forces(problem: &BoxedLcp, states: &[RowState]) -> Option<(DVector<f64>, DVector<f64>)> {
     let m = problem.b.len();
     if states.len() != m {
         return None;
@@ -108,11 +119,7 @@ pub(crate) fn standardize_unchecked(
     if f.iter().chain(w.iter()).any(|v| !v.is_finite()) {
         return None;
     }
-    if residual(problem, &f, &w) <= tolerance {
-        Some((f, w))
-    } else {
-        None
-    }
+    Some((f, w))
 }
 
 /// Minimum-norm least-squares solution of `K x = r` (pseudo-inverse through an SVD, singular values below
