@@ -238,9 +238,8 @@ fn classification(s: &Scene, state: &State) -> Option<Vec<RowState>> {
     let mut sim = Simulator::new(s.model.clone(), s.options.clone()).unwrap();
     let (_, rec) = sim.step_recorded(state, &Control::torques(s.tau.clone())).unwrap();
     // Tied rows are differentiated as separating: the same mode for the Jacobians.
-    rec.constraints().map(|c| {
-        c.states.iter().map(|s| if *s == RowState::Tied { RowState::Separating } else { *s }).collect()
-    })
+    rec.constraints()
+        .map(|c| c.states.iter().map(|s| if *s == RowState::Tied { RowState::Separating } else { *s }).collect())
 }
 
 #[test]
@@ -266,13 +265,18 @@ fn contact_step_jacobians_match_finite_differences() {
             if classification(&s, &state).as_ref() != Some(&nominal) {
                 skipped += 1;
                 if skipped >= 40 {
-                    failures.push(format!("{}: too many states leave the nominal mode\nnominal {nominal:?}\nthis    {:?}", s.name, classification(&s, &state)));
+                    failures.push(format!(
+                        "{}: too many states leave the nominal mode\nnominal {nominal:?}\nthis    {:?}",
+                        s.name,
+                        classification(&s, &state)
+                    ));
                     break;
                 }
                 continue;
             }
             let control = Control::torques(s.tau.clone());
-            let config = GradcheckConfig { method: FdMethod::Ridders, step: fd_step(&s), rel_tol: 1e-6, abs_floor: 1e-4 };
+            let config =
+                GradcheckConfig { method: FdMethod::Ridders, step: fd_step(&s), rel_tol: 1e-6, abs_floor: 1e-4 };
             let report = check_step(&s.model, &s.options, &params, &state, &control, &config).unwrap();
             if !report.passed() {
                 failures.push(format!("{}: state {checked}\n{report}", s.name));
