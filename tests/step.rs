@@ -15,9 +15,13 @@ fn free_body(g: Vec3) -> Model {
     b.build().unwrap()
 }
 
+/// A simulator of the smooth integrator: these tests are about the velocity update, so
+/// the constraint stage (joint limits, contacts) is off — arm7 reaches a joint limit
+/// within the convergence test's half second, where the step is no longer smooth.
 fn sim(model: Model, dt: f64, vp: VelocityProducts) -> Simulator {
     let integrator = IntegratorOptions { velocity_products: vp, ..Default::default() };
-    Simulator::new(model, SimOptions { dt, gravity: None, integrator, ..Default::default() }).unwrap()
+    let contact = stiction::step::ContactOptions { enabled: false, ..Default::default() };
+    Simulator::new(model, SimOptions { dt, gravity: None, integrator, contact }).unwrap()
 }
 
 #[test]
