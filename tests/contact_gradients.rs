@@ -120,6 +120,19 @@ fn sphere_scene(name: &'static str, restitution: f64, height: f64, vz: f64) -> S
     }
 }
 
+/// A ball sliding on the ground, pressed 0.2 mm in: one contact whose
+/// first friction row is at its bound (the U set, the friction-coefficient columns).
+fn ball_sliding_scene() -> Scene {
+    let mut s = sphere_scene("ball_sliding", 0.0, -2e-4, 0.0);
+    // Fast enough (3 m/s) that the friction impulse of a step (~0.2 m/s at the
+    // contact) cannot stop it: the mode holds under the finite-difference steps.
+    s.state.v[3] = 0.0;
+    s.state.v[4] = 3.0;
+    s.params = vec!["mass:ball".into(), "friction:ball".into(), "friction:world".into()];
+    s.spread = (2e-5, 2e-3);
+    s
+}
+
 fn incline_scene(name: &'static str, mu: f64, v_down: f64) -> Scene {
     let params = vec!["mass:box".into(), "friction:world".into()];
     let tilt = 10f64.to_radians();
@@ -218,6 +231,7 @@ fn scenes() -> Vec<Scene> {
         box_scene("box_rest_frictionless", 0.0, 0.0, 0.0),
         sphere_scene("ball_bounce_0.5", 0.5, 2e-3, -3.0),
         sphere_scene("ball_bounce_1", 1.0, 1e-3, -2.0),
+        ball_sliding_scene(),
         cartpole_scene(),
     ]
 }
@@ -254,6 +268,10 @@ fn contact_step_jacobians_match_finite_differences() {
     for s in scenes() {
         let nominal = classification(&s, &s.state).unwrap_or_else(|| panic!("{}: no constraint rows", s.name));
         assert!(nominal.contains(&RowState::Clamping), "{}: nothing clamping {nominal:?}", s.name);
+        if s.name.contains("sliding") {
+            let at_bound = nominal.iter().any(|r| matches!(r, RowState::AtBound { .. }));
+            assert!(at_bound, "{}: no friction row at its bound {nominal:?}", s.name);
+        }
         let params = ParamSpec::parse(&s.model, &s.params).unwrap();
         let mut rng = SplitMix64::new(7);
         let (mut checked, mut skipped, mut worst) = (0, 0, 0.0f64);

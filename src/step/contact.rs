@@ -388,16 +388,7 @@ pub(crate) fn constraint_stage(
     let b = &asm.j * &v_free + &asm.bias;
     let problem = BoxedLcp::new(a, b, asm.bounds.clone())?;
     let guess = if options.warm_start { warm_start_guess(ws, &asm) } else { None };
-    let mut sol = solve(&problem, &options.lcp, guess.as_deref())?;
-    // A friction row whose box has collapsed (μ = 0 or no normal impulse) carries no
-    // impulse and constrains nothing: it is separating whatever its velocity.
-    for (r, bound) in asm.bounds.iter().enumerate() {
-        if let RowBound::Friction { normal, mu } = *bound {
-            if mu * sol.f[normal] == 0.0 && sol.states[r] == RowState::Clamping {
-                sol.states[r] = RowState::Separating;
-            }
-        }
-    }
+    let sol = solve(&problem, &options.lcp, guess.as_deref())?;
     let dv = &y * &sol.f;
     for k in 0..v_out.len() {
         v_out[k] += dv[k];

@@ -293,7 +293,6 @@ pub(crate) fn linearize_constraints(rec: &StepRecord, c: &ConstraintRecord) -> R
         let n = proj * dahat_t;
         direct += &minv_jhat_t * n;
     }
-    let _ = nx;
 
     let mut bounces = vec![];
     if c.options.bounce_gradients == BounceGradients::ContinuousTime {

@@ -210,6 +210,15 @@ pub fn solve(problem: &BoxedLcp, options: &LcpOptions, warm_start: Option<&[RowS
         return Err(Error::Numerical { algorithm: "boxed LCP", detail: "non-finite solution".to_string() });
     }
     stats.residual = residual(problem, &f, &w);
+    // A friction row whose box has collapsed (μ = 0 or no normal impulse) carries no
+    // impulse and constrains nothing: it is never clamping, whatever path chose it.
+    for (i, bound) in problem.bounds.iter().enumerate() {
+        if let RowBound::Friction { normal, mu } = *bound {
+            if mu * f[normal] == 0.0 && states[i] == RowState::Clamping {
+                states[i] = RowState::Separating;
+            }
+        }
+    }
     Ok(LcpSolution { f, w, states, stats })
 }
 
