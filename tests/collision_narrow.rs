@@ -75,11 +75,14 @@ fn sphere_sphere_and_sphere_plane_exact() {
         assert_eq!(c[0].kind, ContactKind::VertexFace);
         assert!((c[0].geometry.distance - d).abs() < 1e-12);
         assert!(close(&c[0].geometry.normal, &-np, 1e-12));
-        assert!(close(&c[0].geometry.point, &(ca - np * (ra + d / 2.0)), 1e-12));
+        // the contact point lies on the face (the plane)
+        assert!(close(&c[0].geometry.point, &(ca - np * (ra + d)), 1e-12));
+        assert!(np.dot(&(c[0].geometry.point - xp.trans)).abs() < 1e-12);
         let c = contacts(&plane(), &xp, &sphere(ra), &xa, 10.0);
         assert_eq!(c[0].kind, ContactKind::FaceVertex);
         assert!((c[0].geometry.distance - d).abs() < 1e-12);
         assert!(close(&c[0].geometry.normal, &np, 1e-12));
+        assert!(close(&c[0].geometry.point, &(ca - np * (ra + d)), 1e-12));
     }
 }
 
@@ -298,13 +301,15 @@ fn box_box_edge_edge_and_vertex_face() {
     assert_eq!(c.len(), 1, "{c:?}");
     assert_eq!(c[0].kind, ContactKind::FaceVertex);
     assert!((c[0].geometry.distance + d).abs() < 1e-14);
-    assert!(close(&c[0].geometry.point, &Vec3::new(0.1, -0.2, 0.5 - d / 2.0), 1e-14));
+    // on the slab's face, below the penetrating corner
+    assert!(close(&c[0].geometry.point, &Vec3::new(0.1, -0.2, 0.5), 1e-14));
     assert!(close(&c[0].geometry.normal, &Vec3::z(), 1e-14));
     // the same seen from the cube: vertex–face
     let c = contacts(&unit, &xb, &slab, &SE3::identity(), 0.0);
     assert_eq!(c.len(), 1);
     assert_eq!(c[0].kind, ContactKind::VertexFace);
     assert!(close(&c[0].geometry.normal, &-Vec3::z(), 1e-14));
+    assert!(close(&c[0].geometry.point, &Vec3::new(0.1, -0.2, 0.5), 1e-14));
 }
 
 // ---------------------------------------------------------------- brute-force reference

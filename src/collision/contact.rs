@@ -105,7 +105,8 @@ pub struct ContactId {
 /// Point, normal and signed distance of a contact.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ContactGeometry {
-    /// The contact point (world frame): midway between the closest surface points of A and B.
+    /// The contact point (world frame): on the face for face–vertex and vertex–face contacts,
+    /// otherwise midway between the closest surface points of A and B.
     pub point: Vec3,
     /// Unit normal (world frame), pointing from A towards B.
     pub normal: Vec3,

@@ -17,8 +17,13 @@
 //!   s fixed at detection, `d = n·(a₂ − a₁) − r_A − r_B`, and c_A, c_B the mutually closest
 //!   points of the two lines.
 //!
-//! The contact point is the midpoint `(s_A + s_B)/2` and the distance is negative when
-//! the shapes overlap. Vertex–face and vertex–edge are the mirror images.
+//! The contact point is on the face for face–vertex and vertex–face contacts (the surface point
+//! of the face's shape), and the midpoint `(s_A + s_B)/2` otherwise; the distance is negative
+//! when the shapes overlap. Vertex–face and vertex–edge are the mirror images. On the face, the
+//! contact points of a polygon resting on it are coplanar whatever the penetration of each
+//! vertex, so "every contact sticks" is a consistent set of velocity constraints for a rigid
+//! body (with midpoints, the differing depths tilt the points' plane, and a tilting body
+//! cannot keep all of them still: static friction would have no exact solution).
 //!
 //! Derivatives: the features move with their bodies — a point p fixed to body X moves by
 //! `ω_X × p + v_X`, a direction by `ω_X × d` under the world-frame twist `δ_X = [ω_X; v_X]` —
@@ -75,11 +80,27 @@ enum F<S> {
     P(V3<S>, V3<S>),
 }
 
-/// Surface points from core points and the A→B normal.
-fn finish<S: Real>(ca: V3<S>, cb: V3<S>, n: V3<S>, ra: f64, rb: f64, distance: S) -> Geo<S> {
+/// Where the contact point lies between the two surface points.
+#[derive(Clone, Copy)]
+enum At {
+    /// Midway between the surface points of A and B.
+    Middle,
+    /// On A's surface (A is the face).
+    A,
+    /// On B's surface (B is the face).
+    B,
+}
+
+/// Surface points from core points and the A→B normal; the contact point per `at`.
+fn finish<S: Real>(ca: V3<S>, cb: V3<S>, n: V3<S>, ra: f64, rb: f64, distance: S, at: At) -> Geo<S> {
     let sa = ca.plus(n.scale(S::cst(ra)));
     let sb = cb.minus(n.scale(S::cst(rb)));
-    Geo { point: sa.plus(sb).scale(S::cst(0.5)), normal: n, distance }
+    let point = match at {
+        At::Middle => sa.plus(sb).scale(S::cst(0.5)),
+        At::A => sa,
+        At::B => sb,
+    };
+    Geo { point, normal: n, distance }
 }
 
 /// Below this the closed form has no well-defined normal (coincident points, parallel edges).
@@ -91,12 +112,12 @@ fn closed_form<S: Real>(kind: ContactKind, fa: F<S>, ra: f64, fb: F<S>, rb: f64,
         (ContactKind::FaceVertex, F::P(o, n), F::V(p)) => {
             let gap = n.dot(p.minus(o));
             let ca = p.minus(n.scale(gap));
-            Some(finish(ca, p, n, ra, rb, gap - radii))
+            Some(finish(ca, p, n, ra, rb, gap - radii, At::A))
         }
         (ContactKind::VertexFace, F::V(p), F::P(o, n)) => {
             let gap = n.dot(p.minus(o));
             let cb = p.minus(n.scale(gap));
-            Some(finish(p, cb, n.scale(S::cst(-1.0)), ra, rb, gap - radii))
+            Some(finish(p, cb, n.scale(S::cst(-1.0)), ra, rb, gap - radii, At::B))
         }
         (ContactKind::VertexVertex, F::V(pa), F::V(pb)) => {
             let diff = pb.minus(pa);
@@ -104,7 +125,7 @@ fn closed_form<S: Real>(kind: ContactKind, fa: F<S>, ra: f64, fb: F<S>, rb: f64,
             if len.val() < DEGENERATE {
                 return None;
             }
-            Some(finish(pa, pb, diff.scale(S::cst(1.0) / len), ra, rb, len - radii))
+            Some(finish(pa, pb, diff.scale(S::cst(1.0) / len), ra, rb, len - radii, At::Middle))
         }
         (ContactKind::EdgeVertex, F::E(a, e), F::V(p)) => {
             let t = p.minus(a).dot(e) / e.dot(e);
@@ -114,7 +135,7 @@ fn closed_form<S: Real>(kind: ContactKind, fa: F<S>, ra: f64, fb: F<S>, rb: f64,
             if len.val() < DEGENERATE {
                 return None;
             }
-            Some(finish(ca, p, diff.scale(S::cst(1.0) / len), ra, rb, len - radii))
+            Some(finish(ca, p, diff.scale(S::cst(1.0) / len), ra, rb, len - radii, At::Middle))
         }
         (ContactKind::VertexEdge, F::V(p), F::E(a, e)) => {
             let t = p.minus(a).dot(e) / e.dot(e);
@@ -124,7 +145,7 @@ fn closed_form<S: Real>(kind: ContactKind, fa: F<S>, ra: f64, fb: F<S>, rb: f64,
             if len.val() < DEGENERATE {
                 return None;
             }
-            Some(finish(p, cb, diff.scale(S::cst(1.0) / len), ra, rb, len - radii))
+            Some(finish(p, cb, diff.scale(S::cst(1.0) / len), ra, rb, len - radii, At::Middle))
         }
         (ContactKind::EdgeEdge, F::E(a1, e1), F::E(a2, e2)) => {
             let m = e1.cross(e2);
@@ -141,7 +162,7 @@ fn closed_form<S: Real>(kind: ContactKind, fa: F<S>, ra: f64, fb: F<S>, rb: f64,
             let t2 = (a * e - b * d) / den;
             let ca = a1.plus(e1.scale(t1));
             let cb = a2.plus(e2.scale(t2));
-            Some(finish(ca, cb, n, ra, rb, n.dot(a2.minus(a1)) - radii))
+            Some(finish(ca, cb, n, ra, rb, n.dot(a2.minus(a1)) - radii, At::Middle))
         }
         _ => None,
     }

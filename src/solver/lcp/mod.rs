@@ -237,39 +237,46 @@ struct IslandOutcome {
 /// An accepted candidate: forces, states, standardized.
 type Accepted = (DVector<f64>, Vec<RowState>, bool);
 
-/// Promotes the tied rows of a valid solution `(f, w)` to clamping (App. A.1's two-contact example: the
-/// minimum-norm solution over the larger set spreads the force over linearly dependent rows instead of
-/// keeping the arbitrary zero a pivoting order chose). Rows whose bounds are both zero stay; the zero-force
-/// friction rows of a clamping normal become clamping (`w ≈ 0`) or sit at the bound opposing their `w`.
-fn promote_tied(problem: &BoxedLcp, states: &[RowState], w: &DVector<f64>, tol: f64) -> Vec<RowState> {
-    let tw = tol * Scales::new(&problem.a, &problem.b, None).w;
+/// Promotes the rows of a valid solution `(f, w)` that are numerically tied (`|w| ≤ tol · scale`) but not
+/// clamping to clamping. Degenerate contact sets (four coplanar corners of a box, stacked faces) admit many
+/// valid classifications: a pivoting order leaves one corner "separating" with `w ≈ 0`, or a friction row
+/// "at its bound" with zero slip. The preferred one is the largest clamping set, whose minimum-norm
+/// solution (App. A.1's two-contact example) spreads the force over the linearly dependent rows; it is
+/// the same classification for every nearby state, so the mode (and the Jacobian) is stable.
+///
+/// Rows whose bounds are both zero stay; the zero-force friction rows of a clamping normal become clamping
+/// (`w ≈ 0`) or sit at the bound opposing their `w`.
+fn promote_tied(
+    problem: &BoxedLcp,
+    states: &[RowState],
+    f: &DVector<f64>,
+    w: &DVector<f64>,
+    tol: f64,
+) -> Vec<RowState> {
+    let tw = tol * Scales::new(&problem.a, &problem.b, Some(f.as_slice())).w;
     let mut out = states.to_vec();
     for (i, s) in out.iter_mut().enumerate() {
-        if *s == RowState::Tied && problem.bounds[i].is_unilateral() {
-            *s = RowState::Clamping;
-        } else if *s == RowState::Tied {
-            if let RowBound::Box { lo, hi } = problem.bounds[i] {
-                if lo != 0.0 || hi != 0.0 {
-                    *s = RowState::Clamping;
-                }
-            }
+        if *s == RowState::Clamping || w[i].abs() > tw {
+            continue;
+        }
+        match problem.bounds[i] {
+            b if b.is_unilateral() => *s = RowState::Clamping,
+            RowBound::Box { lo, hi } if lo != 0.0 || hi != 0.0 => *s = RowState::Clamping,
+            _ => {}
         }
     }
     for i in 0..out.len() {
-        if let RowBound::Friction { normal, mu } = problem.bounds[i] {
-            if out[normal] == RowState::Clamping
-                && mu > 0.0
-                && matches!(states[i], RowState::Tied | RowState::Separating)
-            {
-                out[i] = if w[i] > tw {
-                    RowState::AtBound { sign: -1 }
-                } else if w[i] < -tw {
-                    RowState::AtBound { sign: 1 }
-                } else {
-                    RowState::Clamping
-                };
-            }
+        let RowBound::Friction { normal, mu } = problem.bounds[i] else { continue };
+        if out[normal] != RowState::Clamping || mu <= 0.0 {
+            continue;
         }
+        out[i] = match out[i] {
+            RowState::AtBound { .. } if w[i].abs() <= tw => RowState::Clamping,
+            RowState::Tied | RowState::Separating if w[i] > tw => RowState::AtBound { sign: -1 },
+            RowState::Tied | RowState::Separating if w[i] < -tw => RowState::AtBound { sign: 1 },
+            RowState::Tied | RowState::Separating => RowState::Clamping,
+            s => s,
+        };
     }
     out
 }
@@ -309,12 +316,18 @@ fn standardize_repaired(problem: &BoxedLcp, states: &[RowState], tol: f64) -> Op
 /// The standardized solution for `states` (repaired if needed), then the one with tied rows promoted
 /// (see [`promote_tied`]), preferred when it is valid too.
 fn try_standardized(problem: &BoxedLcp, states: &[RowState], tol: f64) -> Option<(DVector<f64>, Vec<RowState>)> {
-    let (f, states) = standardize_repaired(problem, states, tol)?;
-    let w = &problem.a * &f + &problem.b;
-    let promoted = promote_tied(problem, &states, &w, tol);
-    if promoted != states {
-        if let Some(better) = standardize_repaired(problem, &promoted, tol) {
-            return Some(better);
+    let (mut f, mut states) = standardize_repaired(problem, states, tol)?;
+    // Promotion can reveal further tied rows (a repaired row moved to its bound): a few rounds, each
+    // accepted only if its standardized solution is valid.
+    for _ in 0..3 {
+        let w = &problem.a * &f + &problem.b;
+        let promoted = promote_tied(problem, &states, &f, &w, tol);
+        if promoted == states {
+            break;
+        }
+        match standardize_repaired(problem, &promoted, tol) {
+            Some((f2, s2)) if s2 != states => (f, states) = (f2, s2),
+            _ => break,
         }
     }
     Some((f, states))
