@@ -69,8 +69,8 @@ fn bounce_gradients(value: &Bound<'_, PyAny>) -> PyResult<BounceGradients> {
         Some("discrete") => Ok(BounceGradients::Discrete),
         Some("continuous_time") => Ok(BounceGradients::ContinuousTime),
         _ => Err(input_error(format!(
-            "contact option 'bounce_gradients' must be 'discrete' or 'continuous_time', got {value:?}",
-            value = value.repr().map(|r| r.to_string()).unwrap_or_default()
+            "contact option 'bounce_gradients' must be 'discrete' or 'continuous_time', got {}",
+            value.repr().map(|r| r.to_string()).unwrap_or_default()
         ))),
     }
 }
