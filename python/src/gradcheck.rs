@@ -1,6 +1,7 @@
 //! `stiction.gradcheck` and `stiction.GradReport`: analytic step Jacobians against
 //! finite differences.
 
+use crate::contact_options::contact_options;
 use crate::convert::{dvector, wrenches};
 use crate::errors::{input_error, IntoPyResult};
 use crate::model::PyModel;
@@ -95,11 +96,12 @@ impl PyGradReport {
 }
 
 /// Checks the analytic Jacobians of one simulator step from `(q, v)` under `tau`
-/// against finite differences of the step.
+/// against finite differences of the step. `contact` takes the same values as
+/// `Simulator(contact=...)`.
 #[pyfunction]
 #[pyo3(signature = (
     model, q, v, tau, params=None, dt=1e-3, velocity_products="midpoint", method="ridders",
-    rel_tol=1e-6, step=1e-3, abs_floor=1e-5, wrenches=None, gravity=None
+    rel_tol=1e-6, step=1e-3, abs_floor=1e-5, wrenches=None, gravity=None, contact=None
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn gradcheck(
@@ -117,6 +119,7 @@ pub fn gradcheck(
     abs_floor: f64,
     wrenches: Option<&Bound<'_, PyAny>>,
     gravity: Option<&Bound<'_, PyAny>>,
+    contact: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyGradReport> {
     let m = &model.model;
     let (nq, nv) = (m.nq(), m.nv());
@@ -126,7 +129,8 @@ pub fn gradcheck(
     let gravity = gravity.filter(|g| !g.is_none()).map(|g| crate::convert::vec3(g, "gravity")).transpose()?;
     let integrator =
         IntegratorOptions { velocity_products: self::velocity_products(velocity_products)?, ..Default::default() };
-    let options = SimOptions { dt, gravity, integrator, ..Default::default() };
+    let contact = contact_options(contact)?;
+    let options = SimOptions { dt, gravity, integrator, contact };
     // Parsing depends on the tree only, not on the gravity override.
     let params = params_arg(params, m)?;
     let method = FdMethod::parse(method)

@@ -6,6 +6,8 @@
 //! (a `ValueError`). Rust errors map to the exception hierarchy in [`errors`].
 
 mod builder;
+mod constraints;
+mod contact_options;
 mod contacts;
 mod convert;
 mod errors;

@@ -12,7 +12,9 @@ use stiction::Model;
 /// Names the differentiable parameters θ of a model and maps them to and from a
 /// vector. Names: `"mass:LINK"`, `"com:LINK"`, `"inertia:LINK"`, `"damping:JOINT"`,
 /// `"stiffness:JOINT"`, `"rest:JOINT"`, `"armature:JOINT"`, `"placement:JOINT"`,
-/// `"gravity"`; blocks are laid out in θ in the order given.
+/// `"gravity"`, `"friction:LINK"`, `"restitution:LINK"` (the material of the link's
+/// collision shapes; `LINK = "world"` for world shapes); blocks are laid out in θ in the
+/// order given.
 #[pyclass(name = "ParamSpec", module = "stiction", frozen)]
 #[derive(Clone)]
 pub struct PyParamSpec {

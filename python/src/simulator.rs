@@ -1,5 +1,7 @@
-//! `stiction.Simulator`: contact-free semi-implicit Euler time stepping.
+//! `stiction.Simulator`: semi-implicit Euler time stepping with contacts and joint
+//! limits (a boxed LCP at the velocity level; see `docs/contact.md`).
 
+use crate::contact_options::{contact_options, contact_options_dict};
 use crate::convert::{matrix, out_rows, out_vec, vec3, vector};
 use crate::errors::IntoPyResult;
 use crate::model::PyModel;
@@ -13,7 +15,8 @@ use stiction::step::{IntegratorOptions, VelocityProducts};
 use stiction::tape::Tape;
 use stiction::{Control, SimOptions, Simulator, State};
 
-/// Steps a model forward in time.
+/// Steps a model forward in time: semi-implicit Euler on the configuration manifold,
+/// with contacts, joint limits and joint friction solved as a boxed LCP.
 #[pyclass(name = "Simulator", module = "stiction", frozen)]
 pub struct PySimulator {
     sim: Mutex<Simulator>,
@@ -43,9 +46,17 @@ impl PySimulator {
     /// `velocity_products` is `"midpoint"` (default: Coriolis/gyroscopic forces at
     /// `(v + v⁺)/2`, energy-conserving for free rigid bodies) or `"explicit"` (at `v`).
     /// `params`: the differentiable parameters θ of recorded steps, a `ParamSpec` or a
-    /// list of parameter names (default: none).
+    /// list of parameter names (default: none). `contact`: the constraint stage's
+    /// options: `None` (the defaults: enabled), `True`/`False`, or a dict of some of
+    /// `enabled`, `margin`, `erp`, `restitution_threshold`, `joint_limit_margin`,
+    /// `warm_start`, `bounce_gradients` (`"discrete"` or `"continuous_time"`) and the LCP
+    /// solver's `tolerance`, `max_pivots`, `pgs_iterations`, `pgs_tolerance`,
+    /// `standardize`, `friction_iterations` (see `contact_options`).
     #[new]
-    #[pyo3(signature = (model, dt=1e-3, gravity=None, velocity_products="midpoint", tolerance=1e-13, max_iterations=50, params=None))]
+    #[pyo3(signature = (
+        model, dt=1e-3, gravity=None, velocity_products="midpoint", tolerance=1e-13, max_iterations=50, params=None,
+        contact=None
+    ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -56,12 +67,13 @@ impl PySimulator {
         tolerance: f64,
         max_iterations: usize,
         params: Option<&Bound<'_, PyAny>>,
+        contact: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let gravity = gravity.filter(|g| !g.is_none()).map(|g| vec3(g, "gravity")).transpose()?;
         let velocity_products = self::velocity_products(velocity_products)?;
         let integrator = IntegratorOptions { velocity_products, tolerance, max_iterations };
-        let mut sim = Simulator::new(model.model.clone(), SimOptions { dt, gravity, integrator, ..Default::default() })
-            .py_err()?;
+        let contact = contact_options(contact)?;
+        let mut sim = Simulator::new(model.model.clone(), SimOptions { dt, gravity, integrator, contact }).py_err()?;
         let params = params_arg(params, sim.model())?;
         sim.set_params(params);
         let m = sim.model();
@@ -83,7 +95,17 @@ impl PySimulator {
         self.lock().dt()
     }
 
-    /// Counters since construction: `{"steps", "midpoint_iterations", "midpoint_fallbacks"}`.
+    /// The constraint stage's options, as the dict the `contact` argument accepts (every
+    /// key present).
+    #[getter]
+    fn contact_options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let options = self.lock().options().contact;
+        contact_options_dict(py, &options)
+    }
+
+    /// Counters since construction: `{"steps", "midpoint_iterations",
+    /// "midpoint_fallbacks", "lcp_solves", "warm_start_hits", "lcp_fallbacks",
+    /// "unstandardized_solves"}` (`lcp_solves`: steps that had constraint rows).
     #[getter]
     fn stats(&self) -> std::collections::HashMap<&'static str, u64> {
         let s = *self.lock().stats();
@@ -91,6 +113,10 @@ impl PySimulator {
             ("steps", s.steps),
             ("midpoint_iterations", s.midpoint_iterations),
             ("midpoint_fallbacks", s.midpoint_fallbacks),
+            ("lcp_solves", s.lcp_solves),
+            ("warm_start_hits", s.warm_start_hits),
+            ("lcp_fallbacks", s.lcp_fallbacks),
+            ("unstandardized_solves", s.unstandardized_solves),
         ]
         .into_iter()
         .collect()
@@ -197,6 +223,20 @@ impl PySimulator {
             })
             .py_err()?;
         PyTuple::new(py, [out_rows(py, steps, nq, qs)?, out_rows(py, steps, nv, vs)?])
+    }
+
+    /// The constraint stage of the last step (recorded or not) as the dict described in
+    /// `StepRecord.constraints`; `None` when that step had no constraint rows (or no step
+    /// was taken yet).
+    fn last_constraints<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, pyo3::types::PyDict>>> {
+        let sim = self.lock();
+        crate::constraints::optional_constraints(py, sim.model(), sim.last_constraints())
+    }
+
+    /// Forgets the previous step's contact classification: the next step's LCP starts
+    /// cold (no warm start).
+    fn reset_warm_start(&self) {
+        self.lock().reset_warm_start();
     }
 
     /// The contacts of the simulated model at configuration `q`; see `Model.contacts`.

@@ -102,6 +102,31 @@ impl PyStepRecord {
         self.record.fell_back()
     }
 
+    /// The constraint stage of the step, or `None` when it had no constraint rows
+    /// (contact disabled, or nothing within the margins). A dict:
+    ///
+    /// * per row (m rows: three per contact — normal, then two friction directions —
+    ///   then joint rows): `impulses` (m,), `states` (`"clamping"`, `"separating"`,
+    ///   `"at_lower"`, `"at_upper"`, `"tied"`), `kinds` (`"contact_normal"`,
+    ///   `"contact_friction"`, `"joint_lower"`, `"joint_upper"`, `"joint_friction"`),
+    ///   `contact` (contact index, -1 for joint rows), `direction` (friction direction 0
+    ///   or 1, else -1), `dof` (dof index of joint rows, else -1), `joints` (joint name
+    ///   of joint rows, else None), `bounds` (m, 2) (friction bounds ±μ f_n at the
+    ///   solution), `bias` (m,);
+    /// * per contact (nc): `points` (nc, 3), `normals` (nc, 3, from body A to body B),
+    ///   `distances` (nc,, signed, negative in penetration), `depths` (= −distances),
+    ///   `bodies` (pairs of body names, `"world"` for world shapes), `shapes` (nc, 2),
+    ///   `contact_kinds` (`"vertex-face"`, ...), `friction`, `restitution` (the pair's
+    ///   mean coefficients), `bounce` (bools), `approach_velocity` (normal velocity at
+    ///   the start of the step);
+    /// * `v_free` (nv,), the velocity before the impulse, and `lcp`: the solver's
+    ///   statistics `{"path", "islands", "pivots", "pgs_iterations", "residual",
+    ///   "warm_start_attempted", "warm_start_hit", "fallbacks", "standardized"}`.
+    #[getter]
+    fn constraints<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        crate::constraints::optional_constraints(py, self.record.model(), self.record.constraints())
+    }
+
     fn __repr__(&self) -> String {
         format!("StepRecord(model='{}', dt={})", self.record.model().name(), self.record.dt())
     }

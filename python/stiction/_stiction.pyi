@@ -341,8 +341,12 @@ class ModelBuilder:
             negative mass, zero axis, loops, ...).
         """
 
+# The ``contact`` argument: None, a bool, or a dict of contact options (see Simulator).
+ContactArg = Union[None, bool, Dict[str, Any]]
+
 class Simulator:
-    """Contact-free semi-implicit Euler stepping on the configuration manifold."""
+    """Semi-implicit Euler stepping on the configuration manifold, with contacts, joint
+    limits and joint friction solved as a boxed LCP at the velocity level."""
 
     def __init__(
         self,
@@ -353,6 +357,7 @@ class Simulator:
         tolerance: float = 1e-13,
         max_iterations: int = 50,
         params: Union["ParamSpec", Sequence[str], str, None] = None,
+        contact: ContactArg = None,
     ) -> None:
         """:param gravity: overrides the model's gravity when given.
         :param velocity_products: ``"midpoint"`` evaluates Coriolis/gyroscopic forces at
@@ -364,16 +369,45 @@ class Simulator:
 
         :param params: the differentiable parameters θ that recorded steps differentiate
             against: a :class:`ParamSpec` or parameter names (parsed on the simulated model).
+        :param contact: the constraint stage (contacts, joint limits, joint friction):
+            ``None`` (defaults, enabled), ``True``/``False``, or a dict of some of
 
-        :raises InputError: ``dt`` is not positive and finite, an option is invalid, or a
+            - ``enabled`` (bool, True): solve contacts and joint limits at all;
+            - ``margin`` (m, 5e-3): contacts are created below this signed distance;
+            - ``erp`` (in (0, 1], 1.0): fraction of a penetration removed per step;
+            - ``restitution_threshold`` (m/s, 0.05): slower approaches do not bounce;
+            - ``joint_limit_margin`` (1e-2): limit rows within this distance of a limit;
+            - ``warm_start`` (bool, True): guess the LCP's classification from the last step;
+            - ``bounce_gradients`` (``"discrete"`` or ``"continuous_time"``): Jacobians of
+              bouncing steps, exact or DiffDART §6's continuous-time correction;
+            - LCP solver: ``tolerance`` (1e-10), ``max_pivots`` (0: automatic),
+              ``pgs_iterations`` (500), ``pgs_tolerance`` (1e-12), ``standardize`` (bool,
+              True: minimum-norm impulses), ``friction_iterations`` (20).
+
+            The other keys keep their defaults; :attr:`contact_options` lists them all.
+
+        :raises InputError: ``dt`` is not positive and finite, an option is invalid (an
+            unknown ``contact`` key, a value of the wrong type or out of range), or a
             parameter name is unknown.
         """
     @property
     def params(self) -> "ParamSpec":
         """The differentiable parameters θ of recorded steps (empty by default)."""
     @property
+    def contact_options(self) -> Dict[str, Any]:
+        """The constraint stage's options: every key the ``contact`` argument accepts."""
+    @property
     def stats(self) -> Dict[str, int]:
-        """Counters since construction: ``steps``, ``midpoint_iterations``, ``midpoint_fallbacks``."""
+        """Counters since construction: ``steps``, ``midpoint_iterations``,
+        ``midpoint_fallbacks``, ``lcp_solves`` (steps with constraint rows),
+        ``warm_start_hits`` (LCP solves whose warm-start guess was accepted),
+        ``lcp_fallbacks`` (a solver method failed and the next was tried),
+        ``unstandardized_solves`` (solutions that are not the minimum-norm one)."""
+    def last_constraints(self) -> Optional[Dict[str, Any]]:
+        """The constraint stage of the last step, recorded or not (see
+        :attr:`StepRecord.constraints`); None when it had no rows or before any step."""
+    def reset_warm_start(self) -> None:
+        """Forgets the previous step's classification: the next LCP starts cold."""
     @property
     def dt(self) -> float:
         """The time step."""
@@ -439,7 +473,9 @@ class ParamSpec:
     (xx, yy, zz, xy, xz, yz about the COM), ``"damping:JOINT"``, ``"stiffness:JOINT"``,
     ``"armature:JOINT"`` (one per degree of freedom), ``"rest:JOINT"`` (one per
     coordinate; not for ball/free joints), ``"placement:JOINT"`` (x, y, z of the joint
-    origin in the parent) and ``"gravity"`` (x, y, z). Blocks are laid out in θ in the
+    origin in the parent), ``"gravity"`` (x, y, z), ``"friction:LINK"`` and
+    ``"restitution:LINK"`` (1 value each: the material of the link's collision shapes;
+    ``LINK = "world"`` for shapes fixed to the world). Blocks are laid out in θ in the
     order given::
 
         spec = ParamSpec(model, ["mass:link3", "gravity"])
@@ -516,6 +552,32 @@ class StepRecord:
     def fell_back(self) -> bool:
         """True when the midpoint iteration fell back to the explicit evaluation
         (the step is then differentiated as an explicit step)."""
+    @property
+    def constraints(self) -> Optional[Dict[str, Any]]:
+        """The constraint stage of the step; None when it had no rows (contact disabled
+        or nothing within the margins). Rows come three per contact (normal, friction
+        along ``t1``, friction along ``t2``), then joint-limit and joint-friction rows.
+
+        Per row (m): ``impulses`` (m,), ``states`` (``"clamping"``, ``"separating"``,
+        ``"at_lower"``, ``"at_upper"``, ``"tied"``), ``kinds`` (``"contact_normal"``,
+        ``"contact_friction"``, ``"joint_lower"``, ``"joint_upper"``,
+        ``"joint_friction"``), ``contact`` (int, -1 for joint rows), ``direction``
+        (friction direction 0/1, else -1), ``dof`` (int, -1 for contact rows),
+        ``joints`` (joint name of joint rows, else None), ``bounds`` (m, 2; friction rows
+        ``±μ f_n`` at the solution), ``bias`` (m,).
+
+        Per contact (nc): ``points`` (nc, 3), ``normals`` (nc, 3; from body A to body B),
+        ``distances`` (signed, negative in penetration), ``depths`` (``-distances``),
+        ``bodies`` (pairs of body names, ``"world"`` for world shapes), ``shapes``
+        (nc, 2), ``contact_kinds`` (``"vertex-face"``, ...), ``friction``,
+        ``restitution`` (the pair's coefficients), ``bounce`` (bools),
+        ``approach_velocity`` (normal velocity at the start of the step).
+
+        And ``v_free`` (nv,), the velocity before the impulse, and ``lcp``: ``path``
+        (``"empty"``, ``"warm_start"``, ``"dantzig"``, ``"lemke"``, ``"pgs"``),
+        ``islands``, ``pivots``, ``pgs_iterations``, ``residual``,
+        ``warm_start_attempted``, ``warm_start_hit``, ``fallbacks``, ``standardized``.
+        """
 
 class Tape:
     """A recorded rollout: the :class:`StepRecord` of consecutive steps."""
@@ -579,6 +641,7 @@ def gradcheck(
     abs_floor: float = 1e-5,
     wrenches: Optional[ArrayLike] = None,
     gravity: Optional[ArrayLike] = None,
+    contact: ContactArg = None,
 ) -> GradReport:
     """Checks the analytic Jacobians of one simulator step against finite differences.
 
@@ -587,6 +650,11 @@ def gradcheck(
     :meth:`StepRecord.jacobians` with finite differences of the step (q perturbed on
     the manifold, θ through :meth:`ParamSpec.apply`).
 
+    :param contact: the constraint stage's options, as for :class:`Simulator`. Through
+        contact, finite differences are only meaningful inside one contact mode: keep
+        ``step`` below the distance to the nearest mode change, and prefer
+        ``contact={"warm_start": False}`` and ``abs_floor=1e-4`` (the LCP's rounding noise
+        divided by the step).
     :param method: ``"ridders"`` (default), ``"central"`` or ``"both"``.
     :param step: FD step (central) or initial step (Ridders); scaled per input.
     :param rel_tol: an entry passes when ``|a − f| / max(|f|, abs_floor·max(s, 1)) <= rel_tol``,

@@ -1,0 +1,146 @@
+//! The `contact=` argument of `Simulator` and `gradcheck`: `None`, a bool or a dict
+//! of `ContactOptions` fields (the LCP solver's options flat beside them), and the
+//! dict `Simulator.contact_options` returns.
+
+use crate::errors::{input_error, IntoPyResult};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyString};
+use stiction::step::{BounceGradients, ContactOptions};
+
+/// The keys a `contact` dict accepts, in the order `Simulator.contact_options` lists them.
+pub const KEYS: [&str; 13] = [
+    "enabled",
+    "margin",
+    "erp",
+    "restitution_threshold",
+    "joint_limit_margin",
+    "warm_start",
+    "bounce_gradients",
+    "tolerance",
+    "max_pivots",
+    "pgs_iterations",
+    "pgs_tolerance",
+    "standardize",
+    "friction_iterations",
+];
+
+fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
+}
+
+/// A Python bool or a numpy bool (`numpy.bool_`, named `bool` in numpy 2).
+fn is_bool(value: &Bound<'_, PyAny>) -> bool {
+    value.is_instance_of::<PyBool>() || matches!(type_name(value).as_str(), "bool" | "bool_")
+}
+
+fn flag(key: &str, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    // Integers are refused: 1 for True is more likely a slip than a choice.
+    if is_bool(value) {
+        return value.extract::<bool>();
+    }
+    Err(input_error(format!("contact option '{key}' must be a bool, got {} ({value})", type_name(value))))
+}
+
+fn real(key: &str, value: &Bound<'_, PyAny>) -> PyResult<f64> {
+    if is_bool(value) {
+        return Err(input_error(format!("contact option '{key}' must be a number, got a bool ({value})")));
+    }
+    value.extract::<f64>().map_err(|_| {
+        input_error(format!("contact option '{key}' must be a number, got {} ({value})", type_name(value)))
+    })
+}
+
+fn count(key: &str, value: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let bad = || {
+        input_error(format!(
+            "contact option '{key}' must be a non-negative integer, got {} ({value})",
+            type_name(value)
+        ))
+    };
+    if is_bool(value) {
+        return Err(bad());
+    }
+    value.extract::<usize>().map_err(|_| bad())
+}
+
+fn bounce_gradients(value: &Bound<'_, PyAny>) -> PyResult<BounceGradients> {
+    let s = value.cast::<PyString>().ok().and_then(|s| s.extract::<String>().ok());
+    match s.as_deref() {
+        Some("discrete") => Ok(BounceGradients::Discrete),
+        Some("continuous_time") => Ok(BounceGradients::ContinuousTime),
+        _ => Err(input_error(format!(
+            "contact option 'bounce_gradients' must be 'discrete' or 'continuous_time', got {}",
+            value.repr().map(|r| r.to_string()).unwrap_or_default()
+        ))),
+    }
+}
+
+/// The name of a bounce-gradient treatment in the `contact` dict.
+pub fn bounce_gradients_name(b: BounceGradients) -> &'static str {
+    match b {
+        BounceGradients::Discrete => "discrete",
+        BounceGradients::ContinuousTime => "continuous_time",
+    }
+}
+
+/// Parses the `contact` argument: `None` (the defaults), `True`/`False` (the defaults,
+/// enabled or not) or a dict whose keys are among [`KEYS`] (the others keep their
+/// defaults). Unknown keys, wrong types and invalid values raise `InputError`.
+pub fn contact_options(obj: Option<&Bound<'_, PyAny>>) -> PyResult<ContactOptions> {
+    let mut o = ContactOptions::default();
+    let Some(obj) = obj.filter(|o| !o.is_none()) else { return Ok(o) };
+    if is_bool(obj) {
+        o.enabled = obj.extract::<bool>()?;
+        return Ok(o);
+    }
+    let dict = obj.cast::<PyDict>().map_err(|_| {
+        input_error(format!("contact must be None, a bool or a dict of contact options, got {}", type_name(obj)))
+    })?;
+    for (key, value) in dict.iter() {
+        let key: String = key.extract().map_err(|_| input_error("contact option names must be strings"))?;
+        let lcp = &mut o.lcp;
+        match key.as_str() {
+            "enabled" => o.enabled = flag(&key, &value)?,
+            "margin" => o.margin = real(&key, &value)?,
+            "erp" => o.erp = real(&key, &value)?,
+            "restitution_threshold" => o.restitution_threshold = real(&key, &value)?,
+            "joint_limit_margin" => o.joint_limit_margin = real(&key, &value)?,
+            "warm_start" => o.warm_start = flag(&key, &value)?,
+            "bounce_gradients" => o.bounce_gradients = bounce_gradients(&value)?,
+            "tolerance" => lcp.tolerance = real(&key, &value)?,
+            "max_pivots" => lcp.max_pivots = count(&key, &value)?,
+            "pgs_iterations" => lcp.pgs_iterations = count(&key, &value)?,
+            "pgs_tolerance" => lcp.pgs_tolerance = real(&key, &value)?,
+            "standardize" => lcp.standardize = flag(&key, &value)?,
+            "friction_iterations" => lcp.friction_iterations = count(&key, &value)?,
+            other => {
+                return Err(input_error(format!(
+                    "unknown contact option '{other}'; expected one of: {}",
+                    KEYS.join(", ")
+                )))
+            }
+        }
+    }
+    o.validate().py_err()?;
+    o.lcp.validate().py_err()?;
+    Ok(o)
+}
+
+/// The options as the dict `contact` accepts (every key of [`KEYS`]).
+pub fn contact_options_dict<'py>(py: Python<'py>, o: &ContactOptions) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("enabled", o.enabled)?;
+    d.set_item("margin", o.margin)?;
+    d.set_item("erp", o.erp)?;
+    d.set_item("restitution_threshold", o.restitution_threshold)?;
+    d.set_item("joint_limit_margin", o.joint_limit_margin)?;
+    d.set_item("warm_start", o.warm_start)?;
+    d.set_item("bounce_gradients", bounce_gradients_name(o.bounce_gradients))?;
+    d.set_item("tolerance", o.lcp.tolerance)?;
+    d.set_item("max_pivots", o.lcp.max_pivots)?;
+    d.set_item("pgs_iterations", o.lcp.pgs_iterations)?;
+    d.set_item("pgs_tolerance", o.lcp.pgs_tolerance)?;
+    d.set_item("standardize", o.lcp.standardize)?;
+    d.set_item("friction_iterations", o.lcp.friction_iterations)?;
+    Ok(d)
+}

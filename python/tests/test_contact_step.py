@@ -1,0 +1,369 @@
+"""Contact in the simulator from Python: the `contact=` options, the constraint stage of
+a step (`StepRecord.constraints`, `Simulator.last_constraints()`), the LCP counters in
+`Simulator.stats`, and Jacobians, VJPs, tapes and `gradcheck` through contact."""
+
+import numpy as np
+import pytest
+
+import stiction
+from stiction import InputError, ModelBuilder
+
+G = 9.81
+DT = 1e-3
+
+
+def box_on_ground(z=0.05, friction=0.5):
+    """A 1 kg box (0.2 × 0.4 × 0.1 m) on a free joint, resting on the ground plane when
+    ``z`` is its half height."""
+    b = ModelBuilder("box_on_ground")
+    b.add_link("box", mass=1.0, inertia=np.diag([0.0141667, 0.0041667, 0.0166667]))
+    b.add_joint("free", "free", "world", "box", origin_xyz=(0.0, 0.0, z))
+    b.add_collision("box", "box", half_extents=(0.1, 0.2, 0.05), friction=friction)
+    b.add_collision("world", "plane", friction=friction)
+    return b.build()
+
+
+def ball_on_ground(z=0.1 - 2e-4, mass=0.5, radius=0.1, friction=0.5):
+    """A ball on a free joint, pressed 0.2 mm into the ground by default (the scene of
+    ``tests/contact_gradients.rs``)."""
+    b = ModelBuilder("ball_on_ground")
+    b.add_link("ball", mass=mass, inertia=np.eye(3) * 0.4 * mass * radius**2)
+    b.add_joint("free", "free", "world", "ball", origin_xyz=(0.0, 0.0, z))
+    b.add_collision("ball", "sphere", radius=radius, friction=friction)
+    b.add_collision("world", "plane", friction=friction)
+    return b.build()
+
+
+def sliding_velocity(speed=3.0):
+    v = np.zeros(6)
+    v[4] = speed  # linear y ([angular; linear] twist)
+    return v
+
+
+# --- options -------------------------------------------------------------------------
+
+
+def test_contact_options_defaults_and_round_trip():
+    m = ball_on_ground()
+    sim = stiction.Simulator(m, dt=DT)
+    o = sim.contact_options
+    assert set(o) == {
+        "enabled",
+        "margin",
+        "erp",
+        "restitution_threshold",
+        "joint_limit_margin",
+        "warm_start",
+        "bounce_gradients",
+        "tolerance",
+        "max_pivots",
+        "pgs_iterations",
+        "pgs_tolerance",
+        "standardize",
+        "friction_iterations",
+    }
+    assert o["enabled"] is True and o["warm_start"] is True and o["bounce_gradients"] == "discrete"
+    assert o["erp"] == 1.0 and o["standardize"] is True
+    custom = dict(
+        o,
+        margin=0.01,
+        erp=0.5,
+        warm_start=False,
+        bounce_gradients="continuous_time",
+        tolerance=1e-9,
+        max_pivots=77,
+        pgs_iterations=123,
+        pgs_tolerance=0.0,
+        standardize=False,
+        friction_iterations=5,
+        restitution_threshold=0.1,
+        joint_limit_margin=0.02,
+    )
+    sim2 = stiction.Simulator(m, dt=DT, contact=custom)
+    assert sim2.contact_options == custom
+    # A partial dict keeps the other defaults; numpy scalars are accepted.
+    sim3 = stiction.Simulator(m, dt=DT, contact={"margin": np.float64(0.02), "pgs_iterations": np.int64(9)})
+    assert sim3.contact_options == dict(o, margin=0.02, pgs_iterations=9)
+    assert stiction.Simulator(m, contact=False).contact_options == dict(o, enabled=False)
+    assert stiction.Simulator(m, contact=True).contact_options == o
+    assert stiction.Simulator(m, contact=None).contact_options == o
+    assert stiction.Simulator(m, contact=np.False_).contact_options["enabled"] is False
+    assert stiction.Simulator(m, contact={"standardize": np.bool_(False)}).contact_options["standardize"] is False
+
+
+@pytest.mark.parametrize(
+    "contact, match",
+    [
+        ({"bogus": 1.0}, "unknown contact option 'bogus'"),
+        ({"lcp": {}}, "unknown contact option 'lcp'"),
+        ({"erp": 2.0}, "erp"),
+        ({"erp": 0.0}, "erp"),
+        ({"margin": -1.0}, "margin"),
+        ({"margin": float("nan")}, "margin"),
+        ({"restitution_threshold": float("inf")}, "restitution_threshold"),
+        ({"joint_limit_margin": -0.1}, "joint_limit_margin"),
+        ({"tolerance": 0.0}, "tolerance"),
+        ({"pgs_tolerance": -1.0}, "pgs_tolerance"),
+        ({"max_pivots": -1}, "max_pivots"),
+        ({"pgs_iterations": 2.5}, "pgs_iterations"),
+        ({"friction_iterations": True}, "friction_iterations"),
+        ({"margin": np.True_}, "margin"),
+        ({"enabled": 1}, "enabled"),
+        ({"warm_start": "yes"}, "warm_start"),
+        ({"standardize": None}, "standardize"),
+        ({"margin": "0.1"}, "margin"),
+        ({"bounce_gradients": "continuous"}, "bounce_gradients"),
+        ({"bounce_gradients": 1}, "bounce_gradients"),
+        ({1: 2}, "names must be strings"),
+        ("on", "contact must be None, a bool or a dict"),
+        (1, "contact must be None, a bool or a dict"),
+    ],
+)
+def test_bad_contact_options_raise_input_error(contact, match):
+    m = ball_on_ground()
+    with pytest.raises(InputError, match=match):
+        stiction.Simulator(m, dt=DT, contact=contact)
+    # gradcheck shares the parser.
+    with pytest.raises(InputError, match=match):
+        stiction.gradcheck(m, m.neutral(), np.zeros(6), np.zeros(6), contact=contact)
+
+
+def test_input_error_is_a_value_error():
+    with pytest.raises(ValueError):
+        stiction.Simulator(ball_on_ground(), contact={"erp": -1.0})
+
+
+# --- the constraint stage of a step --------------------------------------------------
+
+
+def test_resting_box_has_four_clamping_contacts_carrying_its_weight():
+    m = box_on_ground()
+    sim = stiction.Simulator(m, dt=DT)
+    q0, v0 = m.neutral(), np.zeros(6)
+    q1, v1, rec = sim.step(q0, v0, np.zeros(6), record=True)
+    c = rec.constraints
+    assert c is not None
+    assert len(c["points"]) == 4 and c["points"].shape == (4, 3) and c["normals"].shape == (4, 3)
+    corners = sorted(map(tuple, np.round(c["points"][:, :2], 12)))
+    assert corners == sorted((sx * 0.1, sy * 0.2) for sx in (-1, 1) for sy in (-1, 1))
+    np.testing.assert_allclose(c["normals"], np.tile([0.0, 0.0, -1.0], (4, 1)), atol=1e-12)
+    np.testing.assert_allclose(c["distances"], 0.0, atol=1e-12)
+    np.testing.assert_array_equal(c["depths"], -c["distances"])
+    assert c["bodies"] == [("box", "world")] * 4
+    assert c["contact_kinds"] == ["vertex-face"] * 4
+    np.testing.assert_allclose(c["friction"], 0.5)
+    assert c["bounce"] == [False] * 4
+    # Rows: normal, friction t1, friction t2 per contact.
+    m_rows = 12
+    assert c["impulses"].shape == (m_rows,) and c["bias"].shape == (m_rows,) and c["bounds"].shape == (m_rows, 2)
+    assert c["kinds"] == ["contact_normal", "contact_friction", "contact_friction"] * 4
+    np.testing.assert_array_equal(c["contact"], np.repeat(np.arange(4), 3))
+    np.testing.assert_array_equal(c["direction"], np.tile([-1, 0, 1], 4))
+    np.testing.assert_array_equal(c["dof"], -1)
+    assert c["joints"] == [None] * m_rows
+    assert c["states"] == ["clamping"] * m_rows
+    normal = np.array(c["kinds"]) == "contact_normal"
+    fn = c["impulses"][normal]
+    assert np.all(fn > 0)
+    np.testing.assert_allclose(fn.sum(), 1.0 * G * DT, rtol=1e-6)
+    # The standardized solution shares the weight evenly and needs no friction.
+    np.testing.assert_allclose(fn, G * DT / 4, rtol=1e-6)
+    np.testing.assert_allclose(c["impulses"][~normal], 0.0, atol=1e-12)
+    np.testing.assert_allclose(c["bounds"][~normal][:, 1], 0.5 * np.repeat(fn, 2), rtol=1e-12)
+    np.testing.assert_array_equal(c["bounds"][normal], np.tile([0.0, np.inf], (4, 1)))
+    # v_free is the contact-free update; the impulse stops the fall.
+    np.testing.assert_allclose(c["v_free"], [0, 0, 0, 0, 0, -G * DT], atol=1e-12)
+    np.testing.assert_allclose(v1, 0.0, atol=1e-10)
+    np.testing.assert_allclose(q1, q0, atol=1e-12)
+    lcp = c["lcp"]
+    assert lcp["path"] in {"warm_start", "dantzig"} and lcp["islands"] == 1
+    assert lcp["residual"] <= 1e-10 and lcp["standardized"] is True and lcp["fallbacks"] == 0
+    assert lcp["warm_start_attempted"] is False  # the first step starts cold
+    # The simulator reports the same stage.
+    last = sim.last_constraints()
+    assert last["states"] == c["states"]
+    np.testing.assert_array_equal(last["impulses"], c["impulses"])
+
+
+def test_sliding_ball_has_friction_at_its_bound():
+    m = ball_on_ground()
+    sim = stiction.Simulator(m, dt=DT, contact={"warm_start": False})
+    v0 = sliding_velocity()
+    _, v1, rec = sim.step(m.neutral(), v0, np.zeros(6), record=True)
+    c = rec.constraints
+    assert c["kinds"] == ["contact_normal", "contact_friction", "contact_friction"]
+    assert c["states"][0] == "clamping"
+    at_bound = [i for i in (1, 2) if c["states"][i] in ("at_lower", "at_upper")]
+    assert at_bound, c["states"]
+    f = c["impulses"]
+    mu = c["friction"][0]
+    assert mu == 0.5 and f[0] > 0
+    for i in at_bound:
+        sign = 1.0 if c["states"][i] == "at_upper" else -1.0
+        np.testing.assert_allclose(f[i], sign * mu * f[0], rtol=1e-12)
+        np.testing.assert_allclose(c["bounds"][i], [-mu * f[0], mu * f[0]], rtol=1e-12)
+    # Friction slows the ball down along y by at most μ·(normal impulse)/m.
+    assert 0.0 < v0[4] - v1[4] <= mu * f[0] / 0.5 + 1e-12
+    np.testing.assert_allclose(c["depths"], [2e-4], atol=1e-12)
+
+
+def test_contact_disabled_gives_no_constraints_and_the_ball_falls_through():
+    m = ball_on_ground(z=0.1)
+    sim = stiction.Simulator(m, dt=DT, contact=False)
+    assert sim.last_constraints() is None
+    q, v = m.neutral(), np.zeros(6)
+    q, v, rec = sim.step(q, v, np.zeros(6), record=True)
+    assert rec.constraints is None and sim.last_constraints() is None
+    Q, V = sim.rollout(q, v, np.zeros((199, 6)))
+    # q holds the free joint's offset from its origin (the ball's centre at 0.1 m).
+    assert Q[-1, 2] < -0.15  # ½ g t² ≈ 0.196 m after 0.2 s
+    assert sim.last_constraints() is None
+    s = sim.stats
+    assert s["steps"] == 200 and s["lcp_solves"] == 0
+    # With contact on, it stays on the ground.
+    sim = stiction.Simulator(m, dt=DT)
+    Q, V = sim.rollout(m.neutral(), np.zeros(6), np.zeros((200, 6)))
+    assert abs(Q[-1, 2]) < 1e-6
+    assert sim.last_constraints() is not None
+
+
+def test_stats_count_lcp_solves_and_warm_starts():
+    m = box_on_ground()
+    sim = stiction.Simulator(m, dt=DT)
+    s0 = sim.stats
+    for key in ("steps", "midpoint_iterations", "midpoint_fallbacks", "lcp_solves", "warm_start_hits",
+                "lcp_fallbacks", "unstandardized_solves"):
+        assert s0[key] == 0, key
+    sim.rollout(m.neutral(), np.zeros(6), np.zeros((20, 6)))
+    s = sim.stats
+    assert s["steps"] == 20 and s["lcp_solves"] == 20
+    # The box stays at rest: every step after the first accepts the previous classification.
+    assert s["warm_start_hits"] >= 15
+    assert s["lcp_fallbacks"] == 0 and s["unstandardized_solves"] == 0
+    last = sim.last_constraints()
+    assert last["lcp"]["warm_start_attempted"] is True
+    assert last["lcp"]["warm_start_hit"] is True and last["lcp"]["path"] == "warm_start"
+    # After reset_warm_start the next step starts cold.
+    sim.reset_warm_start()
+    sim.step(m.neutral(), np.zeros(6), np.zeros(6))
+    assert sim.last_constraints()["lcp"]["warm_start_attempted"] is False
+    assert sim.stats["lcp_solves"] == 21 and sim.stats["warm_start_hits"] == s["warm_start_hits"]
+    # Without warm start, no hits.
+    sim = stiction.Simulator(m, dt=DT, contact={"warm_start": False})
+    sim.rollout(m.neutral(), np.zeros(6), np.zeros((5, 6)))
+    assert sim.stats["lcp_solves"] == 5 and sim.stats["warm_start_hits"] == 0
+
+
+def test_joint_limit_rows():
+    b = ModelBuilder("cart")
+    b.add_link("cart", mass=1.0, inertia=np.eye(3) * 0.01)
+    b.add_joint("slide", "prismatic", "world", "cart", axis=(1.0, 0.0, 0.0), lower=-0.5, upper=0.5)
+    m = b.build()
+    sim = stiction.Simulator(m, dt=DT)
+    q, v, rec = sim.step([0.0], [1.0], [0.0], record=True)
+    assert rec.constraints is None  # both limits farther than joint_limit_margin
+    q, v, rec = sim.step([0.4999], [-1.0], [0.0], record=True)
+    c = rec.constraints  # within the margin of the upper limit, moving away
+    assert c["kinds"] == ["joint_upper"] and c["states"] == ["separating"] and c["impulses"][0] == 0.0
+    q, v, rec = sim.step([0.4999], [2.0], [0.0], record=True)
+    c = rec.constraints
+    assert c["kinds"] == ["joint_upper"] and c["states"] == ["clamping"]
+    np.testing.assert_array_equal(c["contact"], [-1])
+    np.testing.assert_array_equal(c["dof"], [0])
+    assert c["joints"] == ["slide"]
+    assert c["points"].shape == (0, 3) and c["bodies"] == [] and c["depths"].shape == (0,)
+    assert c["impulses"][0] > 0
+    assert q[0] <= 0.5 + 1e-12
+
+
+# --- derivatives through contact -----------------------------------------------------
+
+
+def test_jacobians_vjp_and_tape_through_sliding_contact():
+    m = ball_on_ground()
+    params = ["mass:ball", "friction:ball"]
+    sim = stiction.Simulator(m, dt=DT, params=params, contact={"warm_start": False})
+    q0, v0 = m.neutral(), sliding_velocity()
+    Q, V, tape = sim.rollout(q0, v0, np.zeros((3, 6)), record=True)
+    assert len(tape) == 3
+    recs = [tape[t] for t in range(3)]
+    for r in recs:
+        assert r.constraints is not None and r.nparams == 2
+    J = [r.jacobians() for r in recs]
+    # Friction at its bound: the step depends on the friction coefficient.
+    assert np.abs(J[0]["dv_dtheta"][:, 1]).max() > 1e-3
+    # VJP = Jᵀ g for one step.
+    rng = np.random.default_rng(5)
+    gq, gv = rng.standard_normal(6), rng.standard_normal(6)
+    g = recs[0].vjp(gq, gv)
+    j = J[0]
+    np.testing.assert_allclose(g["q"], j["dq_dq"].T @ gq + j["dv_dq"].T @ gv, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(g["v"], j["dq_dv"].T @ gq + j["dv_dv"].T @ gv, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(g["tau"], j["dq_dtau"].T @ gq + j["dv_dtau"].T @ gv, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(g["theta"], j["dq_dtheta"].T @ gq + j["dv_dtheta"].T @ gv, rtol=1e-9, atol=1e-12)
+    # Tape.backward of a terminal loss equals the chained Jacobians.
+    gqT, gvT = rng.standard_normal(6), rng.standard_normal(6)
+    gqs, gvs = np.zeros((4, 6)), np.zeros((4, 6))
+    gqs[-1], gvs[-1] = gqT, gvT
+    out = tape.backward(grad_states=(gqs, gvs))
+    lq, lv, ltheta = gqT, gvT, np.zeros(2)
+    ltau = []
+    for j in reversed(J):
+        ltheta = ltheta + j["dq_dtheta"].T @ lq + j["dv_dtheta"].T @ lv
+        ltau.append(j["dq_dtau"].T @ lq + j["dv_dtau"].T @ lv)
+        lq, lv = j["dq_dq"].T @ lq + j["dv_dq"].T @ lv, j["dq_dv"].T @ lq + j["dv_dv"].T @ lv
+    np.testing.assert_allclose(out["q0"], lq, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(out["v0"], lv, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(out["theta"], ltheta, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(out["tau"], np.array(ltau[::-1]), rtol=1e-9, atol=1e-12)
+
+
+def test_gradcheck_sliding_ball_through_contact():
+    # rel_tol 1e-6 with abs_floor 1e-4: each FD evaluation solves an LCP whose rounding
+    # noise divided by the FD step leaves ~1e-10 absolute noise in v⁺, which entries below
+    # 1e-4 of their block's scale cannot resolve (tests/contact_gradients.rs).
+    m = ball_on_ground()
+    q0, v0 = m.neutral(), sliding_velocity()
+    report = stiction.gradcheck(
+        m,
+        q0,
+        v0,
+        np.zeros(6),
+        params=["mass:ball", "friction:ball"],
+        dt=DT,
+        method="ridders",
+        rel_tol=1e-6,
+        step=1e-4,
+        abs_floor=1e-4,
+        contact={"warm_start": False},
+    )
+    assert report.passed, str(report)
+    names = {b["name"] for b in report.blocks}
+    assert "dv+/dtheta" in names
+    theta = [b for b in report.blocks if b["name"] == "dv+/dtheta"][0]
+    assert theta["scale"] > 1e-3  # the friction column is exercised
+
+
+def test_gradcheck_contact_option_changes_the_step():
+    # With contact disabled the ball is in free fall: the θ block has no friction column.
+    m = ball_on_ground()
+    off = stiction.gradcheck(
+        m, m.neutral(), sliding_velocity(), np.zeros(6), params=["friction:ball"], contact=False, step=1e-4
+    )
+    assert off.passed
+    theta = [b for b in off.blocks if b["name"] == "dv+/dtheta"][0]
+    assert theta["scale"] == 0.0
+
+
+def test_stubs_declare_the_contact_api():
+    import ast
+    import pathlib
+
+    tree = ast.parse((pathlib.Path(stiction.__file__).parent / "_stiction.pyi").read_text())
+    declared = {n.name: n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    sim = {n.name: n for n in declared["Simulator"].body if isinstance(n, ast.FunctionDef)}
+    assert {"contact_options", "last_constraints", "reset_warm_start"} <= set(sim)
+    assert "contact" in [a.arg for a in sim["__init__"].args.args]
+    assert "contact" in [a.arg for a in declared["gradcheck"].args.args]
+    rec = {n.name for n in declared["StepRecord"].body if isinstance(n, ast.FunctionDef)}
+    assert "constraints" in rec
