@@ -31,6 +31,8 @@ pub fn kind_name(k: RowKind) -> &'static str {
         RowKind::ContactFriction { .. } => "contact_friction",
         RowKind::JointLower { .. } => "joint_lower",
         RowKind::JointUpper { .. } => "joint_upper",
+        RowKind::VelocityUpper { .. } => "velocity_upper",
+        RowKind::VelocityLower { .. } => "velocity_lower",
         RowKind::JointFriction { .. } => "joint_friction",
     }
 }
@@ -51,9 +53,11 @@ fn row_indices(k: RowKind) -> (i64, i64, i64) {
     match k {
         RowKind::ContactNormal { contact } => (contact as i64, -1, -1),
         RowKind::ContactFriction { contact, direction } => (contact as i64, direction as i64, -1),
-        RowKind::JointLower { dof } | RowKind::JointUpper { dof } | RowKind::JointFriction { dof } => {
-            (-1, -1, dof as i64)
-        }
+        RowKind::JointLower { dof }
+        | RowKind::JointUpper { dof }
+        | RowKind::VelocityUpper { dof }
+        | RowKind::VelocityLower { dof }
+        | RowKind::JointFriction { dof } => (-1, -1, dof as i64),
     }
 }
 

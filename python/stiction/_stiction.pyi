@@ -561,7 +561,7 @@ class StepRecord:
         Per row (m): ``impulses`` (m,), ``states`` (``"clamping"``, ``"separating"``,
         ``"at_lower"``, ``"at_upper"``, ``"tied"``), ``kinds`` (``"contact_normal"``,
         ``"contact_friction"``, ``"joint_lower"``, ``"joint_upper"``,
-        ``"joint_friction"``), ``contact`` (int, -1 for joint rows), ``direction``
+        ``"velocity_upper"``, ``"velocity_lower"``, ``"joint_friction"``), ``contact`` (int, -1 for joint rows), ``direction``
         (friction direction 0/1, else -1), ``dof`` (int, -1 for contact rows),
         ``joints`` (joint name of joint rows, else None), ``bounds`` (m, 2; friction rows
         ``±μ f_n`` at the solution), ``bias`` (m,).

@@ -19,6 +19,10 @@
 //!   boxed by `±μ f_n` (a friction pyramid with two directions; the findex of ODE);
 //! * per limited 1-dof coordinate within `joint_limit_margin` of a position limit: one
 //!   unilateral row (`+e_k` at the lower limit, `−e_k` at the upper);
+//! * per dof with a finite velocity limit `v_max` whose smooth update `v_f` exceeds
+//!   `v_max/2` in magnitude: one unilateral row, `−e_k` with `β = v_max` (so `v⁺ ≤ v_max`)
+//!   or `+e_k` with `β = v_max` (`v⁺ ≥ −v_max`); the row separates while the joint is
+//!   slower than its limit;
 //! * per dof with Coulomb friction `F_c > 0`: one row `e_k` boxed by `±h F_c`.
 //!
 //! Bias β (the velocity target):
@@ -141,6 +145,16 @@ pub enum RowKind {
         /// The dof.
         dof: usize,
     },
+    /// Upper velocity limit of dof `dof`: `v⁺ ≤ v_max` (a unilateral row `−v⁺ + v_max ≥ 0`).
+    VelocityUpper {
+        /// The dof.
+        dof: usize,
+    },
+    /// Lower velocity limit of dof `dof`: `v⁺ ≥ −v_max` (a unilateral row `v⁺ + v_max ≥ 0`).
+    VelocityLower {
+        /// The dof.
+        dof: usize,
+    },
     /// Coulomb friction of dof `dof`.
     JointFriction {
         /// The dof.
@@ -222,6 +236,7 @@ pub fn has_constraints(model: &Model) -> bool {
         || model.lower_limits().iter().any(|x| x.is_finite())
         || model.upper_limits().iter().any(|x| x.is_finite())
         || model.joint_friction().iter().any(|x| *x > 0.0)
+        || model.velocity_limits().iter().any(|x| x.is_finite())
 }
 
 /// The 1-dof coordinates: `(coordinate, dof)` pairs of joints without quaternions.
@@ -292,6 +307,17 @@ pub(crate) fn assemble(
             joint_rows.push((RowKind::JointUpper { dof: k }, RowBound::Box { lo: 0.0, hi: f64::INFINITY }, hi - q[c]));
         }
     }
+    // Velocity limits: a row only where the smooth update reaches half the limit (a row
+    // further inside would only ever separate).
+    for k in 0..nv {
+        let vmax = model.velocity_limits()[k];
+        if vmax.is_finite() && v_free[k] > 0.5 * vmax {
+            joint_rows.push((RowKind::VelocityUpper { dof: k }, RowBound::Box { lo: 0.0, hi: f64::INFINITY }, vmax));
+        }
+        if vmax.is_finite() && v_free[k] < -0.5 * vmax {
+            joint_rows.push((RowKind::VelocityLower { dof: k }, RowBound::Box { lo: 0.0, hi: f64::INFINITY }, vmax));
+        }
+    }
     for k in 0..nv {
         let fc = model.joint_friction()[k];
         if fc > 0.0 {
@@ -333,6 +359,14 @@ pub(crate) fn assemble(
             RowKind::JointUpper { dof } => {
                 j[(row, dof)] = -1.0;
                 bias[row] = normal_bias(phi, h, options.erp, None);
+            }
+            RowKind::VelocityUpper { dof } => {
+                j[(row, dof)] = -1.0;
+                bias[row] = phi;
+            }
+            RowKind::VelocityLower { dof } => {
+                j[(row, dof)] = 1.0;
+                bias[row] = phi;
             }
             RowKind::JointFriction { dof } => j[(row, dof)] = 1.0,
             _ => unreachable!("only joint rows here"),

@@ -229,7 +229,8 @@ pub(crate) fn linearize_constraints(rec: &StepRecord, c: &ConstraintRecord) -> R
                 let sign = if matches!(asm.rows[r], RowKind::JointLower { .. }) { 1.0 } else { -1.0 };
                 row_q[dof] += sign * phi / h;
             }
-            RowKind::JointFriction { .. } => {}
+            // Constant Jacobian and bias (the limit is not a parameter).
+            RowKind::VelocityUpper { .. } | RowKind::VelocityLower { .. } | RowKind::JointFriction { .. } => {}
         }
         if let RowKind::ContactNormal { contact } = asm.rows[r] {
             let info = &c.info[contact];
