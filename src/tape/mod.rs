@@ -10,4 +10,7 @@ mod linearize;
 mod record;
 
 pub use linearize::Workspace;
-pub use record::{StepGradients, StepJacobians, StepRecord, Tape, TapeGradients};
+pub use record::{
+    BackwardOptions, ContactGradientStrategy, StepGradients, StepJacobians, StepRecord, StrategyStats, Tape,
+    TapeGradients,
+};
