@@ -599,7 +599,7 @@ fn check_scene(s: &Scene) -> Result<String, String> {
         if scale < 100.0 * floor {
             failures.push(format!("{}: block {name} is degenerate (scale {scale:.1e})", s.name));
         }
-        if !(e <= TOL) {
+        if e.is_nan() || e > TOL {
             failures.push(format!(
                 "{}: block {name}: relative error {e:.2e} > {TOL:.0e}\nanalytic {analytic:?}\nfd       {fd:?}",
                 s.name
@@ -646,7 +646,7 @@ fn check_scene(s: &Scene) -> Result<String, String> {
         let est = fdv.iter().fold(0.0f64, |m, (_, x)| m.max(*x));
         let name = format!("tau[{}]", picks.len());
         lines.push(format!("  {name:<10} rel err {e:.1e} (Ridders estimate {est:.1e}, |max| {tau_scale:.2e})"));
-        if !(e <= TOL) {
+        if e.is_nan() || e > TOL {
             failures
                 .push(format!("{}: control entries {picks:?}: relative error {e:.2e}\n{analytic:?}\n{fdv:?}", s.name));
         }
@@ -663,7 +663,7 @@ fn check_scene(s: &Scene) -> Result<String, String> {
             failures.push(format!("{}: the control block is degenerate (scale {scale:.1e})", s.name));
         }
         lines.push(format!("  tau dir    rel err {e:.1e} (Ridders estimate {est:.1e}, value {analytic:.3e})"));
-        if !(e <= TOL) {
+        if e.is_nan() || e > TOL {
             failures.push(format!("{}: control direction: {analytic} vs {fdv}, relative {e:.2e}", s.name));
         }
         worst = worst.max(e);
