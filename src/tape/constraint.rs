@@ -407,3 +407,46 @@ impl ConstraintLinearization {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two contacts (normal + two friction rows each) and a joint-limit row.
+    fn rows() -> (Vec<RowKind>, Vec<RowBound>) {
+        let mut rows = vec![];
+        let mut bounds = vec![];
+        for c in 0..2 {
+            rows.push(RowKind::ContactNormal { contact: c });
+            bounds.push(RowBound::Box { lo: 0.0, hi: f64::INFINITY });
+            for d in 0..2u8 {
+                rows.push(RowKind::ContactFriction { contact: c, direction: d });
+                bounds.push(RowBound::Friction { normal: 3 * c, mu: 0.5 });
+            }
+        }
+        rows.push(RowKind::JointUpper { dof: 0 });
+        bounds.push(RowBound::Box { lo: 0.0, hi: f64::INFINITY });
+        (rows, bounds)
+    }
+
+    #[test]
+    fn loss_driven_classification_follows_the_sign_of_dl_df() {
+        use RowState::*;
+        let (rows, bounds) = rows();
+        let sliding = AtBound { sign: 1 };
+        // Contact 0 clamping and sliding, contact 1 separating, the limit tied.
+        let states = [Clamping, Clamping, sliding, Separating, Separating, Separating, Tied];
+        // The loss wants contact 0 apart and contact 1 and the limit pushed through.
+        let dl_df = DVector::from_row_slice(&[-1.0, 5.0, 5.0, 2.0, -3.0, 3.0, 0.5]);
+        let out = loss_driven_states(&rows, &bounds, &states, &dl_df);
+        // Friction rows of a separating normal separate; those of a newly clamping
+        // normal separate too (collapsed box); the friction rows' own ∂ℓ/∂f is ignored.
+        assert_eq!(out, vec![Separating, Separating, Separating, Clamping, Separating, Separating, Clamping]);
+
+        // Contact 0 wanted pushed through: it stays clamping, its friction rows keep
+        // their states; ∂ℓ/∂f = 0 keeps the recorded state (tied read as separating).
+        let dl_df = DVector::from_row_slice(&[1.0, -5.0, -5.0, 0.0, 0.0, 0.0, 0.0]);
+        let out = loss_driven_states(&rows, &bounds, &states, &dl_df);
+        assert_eq!(out, vec![Clamping, Clamping, sliding, Separating, Separating, Separating, Separating]);
+    }
+}
