@@ -56,6 +56,8 @@ pub(crate) struct ConstraintLinearization {
     pub direct: DMatrix<f64>,
     /// Bouncing clamping contacts: unit normal rows `â` (1 × nv) and restitution.
     pub bounces: Vec<(DVector<f64>, f64)>,
+    /// `∂ℓ/∂f = J M̃⁻¹ ∂ℓ/∂v⁺` (one entry per row), when an adjoint `∂ℓ/∂v⁺` was given.
+    pub dl_df: Option<DVector<f64>>,
 }
 
 /// Relative rank tolerance of the pseudo-inverse of `Â`.
@@ -104,8 +106,22 @@ fn material_weights(model: &Model, spec: &crate::model::ParamSpec, kind: ParamKi
         .collect()
 }
 
-/// Linearizes the constraint stage of `rec` (which holds the constraint record `c`).
+/// Linearizes the constraint stage of `rec` (which holds the constraint record `c`)
+/// in its recorded contact mode.
 pub(crate) fn linearize_constraints(rec: &StepRecord, c: &ConstraintRecord) -> Result<ConstraintLinearization> {
+    linearize_constraints_with(rec, c, &c.states, None)
+}
+
+/// [`linearize_constraints`] with the row classification `states` in place of the
+/// recorded one (the loss-driven strategy overrides it; a friction row at its bound
+/// must have a clamping normal row). With `adjoint = Some(∂ℓ/∂v⁺)` it also returns
+/// `∂ℓ/∂f = J M̃⁻¹ ∂ℓ/∂v⁺` for every row (DiffDART §4.4).
+pub(crate) fn linearize_constraints_with(
+    rec: &StepRecord,
+    c: &ConstraintRecord,
+    states: &[RowState],
+    adjoint: Option<&DVector<f64>>,
+) -> Result<ConstraintLinearization> {
     let model: &Model = &rec.model;
     let (nv, np, h) = (model.nv(), rec.params.len(), rec.dt);
     let nx = 2 * nv + np;
@@ -119,15 +135,25 @@ pub(crate) fn linearize_constraints(rec: &StepRecord, c: &ConstraintRecord) -> R
             detail: "the constraint rows could not be rebuilt from the record".into(),
         });
     }
+    if states.len() != asm.rows.len() {
+        return Err(Error::Dimension { what: "row classification", expected: asm.rows.len(), got: states.len() });
+    }
     let nc = c.contacts.len();
     let chol = effective_inertia(model, &mut data, h)?;
     let f = &c.impulses;
+    let dl_df = match adjoint {
+        Some(g) => {
+            crate::error::check_vector("dl/dv+", g.as_slice(), nv)?;
+            Some(&asm.j * chol.solve(g))
+        }
+        None => None,
+    };
 
     // Classification: C (positions), U friction rows (row, normal row, ±μ), U0 constant.
-    let clamping: Vec<usize> = (0..asm.rows.len()).filter(|&r| c.states[r] == RowState::Clamping).collect();
+    let clamping: Vec<usize> = (0..asm.rows.len()).filter(|&r| states[r] == RowState::Clamping).collect();
     let pos_in_c = |row: usize| clamping.iter().position(|&x| x == row);
     let mut u_friction: Vec<(usize, usize, f64)> = vec![];
-    for (r, s) in c.states.iter().enumerate() {
+    for (r, s) in states.iter().enumerate() {
         if let (RowState::AtBound { sign }, RowBound::Friction { normal, mu }) = (s, asm.bounds[r]) {
             match pos_in_c(normal) {
                 Some(ci) => u_friction.push((r, ci, f64::from(*sign) * mu)),
@@ -298,7 +324,7 @@ pub(crate) fn linearize_constraints(rec: &StepRecord, c: &ConstraintRecord) -> R
     let mut bounces = vec![];
     if c.options.bounce_gradients == BounceGradients::ContinuousTime {
         for (i, info) in c.info.iter().enumerate() {
-            if info.bounce && c.states[3 * i] == RowState::Clamping {
+            if info.bounce && states[3 * i] == RowState::Clamping {
                 let a = asm.j.row(3 * i).transpose();
                 let norm = a.norm();
                 if norm > 0.0 {
@@ -307,7 +333,48 @@ pub(crate) fn linearize_constraints(rec: &StepRecord, c: &ConstraintRecord) -> R
             }
         }
     }
-    Ok(ConstraintLinearization { g, jc, direct, bounces })
+    Ok(ConstraintLinearization { g, jc, direct, bounces, dl_df })
+}
+
+/// The loss-driven classification of DiffDART §4.4 ("updated version", the second
+/// strategy): from `dl_df = ∂ℓ/∂f`, every unilateral row (contact normal, joint
+/// limit) with `∂ℓ/∂f_i < 0` — the loss wants the row's velocity to grow past what the
+/// constraint allows, i.e. the bodies to part — is declared separating, and every one
+/// with `∂ℓ/∂f_i > 0` — the loss wants to push through, i.e. to use the reaction —
+/// clamping; `∂ℓ/∂f_i = 0` keeps the recorded state (a tied row stays separating, as in
+/// the exact gradients). Friction rows follow their normal: separating when it is
+/// separating; their recorded state when it was and stays clamping; separating when
+/// the normal is newly clamping (its recorded impulse is 0, so the friction box is
+/// collapsed, and a collapsed box is never clamping). Joint-friction rows keep their
+/// state. The impulses are not changed: the recorded `f` enters the linearization.
+pub(crate) fn loss_driven_states(
+    rows: &[RowKind],
+    bounds: &[RowBound],
+    states: &[RowState],
+    dl_df: &DVector<f64>,
+) -> Vec<RowState> {
+    let untie = |s: RowState| if s == RowState::Tied { RowState::Separating } else { s };
+    let mut out: Vec<RowState> = states.iter().map(|s| untie(*s)).collect();
+    for (r, kind) in rows.iter().enumerate() {
+        if matches!(kind, RowKind::ContactNormal { .. } | RowKind::JointLower { .. } | RowKind::JointUpper { .. }) {
+            let g = dl_df[r];
+            if g < 0.0 {
+                out[r] = RowState::Separating;
+            } else if g > 0.0 {
+                out[r] = RowState::Clamping;
+            }
+        }
+    }
+    for (r, kind) in rows.iter().enumerate() {
+        if let (RowKind::ContactFriction { .. }, RowBound::Friction { normal, .. }) = (kind, bounds[r]) {
+            let was = states[normal] == RowState::Clamping;
+            out[r] = match (out[normal], was) {
+                (RowState::Clamping, true) => untie(states[r]),
+                _ => RowState::Separating,
+            };
+        }
+    }
+    out
 }
 
 impl ConstraintLinearization {
@@ -339,5 +406,48 @@ impl ConstraintLinearization {
             *dq_dq += aj * aj.transpose() * lambda[j];
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two contacts (normal + two friction rows each) and a joint-limit row.
+    fn rows() -> (Vec<RowKind>, Vec<RowBound>) {
+        let mut rows = vec![];
+        let mut bounds = vec![];
+        for c in 0..2 {
+            rows.push(RowKind::ContactNormal { contact: c });
+            bounds.push(RowBound::Box { lo: 0.0, hi: f64::INFINITY });
+            for d in 0..2u8 {
+                rows.push(RowKind::ContactFriction { contact: c, direction: d });
+                bounds.push(RowBound::Friction { normal: 3 * c, mu: 0.5 });
+            }
+        }
+        rows.push(RowKind::JointUpper { dof: 0 });
+        bounds.push(RowBound::Box { lo: 0.0, hi: f64::INFINITY });
+        (rows, bounds)
+    }
+
+    #[test]
+    fn loss_driven_classification_follows_the_sign_of_dl_df() {
+        use RowState::*;
+        let (rows, bounds) = rows();
+        let sliding = AtBound { sign: 1 };
+        // Contact 0 clamping and sliding, contact 1 separating, the limit tied.
+        let states = [Clamping, Clamping, sliding, Separating, Separating, Separating, Tied];
+        // The loss wants contact 0 apart and contact 1 and the limit pushed through.
+        let dl_df = DVector::from_row_slice(&[-1.0, 5.0, 5.0, 2.0, -3.0, 3.0, 0.5]);
+        let out = loss_driven_states(&rows, &bounds, &states, &dl_df);
+        // Friction rows of a separating normal separate; those of a newly clamping
+        // normal separate too (collapsed box); the friction rows' own ∂ℓ/∂f is ignored.
+        assert_eq!(out, vec![Separating, Separating, Separating, Clamping, Separating, Separating, Clamping]);
+
+        // Contact 0 wanted pushed through: it stays clamping, its friction rows keep
+        // their states; ∂ℓ/∂f = 0 keeps the recorded state (tied read as separating).
+        let dl_df = DVector::from_row_slice(&[1.0, -5.0, -5.0, 0.0, 0.0, 0.0, 0.0]);
+        let out = loss_driven_states(&rows, &bounds, &states, &dl_df);
+        assert_eq!(out, vec![Clamping, Clamping, sliding, Separating, Separating, Separating, Separating]);
     }
 }

@@ -2,6 +2,10 @@
 //! vector-Jacobian products and full Jacobian blocks of
 //! `(q⁺, v⁺) = step(q, v, τ, θ)`, and whole-rollout backpropagation.
 //!
+//! Steps with contacts or joint limits are differentiated in their recorded contact
+//! mode; [`BackwardOptions`] opts into the loss-driven contact strategy of DiffDART
+//! §4.4 ([`ContactGradientStrategy::LossDriven`], docs/contact.md).
+//!
 //! Conventions: derivatives with respect to configurations live in the tangent
 //! space (nv), perturbing `q ⊕ δ`; θ is ordered by the simulator's [`ParamSpec`](crate::model::ParamSpec).
 
@@ -10,4 +14,7 @@ mod linearize;
 mod record;
 
 pub use linearize::Workspace;
-pub use record::{StepGradients, StepJacobians, StepRecord, Tape, TapeGradients};
+pub use record::{
+    BackwardOptions, ContactGradientStrategy, StepGradients, StepJacobians, StepRecord, StrategyStats, Tape,
+    TapeGradients,
+};

@@ -1,10 +1,13 @@
 //! [`StepRecord`] (one recorded step) and [`Tape`] (a recorded rollout).
 
-use super::constraint::linearize_constraints;
+use super::constraint::{
+    linearize_constraints, linearize_constraints_with, loss_driven_states, ConstraintLinearization,
+};
 use super::linearize::{add_config_blocks, config_blocks_tr, config_rows, linearize, Workspace};
 use crate::error::{Error, Result};
 use crate::math::{lu_factor, lu_solve_and_invert, lu_solve_transpose, Force};
 use crate::model::ParamSpec;
+use crate::solver::lcp::RowState;
 use crate::step::{ConstraintRecord, IntegratorOptions};
 use crate::Model;
 use nalgebra::{DMatrix, DVector};
@@ -48,6 +51,50 @@ pub struct StepJacobians {
     pub dv_dtau: DMatrix<f64>,
     /// ∂v⁺/∂θ (nv × np).
     pub dv_dtheta: DMatrix<f64>,
+}
+
+/// Which contact mode the backward pass of a step with constraint rows differentiates
+/// (DiffDART §4.4, "Escaping saddle-points during learning").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ContactGradientStrategy {
+    /// The exact derivatives of the recorded step: rows keep the classification the
+    /// LCP solver gave them (tied rows differentiated as separating).
+    #[default]
+    Exact,
+    /// The loss-driven strategy: per step, the exact VJP and the VJP in the mode that
+    /// `∂ℓ/∂f = J M̃⁻¹ ∂ℓ/∂v⁺` suggests (unilateral rows with `∂ℓ/∂f_i < 0` separating,
+    /// `> 0` clamping); the one with the larger `‖∂ℓ/∂v‖² + ‖∂ℓ/∂τ‖²` is kept. Not the
+    /// derivative of the simulation where the second is kept (see
+    /// [`StepRecord::vjp_with_options`]); opt-in.
+    LossDriven,
+}
+
+/// Options of the backward passes ([`StepRecord::vjp_with_options`], [`Tape::backward_with`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct BackwardOptions {
+    /// How steps with constraint rows are differentiated.
+    pub contact_strategy: ContactGradientStrategy,
+}
+
+/// Which contact strategy gave a backward pass's gradients, counted over steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct StrategyStats {
+    /// Steps with constraint rows.
+    pub constrained_steps: usize,
+    /// Steps whose loss-driven classification differed from the recorded one (a
+    /// second VJP was computed).
+    pub loss_driven_tried: usize,
+    /// Steps whose gradients come from the loss-driven classification (it gave the
+    /// larger `‖∂ℓ/∂v‖² + ‖∂ℓ/∂τ‖²`); the others used the exact gradients.
+    pub loss_driven_used: usize,
+}
+
+impl std::ops::AddAssign for StrategyStats {
+    fn add_assign(&mut self, o: StrategyStats) {
+        self.constrained_steps += o.constrained_steps;
+        self.loss_driven_tried += o.loss_driven_tried;
+        self.loss_driven_used += o.loss_driven_used;
+    }
 }
 
 /// Gradients of a scalar loss with respect to one step's inputs.
@@ -105,6 +152,17 @@ impl StepRecord {
 
     /// [`StepRecord::jacobians`] reusing a workspace.
     pub fn jacobians_with(&self, ws: &mut Workspace) -> Result<StepJacobians> {
+        let smooth = self.smooth_blocks(ws)?;
+        let lin = match &self.constraints {
+            Some(c) => Some(linearize_constraints(self, c)?),
+            None => None,
+        };
+        self.assemble_jacobians(ws, &smooth, lin.as_ref())
+    }
+
+    /// The velocity blocks of the smooth update `v_f(q, v, τ, θ)` (before the
+    /// constraint stage); leaves the configuration-update blocks in `ws`.
+    fn smooth_blocks(&self, ws: &mut Workspace) -> Result<SmoothBlocks> {
         let model = &*self.model;
         let nv = model.nv();
         let h = linearize(self, ws)?;
@@ -122,26 +180,41 @@ impl StepRecord {
         transpose_into(&ws.g_theta, &mut ws.zt, 2 * nv);
         let mut dv_dtau = DMatrix::zeros(nv, nv);
         lu_solve_and_invert(&ws.k, &ws.piv, &mut ws.zt, mg, &mut dv_dtau, h);
-        let mut dv_dq = scaled_transpose(&ws.zt, 0, nv, -h);
+        let dv_dq = scaled_transpose(&ws.zt, 0, nv, -h);
         let mut dv_dv = scaled_transpose(&ws.zt, nv, nv, -h);
         for k in 0..nv {
             dv_dv[(k, k)] += 1.0;
         }
-        let mut dv_dtheta = scaled_transpose(&ws.zt, 2 * nv, np, -h);
-        let mut bounce = None;
-        if let Some(c) = &self.constraints {
+        let dv_dtheta = scaled_transpose(&ws.zt, 2 * nv, np, -h);
+        Ok(SmoothBlocks { h, dv_dq, dv_dv, dv_dtau, dv_dtheta })
+    }
+
+    /// The step's Jacobians from the smooth blocks and, for a step with constraints,
+    /// a linearization of the constraint stage (in the recorded mode or another one).
+    /// Needs the configuration-update blocks that [`StepRecord::smooth_blocks`] left in `ws`.
+    fn assemble_jacobians(
+        &self,
+        ws: &Workspace,
+        smooth: &SmoothBlocks,
+        lin: Option<&ConstraintLinearization>,
+    ) -> Result<StepJacobians> {
+        let model = &*self.model;
+        let nv = model.nv();
+        let h = smooth.h;
+        let np = smooth.dv_dtheta.ncols();
+        let (mut dv_dq, mut dv_dv, mut dv_dtau, mut dv_dtheta) =
+            (smooth.dv_dq.clone(), smooth.dv_dv.clone(), smooth.dv_dtau.clone(), smooth.dv_dtheta.clone());
+        if let Some(lin) = lin {
             // v⁺ = v_f + M̃⁻¹Jᵀf: dv⁺ = (I − G J_C) dv_f + Q [dq dv dθ].
-            let lin = linearize_constraints(self, c)?;
             dv_dq = lin.project(&dv_dq) + lin.direct.columns(0, nv);
             dv_dv = lin.project(&dv_dv) + lin.direct.columns(nv, nv);
             dv_dtau = lin.project(&dv_dtau);
             dv_dtheta = lin.project(&dv_dtheta) + lin.direct.columns(2 * nv, np);
-            bounce = Some(lin);
         }
         // dq⁺ = J_q dq + J_w h dv⁺
         let mut dq_dq = config_rows(model, &ws.jw, h, &dv_dq);
         add_config_blocks(model, &ws.jq, &mut dq_dq);
-        if let Some(lin) = &bounce {
+        if let Some(lin) = lin {
             lin.bounce_correction(&mut dq_dq)?;
         }
         let dq_dv = config_rows(model, &ws.jw, h, &dv_dv);
@@ -153,7 +226,8 @@ impl StepRecord {
     }
 
     /// Vector-Jacobian product: given `∂ℓ/∂q⁺` (tangent, nv) and `∂ℓ/∂v⁺` (nv), the
-    /// gradients with respect to the step's inputs.
+    /// gradients with respect to the step's inputs (exact gradients of the recorded
+    /// contact mode; see [`StepRecord::vjp_with_options`] for the loss-driven strategy).
     pub fn vjp(&self, grad_q_next: &DVector<f64>, grad_v_next: &DVector<f64>) -> Result<StepGradients> {
         self.vjp_with(&mut Workspace::new(&self.model), grad_q_next, grad_v_next)
     }
@@ -165,18 +239,67 @@ impl StepRecord {
         grad_q_next: &DVector<f64>,
         grad_v_next: &DVector<f64>,
     ) -> Result<StepGradients> {
+        Ok(self.vjp_with_options(ws, grad_q_next, grad_v_next, &BackwardOptions::default())?.0)
+    }
+
+    /// [`StepRecord::vjp_with`] under `options`; also says which contact strategy gave
+    /// the gradients (one step's counts in [`StrategyStats`]).
+    ///
+    /// With [`ContactGradientStrategy::LossDriven`] and a step with constraint rows
+    /// (DiffDART §4.4): the exact VJP is computed first; then `∂ℓ/∂f = J M̃⁻¹ ∂ℓ/∂v⁺`
+    /// (with `∂ℓ/∂v⁺` the total adjoint of `v⁺`, including its path through
+    /// `q⁺ = q ⊕ h v⁺`) classifies the unilateral rows — `∂ℓ/∂f_i < 0` separating,
+    /// `> 0` clamping, friction rows following their normal — and, when that
+    /// classification differs from the recorded one, the VJP is recomputed in it. The
+    /// gradients kept are those with the larger `‖∂ℓ/∂v‖² + ‖∂ℓ/∂τ‖²` (this step's
+    /// contributions; the exact ones on a tie). These are not the derivatives of the
+    /// step when the loss-driven mode is kept: they are a search direction that lets
+    /// an optimiser see past a contact's clamping (or separating) mode.
+    pub fn vjp_with_options(
+        &self,
+        ws: &mut Workspace,
+        grad_q_next: &DVector<f64>,
+        grad_v_next: &DVector<f64>,
+        options: &BackwardOptions,
+    ) -> Result<(StepGradients, StrategyStats)> {
         let model = &*self.model;
         let nv = model.nv();
         crate::error::check_vector("grad_q_next", grad_q_next.as_slice(), nv)?;
         crate::error::check_vector("grad_v_next", grad_v_next.as_slice(), nv)?;
-        if self.constraints.is_some() {
+        if let Some(c) = &self.constraints {
             // Through the full blocks (the constraint stage's adjoint is not specialised yet).
-            let jac = self.jacobians_with(ws)?;
-            let q = jac.dq_dq.tr_mul(grad_q_next) + jac.dv_dq.tr_mul(grad_v_next);
-            let v = jac.dq_dv.tr_mul(grad_q_next) + jac.dv_dv.tr_mul(grad_v_next);
-            let tau = jac.dq_dtau.tr_mul(grad_q_next) + jac.dv_dtau.tr_mul(grad_v_next);
-            let theta = jac.dq_dtheta.tr_mul(grad_q_next) + jac.dv_dtheta.tr_mul(grad_v_next);
-            return Ok(StepGradients { q, v, tau, theta });
+            let smooth = self.smooth_blocks(ws)?;
+            let mut stats = StrategyStats { constrained_steps: 1, ..Default::default() };
+            let loss_driven = options.contact_strategy == ContactGradientStrategy::LossDriven;
+            let adjoint = if loss_driven {
+                // ∂ℓ/∂v⁺ in total: v⁺ feeds q⁺ through J_w h.
+                let mut g = DVector::zeros(nv);
+                config_blocks_tr(model, &ws.jw, grad_q_next.as_slice(), g.as_mut_slice());
+                Some(g * smooth.h + grad_v_next)
+            } else {
+                None
+            };
+            let lin = linearize_constraints_with(self, c, &c.states, adjoint.as_ref())?;
+            let jac = self.assemble_jacobians(ws, &smooth, Some(&lin))?;
+            let exact = jacobian_vjp(&jac, grad_q_next, grad_v_next);
+            let Some(dl_df) = &lin.dl_df else {
+                return Ok((exact, stats));
+            };
+            let states = loss_driven_states(&c.rows, &c.bounds, &c.states, dl_df);
+            let recorded = c.states.iter().map(|s| if *s == RowState::Tied { RowState::Separating } else { *s });
+            if states.iter().copied().eq(recorded) {
+                return Ok((exact, stats));
+            }
+            stats.loss_driven_tried = 1;
+            let lin2 = linearize_constraints_with(self, c, &states, None)?;
+            let jac2 = self.assemble_jacobians(ws, &smooth, Some(&lin2))?;
+            let other = jacobian_vjp(&jac2, grad_q_next, grad_v_next);
+            let size = |g: &StepGradients| g.v.norm_squared() + g.tau.norm_squared();
+            if size(&other) > size(&exact) {
+                stats.loss_driven_used = 1;
+                return Ok((other, stats));
+            }
+            return Ok((exact, stats));
         }
         let h = linearize(self, ws)?;
         factor(ws)?;
@@ -205,7 +328,26 @@ impl StepRecord {
         {
             return Err(Error::Numerical { algorithm: "step VJP", detail: "non-finite gradient".into() });
         }
-        Ok(grads)
+        Ok((grads, StrategyStats::default()))
+    }
+}
+
+/// The velocity blocks of a step's smooth update (see [`StepRecord::smooth_blocks`]).
+struct SmoothBlocks {
+    h: f64,
+    dv_dq: DMatrix<f64>,
+    dv_dv: DMatrix<f64>,
+    dv_dtau: DMatrix<f64>,
+    dv_dtheta: DMatrix<f64>,
+}
+
+/// `(∂ℓ/∂q, ∂ℓ/∂v, ∂ℓ/∂τ, ∂ℓ/∂θ)` from full Jacobian blocks.
+fn jacobian_vjp(jac: &StepJacobians, gq: &DVector<f64>, gv: &DVector<f64>) -> StepGradients {
+    StepGradients {
+        q: jac.dq_dq.tr_mul(gq) + jac.dv_dq.tr_mul(gv),
+        v: jac.dq_dv.tr_mul(gq) + jac.dv_dv.tr_mul(gv),
+        tau: jac.dq_dtau.tr_mul(gq) + jac.dv_dtau.tr_mul(gv),
+        theta: jac.dq_dtheta.tr_mul(gq) + jac.dv_dtheta.tr_mul(gv),
     }
 }
 
@@ -315,6 +457,17 @@ impl Tape {
         grad_states: &[(DVector<f64>, DVector<f64>)],
         grad_controls: &[DVector<f64>],
     ) -> Result<TapeGradients> {
+        Ok(self.backward_with(grad_states, grad_controls, &BackwardOptions::default())?.0)
+    }
+
+    /// [`Tape::backward`] under `options` (e.g. the loss-driven contact strategy);
+    /// also counts which strategy each step with constraint rows used.
+    pub fn backward_with(
+        &self,
+        grad_states: &[(DVector<f64>, DVector<f64>)],
+        grad_controls: &[DVector<f64>],
+        options: &BackwardOptions,
+    ) -> Result<(TapeGradients, StrategyStats)> {
         let Some(first) = self.records.first() else {
             return Err(Error::InvalidInput("the tape is empty".into()));
         };
@@ -342,8 +495,10 @@ impl Tape {
         let mut ws = Workspace::new(&model);
         let mut tau = vec![DVector::zeros(nv); steps];
         let mut theta = DVector::zeros(np);
+        let mut stats = StrategyStats::default();
         for t in (0..steps).rev() {
-            let g = self.records[t].vjp_with(&mut ws, &lq, &lv)?;
+            let (g, s) = self.records[t].vjp_with_options(&mut ws, &lq, &lv, options)?;
+            stats += s;
             tau[t] = match grad_controls.get(t) {
                 Some(gc) => {
                     crate::error::check_vector("grad_controls", gc.as_slice(), nv)?;
@@ -356,6 +511,6 @@ impl Tape {
             lq = g.q + sq;
             lv = g.v + sv;
         }
-        Ok(TapeGradients { q0: lq, v0: lv, tau, theta })
+        Ok((TapeGradients { q0: lq, v0: lv, tau, theta }, stats))
     }
 }
