@@ -199,7 +199,7 @@ fn box_plane_resting_flat_gives_four_corners() {
     for sx in [-1.0, 1.0] {
         for sy in [-1.0, 1.0] {
             let p = x.act_point(&Vec3::new(sx * h.x, sy * h.y, -h.z));
-            corners.push(Vec3::new(p.x, p.y, p.z / 2.0));
+            corners.push(Vec3::new(p.x, p.y, 0.0)); // on the plane, below the corner
         }
     }
     for k in &c {
@@ -253,8 +253,17 @@ fn box_box_face_face() {
     kinds.sort();
     assert_eq!(kinds, ["edge-edge", "edge-edge", "face-vertex", "vertex-face"]);
     for (px, py) in [(-0.2, -0.3), (0.5, 0.5), (-0.2, 0.5), (0.5, -0.3)] {
-        let p = Vec3::new(px, py, 0.5 - d / 2.0);
-        assert!(c.iter().any(|k| close(&k.geometry.point, &p, 1e-14)), "missing {p:?}");
+        // on A's top face (z = 0.5) for face–vertex, on B's bottom face (0.5 − d) for
+        // vertex–face, midway for edge–edge
+        let found = c.iter().any(|k| {
+            let z = match k.kind {
+                ContactKind::FaceVertex => 0.5,
+                ContactKind::VertexFace => 0.5 - d,
+                _ => 0.5 - d / 2.0,
+            };
+            close(&k.geometry.point, &Vec3::new(px, py, z), 1e-14)
+        });
+        assert!(found, "missing ({px}, {py}): {c:?}");
     }
     // stacked flush: four corners, no duplicates at coincident corners
     let x = SE3::from_translation(Vec3::new(0.0, 0.0, 1.0 - d));
@@ -553,7 +562,7 @@ fn terrain_flat_ground_has_no_ghost_contacts() {
         for sx in [-1.0, 1.0] {
             for sy in [-1.0, 1.0] {
                 let p = x.act_point(&Vec3::new(sx * h.x, sy * h.y, -h.z));
-                let p = Vec3::new(p.x, p.y, -0.005);
+                let p = Vec3::new(p.x, p.y, 0.0); // on the ground's face
                 assert_eq!(k.iter().filter(|c| close(&c.geometry.point, &p, 1e-9)).count(), 1, "corner {p:?}: {k:?}");
             }
         }

@@ -133,6 +133,18 @@ pub struct Contact {
 }
 
 impl Contact {
+    /// The point midway between the two surface points (equal to `geometry.point` except for
+    /// face–vertex and vertex–face contacts, whose point lies on the face). Used to recognise
+    /// repeated contacts independently of which side carries the point.
+    pub fn midpoint(&self) -> Vec3 {
+        let g = &self.geometry;
+        match self.kind {
+            ContactKind::FaceVertex => g.point + g.normal * (0.5 * g.distance),
+            ContactKind::VertexFace => g.point - g.normal * (0.5 * g.distance),
+            _ => g.point,
+        }
+    }
+
     /// The same contact seen from B (shapes, bodies and features exchanged, normal reversed).
     pub fn swapped(&self) -> Contact {
         Contact {

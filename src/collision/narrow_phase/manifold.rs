@@ -102,7 +102,7 @@ pub(crate) fn face_manifold(
     let mut count = 0;
     let mut attempt = |fp: Feature, fq: Feature, h: &Vec3, out: &mut Vec<Contact>| {
         let Some(c) = em.contact(fp, fq, h) else { return };
-        let x = c.geometry.point;
+        let x = c.midpoint();
         if placed.iter().any(|y| (y - x).norm() <= merge) {
             return;
         }

@@ -197,10 +197,10 @@ fn drop_repeats(em: &Emitter, scale: f64, out: &mut Vec<Contact>) {
     let tol = MERGE_TOL * scale;
     let mut k = em.start + 1;
     while k < out.len() {
-        let g = out[k].geometry;
+        let (g, gm) = (out[k].geometry, out[k].midpoint());
         let repeat = out[em.start..k]
             .iter()
-            .any(|c| (c.geometry.point - g.point).norm() <= tol && (c.geometry.normal - g.normal).norm() <= MERGE_TOL);
+            .any(|c| (c.midpoint() - gm).norm() <= tol && (c.geometry.normal - g.normal).norm() <= MERGE_TOL);
         if repeat {
             out.remove(k);
         } else {
