@@ -246,12 +246,287 @@ fn cartpole_scene() -> Scene {
     }
 }
 
-/// The scenes that pass. Not yet here (see issue #5): a box resting with static
-/// friction, a box on a 10° incline (sticking and sliding) and two stacked blocks of
-/// mass ratio 1:10, whose Dantzig classification of redundant frictional contacts is
-/// not unique (random states leave the nominal mode); a sliding box and a resting ball,
-/// which agree to 1.4e-6 and 2.1e-6 — at the finite differences' own error estimate
-/// (the resting ball's mode allows q steps of only ~1e-6).
+/// Three balls stacked on the ground (free joints), each pressed 0.15 mm into the one
+/// below (vertex–vertex contacts with a midpoint contact point), at rest, friction 0.5:
+/// every row clamping.
+fn sphere_stack_scene() -> Scene {
+    let mut b = ModelBuilder::new("sphere_stack");
+    let m = material(0.5, 0.0);
+    ground(&mut b, m, 0.0);
+    let r = 0.1;
+    let names = ["s1", "s2", "s3"];
+    for (k, name) in names.iter().enumerate() {
+        free_body(&mut b, name, Geometry::Sphere { radius: r }, Inertia::solid_sphere(0.5 - 0.1 * k as f64, r), m);
+    }
+    let model = b.build().unwrap();
+    let d = 1.5e-4;
+    let mut q = model.neutral();
+    let mut z = r - d;
+    for k in 0..3 {
+        q[7 * k + 2] = z;
+        z += 2.0 * r - d;
+    }
+    Scene {
+        name: "sphere_stack",
+        model,
+        options: options(),
+        state: State { q, v: DVector::zeros(18) },
+        tau: DVector::zeros(18),
+        params: vec!["mass:s1".into(), "mass:s3".into(), "friction:s2".into()],
+        spread: (2e-5, 2e-3),
+    }
+}
+
+/// A box falling onto the ground at `speed`, turned by `tilt` about `axis`, its lowest
+/// corner 1 mm above the ground: the impact falls inside the step and bounces with
+/// restitution 0.5 (friction `mu`).
+fn bouncing_block_scene(name: &'static str, mu: f64, axis: Vec3, tilt: f64, speed: f64) -> Scene {
+    let mut b = ModelBuilder::new(name);
+    let m = material(mu, 0.5);
+    ground(&mut b, m, 0.0);
+    let h = Vec3::new(0.1, 0.08, 0.06);
+    free_body(&mut b, "box", Geometry::Box { half_extents: h }, Inertia::solid_box(1.0, h * 2.0), m);
+    let model = b.build().unwrap();
+    let rot = SE3::from_axis_angle(&axis.normalize(), tilt).rot;
+    let mut lowest = f64::INFINITY;
+    for k in 0..8 {
+        let corner = Vec3::new(
+            if k & 1 == 0 { h.x } else { -h.x },
+            if k & 2 == 0 { h.y } else { -h.y },
+            if k & 4 == 0 { h.z } else { -h.z },
+        );
+        lowest = lowest.min((rot * corner).z);
+    }
+    let q = pose_q(&model, Vec3::new(0.0, 0.0, 1e-3 - lowest), axis, tilt);
+    // Falling straight down: the world velocity (0, 0, −speed) in body coordinates.
+    let vb = rot.transpose() * Vec3::new(0.0, 0.0, -speed);
+    let mut v = DVector::zeros(6);
+    v.rows_mut(3, 3).copy_from(&vb);
+    let mut params: Vec<String> =
+        vec!["mass:box".into(), "inertia:box".into(), "restitution:box".into(), "restitution:world".into()];
+    if mu > 0.0 {
+        params.push("friction:box".into());
+    }
+    Scene {
+        name,
+        model,
+        options: options(),
+        state: State { q, v },
+        tau: DVector::zeros(6),
+        params,
+        spread: (1e-4, 1e-2),
+    }
+}
+
+/// A box sliding (0.8 m/s along both world axes) and spinning (1.5 rad/s about z) on the
+/// ground, friction 0.3: every corner slides with both velocity components well away from
+/// zero, all friction rows at their bounds.
+fn box_sliding_spinning_scene() -> Scene {
+    let mut s = box_scene("box_sliding_spinning", 0.3, 0.0, 0.0);
+    // Body axes are turned by 0.3 rad about z: the body-frame velocity of (0.8, 0.8) m/s.
+    let (c, sn) = (0.3f64.cos(), 0.3f64.sin());
+    s.state.v[3] = 0.8 * (c + sn);
+    s.state.v[4] = 0.8 * (c - sn);
+    s.state.v[2] = 1.5;
+    s
+}
+
+/// A capsule of `radius` along the body's x axis, covering `[from, to]` of it.
+fn capsule_x(radius: f64, from: f64, to: f64, m: Material) -> CollisionShape {
+    let pose = SE3::new(
+        SE3::from_axis_angle(&Vec3::y(), std::f64::consts::FRAC_PI_2).rot,
+        Vec3::new(0.5 * (from + to), 0.0, 0.0),
+    );
+    CollisionShape::new(Geometry::Capsule { radius, length: to - from }, pose).with_material(m)
+}
+
+/// An inverted pendulum (a 0.6 m pole on a hinge about y, tilted by 0.2 rad) on a 2 kg
+/// base box (free joint) sliding at 1 m/s on the ground, friction 0.3.
+fn reverse_pendulum_scene() -> Scene {
+    let mut b = ModelBuilder::new("reverse_pendulum_sliding");
+    let m = material(0.3, 0.0);
+    ground(&mut b, m, 0.0);
+    let h = Vec3::new(0.15, 0.1, 0.05);
+    free_body(&mut b, "base", Geometry::Box { half_extents: h }, Inertia::solid_box(2.0, h * 2.0), m);
+    b.add_body(
+        "base",
+        Joint::revolute("hinge", Vec3::y()).with_placement(SE3::from_translation(Vec3::new(0.0, 0.0, h.z))),
+        stiction::model::samples::rod("pole", 0.3, 0.6, 0.02, Vec3::z()),
+    );
+    let model = b.build().unwrap();
+    let mut q = pose_q(&model, Vec3::new(0.0, 0.0, h.z - 2e-4), Vec3::z(), 0.0);
+    q[7] = 0.2;
+    let mut v = DVector::zeros(7);
+    v[3] = 1.0;
+    v[6] = 0.5;
+    let mut tau = DVector::zeros(7);
+    tau[6] = -0.2;
+    Scene {
+        name: "reverse_pendulum_sliding",
+        model,
+        options: options(),
+        state: State { q, v },
+        tau,
+        params: vec!["mass:base".into(), "mass:pole".into(), "friction:world".into()],
+        spread: (2e-5, 2e-3),
+    }
+}
+
+/// A fixed-base planar arm of `angles.len()` links (hinges about z, capsule links of
+/// `length` at 8 cm above the ground) whose last link's end presses 0.15 mm into the side
+/// of a 1 kg box resting on the ground (friction 0.5); joint torques `Jᵀ F` push along x
+/// with `push` newtons, below what the box's friction holds: everything sticks.
+fn arm_push_scene(name: &'static str, angles: &[f64], length: f64, push: f64) -> Scene {
+    let mut b = ModelBuilder::new(name);
+    let m = material(0.5, 0.0);
+    ground(&mut b, m, 0.0);
+    let (height, r) = (0.08, 0.02);
+    let mut parent = WORLD.to_string();
+    for k in 0..angles.len() {
+        let placement = if k == 0 {
+            SE3::from_translation(Vec3::new(0.0, 0.0, height))
+        } else {
+            SE3::from_translation(Vec3::new(length, 0.0, 0.0))
+        };
+        let link = format!("link{k}");
+        b.add_body(
+            &parent,
+            Joint::revolute(format!("joint{k}"), Vec3::z()).with_placement(placement),
+            stiction::model::samples::rod(&link, 0.5, length, r, Vec3::x()).with_collision(capsule_x(
+                r,
+                0.0,
+                length,
+                material(1.5, 0.0),
+            )),
+        );
+        parent = link;
+    }
+    let h = Vec3::new(0.08, 0.08, 0.08);
+    free_body(&mut b, "box", Geometry::Box { half_extents: h }, Inertia::solid_box(5.0, h * 2.0), m);
+    let model = b.build().unwrap();
+    // Joint positions and the tip (the end of the last capsule's segment).
+    let mut joints = vec![];
+    let (mut p, mut theta) = (Vec3::new(0.0, 0.0, height), 0.0);
+    for a in angles {
+        joints.push(p);
+        theta += a;
+        p += Vec3::new(theta.cos(), theta.sin(), 0.0) * length;
+    }
+    let n = angles.len();
+    let mut q = model.neutral();
+    q.rows_mut(0, n).copy_from_slice(angles);
+    let centre = Vec3::new(p.x + r - 1.5e-4 + h.x, p.y, h.z - 2e-4);
+    q[n] = centre.x;
+    q[n + 1] = centre.y;
+    q[n + 2] = centre.z;
+    let mut tau = DVector::zeros(n + 6);
+    for (k, j) in joints.iter().enumerate() {
+        tau[k] = -push * (p.y - j.y);
+    }
+    Scene {
+        name,
+        model,
+        options: options(),
+        state: State { q, v: DVector::zeros(n + 6) },
+        tau,
+        params: vec!["mass:box".into(), "mass:link0".into(), "friction:box".into()],
+        spread: (2e-5, 2e-3),
+    }
+}
+
+/// A planar 5-link worm (capsules on hinges about y, the base on a planar x–z–pitch joint)
+/// arched on the ground: the first and last links lie flat (two contacts each), the middle
+/// three form the arch; hinges 1 and 3 actuated. Everything sticks (friction 0.8).
+fn worm_scene() -> Scene {
+    let mut b = ModelBuilder::new("worm5_arch");
+    let m = material(0.8, 0.0);
+    ground(&mut b, m, 0.0);
+    let (length, r, inset) = (0.2, 0.02, 0.03);
+    let mut parent = WORLD.to_string();
+    for k in 0..5 {
+        let link = format!("link{k}");
+        let joint = if k == 0 {
+            Joint::planar("base", Vec3::y())
+        } else {
+            Joint::revolute(format!("joint{k}"), Vec3::y())
+                .with_placement(SE3::from_translation(Vec3::new(length, 0.0, 0.0)))
+        };
+        b.add_body(
+            &parent,
+            joint,
+            stiction::model::samples::rod(&link, 0.2, length, r, Vec3::x()).with_collision(capsule_x(
+                r,
+                inset,
+                length - inset,
+                m,
+            )),
+        );
+        parent = link;
+    }
+    let model = b.build().unwrap();
+    let mut q = model.neutral();
+    // Planar coordinates: x along t1 = x̂, the second along t2 = ŷ × x̂ = −ẑ, pitch about ŷ.
+    q[0] = 0.0;
+    q[1] = -(r - 1.5e-4);
+    q[2] = 0.0;
+    let bend = 0.5;
+    for (k, a) in [-bend, bend, bend, -bend].iter().enumerate() {
+        q[3 + k] = *a;
+    }
+    let mut tau = DVector::zeros(7);
+    tau[3] = 0.05;
+    tau[5] = -0.05;
+    Scene {
+        name: "worm5_arch",
+        model,
+        options: options(),
+        state: State { q, v: DVector::zeros(7) },
+        tau,
+        params: vec!["mass:link0".into(), "mass:link2".into(), "friction:world".into()],
+        spread: (2e-5, 2e-3),
+    }
+}
+
+/// Two boxes on the ground (friction 0.3, frictionless between them): box `a` slides at 1 m/s into box `b`, turned by
+/// 0.5 rad so that one of its vertical edges presses 0.15 mm into `a`'s face (a
+/// vertex–face contact at its foot, an edge–edge contact at `a`'s top edge). The feet
+/// differ in depth (0.3 mm and 0.15 mm) so that `b`'s lowest vertex stays inside `a`'s face.
+fn boxes_collide_scene() -> Scene {
+    let mut b = ModelBuilder::new("boxes_collide_sliding");
+    // Friction is the mean of the two materials': 0.3 on the ground, none between the boxes
+    // (the feet sink by different depths, so the boxes rise at different speeds).
+    ground(&mut b, material(0.6, 0.0), 0.0);
+    let m = material(0.0, 0.0);
+    let ha = Vec3::new(0.1, 0.08, 0.05);
+    let hb = Vec3::new(0.07, 0.07, 0.04);
+    free_body(&mut b, "a", Geometry::Box { half_extents: ha }, Inertia::solid_box(1.0, ha * 2.0), m);
+    free_body(&mut b, "b", Geometry::Box { half_extents: hb }, Inertia::solid_box(1.0, hb * 2.0), m);
+    let model = b.build().unwrap();
+    let yaw = 0.7;
+    let rot = SE3::from_axis_angle(&Vec3::z(), yaw).rot;
+    let corner = [(1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)]
+        .iter()
+        .map(|(sx, sy)| rot * Vec3::new(sx * hb.x, sy * hb.y, 0.0))
+        .fold(Vec3::new(f64::INFINITY, 0.0, 0.0), |m, c| if c.x < m.x { c } else { m });
+    let qa = pose_q(&model, Vec3::new(0.0, 0.0, ha.z - 3e-4), Vec3::z(), 0.0);
+    let qb = pose_q(&model, Vec3::new(ha.x - 1.5e-4 - corner.x, 0.01 - corner.y, hb.z - 1.5e-4), Vec3::z(), yaw);
+    let mut q = qa.clone();
+    q.rows_mut(7, 7).copy_from(&qb.rows(0, 7));
+    let mut v = DVector::zeros(12);
+    v[3] = 1.0;
+    Scene {
+        name: "boxes_collide_sliding",
+        model,
+        options: options(),
+        state: State { q, v },
+        tau: DVector::zeros(12),
+        params: vec!["mass:a".into(), "mass:b".into(), "friction:world".into()],
+        spread: (2e-5, 2e-3),
+    }
+}
+
+/// The scenes that pass (issue #5's acceptance zoo); see [`pending_scenes`] for those that
+/// do not yet.
 fn scenes() -> Vec<Scene> {
     vec![
         box_scene("box_rest_frictionless", 0.0, 0.0, 0.0),
@@ -265,6 +540,34 @@ fn scenes() -> Vec<Scene> {
         incline_scene("incline_sticking", 0.8, 0.0),
         incline_scene("incline_sliding", 0.1, 0.5),
         stack_scene(),
+        sphere_stack_scene(),
+        bouncing_block_scene("block_bounce_corner", 0.5, Vec3::new(1.0, -0.6, 0.0), 0.35, 2.5),
+        box_sliding_spinning_scene(),
+        reverse_pendulum_scene(),
+        arm_push_scene("arm3_push_box", &[0.6, -0.6, -0.5], 0.3, 2.0),
+        arm_push_scene("arm5_push_box", &[0.8, -0.5, -0.4, -0.3, 0.2], 0.2, 2.0),
+        worm_scene(),
+    ]
+}
+
+/// Scenes built but not yet passing, kept out of [`scenes`] (issue #5):
+/// * `block_bounce_flat`: a box landing flat on four corners at 2.5 m/s (or 2 m/s) agrees
+///   to 1.1–1.7e-6 in one or two of ten states. It is the finite differences' noise: the
+///   failing entries include ∂ω⁺/∂x, zero exactly by translation invariance, for which the
+///   differences give 6e-10 against a Ridders error estimate of 3e-10 (impulses ~1 N·s on a
+///   rank-deficient 12-row set; the step of the q columns cannot exceed the 1 mm gap's mode).
+/// * `block_bounce_edge`: landing on an edge (two corners, friction rows at zero force):
+///   a step of 1e-3 in the off-diagonal inertia `inertia:box.xy` leaves the mode (Ridders
+///   error estimates ~1e2).
+/// * `boxes_collide_sliding`: the random states leave the nominal mode — one of the eight
+///   sliding feet (rank-deficient normal sets with friction at its bounds) unloads in an
+///   equally valid classification.
+#[allow(dead_code)]
+fn pending_scenes() -> Vec<Scene> {
+    vec![
+        bouncing_block_scene("block_bounce_flat", 0.5, Vec3::z(), 0.3, 2.5),
+        bouncing_block_scene("block_bounce_edge", 0.5, Vec3::x(), 0.3, 2.5),
+        boxes_collide_scene(),
     ]
 }
 
