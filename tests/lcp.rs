@@ -347,15 +347,33 @@ fn warm_start_hits_after_small_changes_and_misses_after_large_ones() {
     let options = LcpOptions::default();
     let cold = solve(&p, &options, None).unwrap();
     assert!(cold.states.iter().any(|s| matches!(s, RowState::AtBound { .. })), "{:?}", cold.states);
-    let mut q = p.clone();
-    q.b *= 1.0 + 1e-6;
-    q.b[5] += 1e-7;
-    let warm = solve(&q, &options, Some(&cold.states)).unwrap();
-    let cold_q = solve(&q, &options, None).unwrap();
-    assert!(warm.stats.warm_start_attempted && warm.stats.warm_start_hit, "{:?}", warm.stats);
-    assert_eq!(warm.stats.path, SolvePath::WarmStart);
-    assert_eq!(warm.stats.pivots, 0);
-    assert!((&warm.f - &cold_q.f).amax() < 1e-12, "warm {} cold {}", warm.f, cold_q.f);
+    // Row 5 (the second corner's y friction) is degenerate: at its bound with exactly zero slip (that edge
+    // sticks in y), which the solver classifies as clamping (the largest clamping set).
+    assert_eq!(cold.states[5], RowState::Clamping, "{:?}", cold.states);
+    // Physical perturbations (of the free velocity, so b stays in the range of J) keep the mode: the guess
+    // is exact, no pivot, and the answer equals the cold solve of the perturbed problem.
+    let mut rng = SplitMix64::new(7);
+    for _ in 0..20 {
+        let mut v = [0.0, 0.0, 0.1, 0.2, 0.05, -0.0981];
+        for x in v.iter_mut() {
+            *x += 1e-7 * rng.normal();
+        }
+        let q = box_on_plane(3.0, 0.3, v);
+        let warm = solve(&q, &options, Some(&cold.states)).unwrap();
+        let cold_q = solve(&q, &options, None).unwrap();
+        assert!(warm.stats.warm_start_attempted && warm.stats.warm_start_hit, "{:?}", warm.stats);
+        assert_eq!(warm.stats.path, SolvePath::WarmStart);
+        assert_eq!(warm.stats.pivots, 0);
+        assert_eq!(cold_q.states, cold.states);
+        assert!((&warm.f - &cold_q.f).amax() < 1e-12, "warm {} cold {}", warm.f, cold_q.f);
+    }
+    // A perturbation of b alone that pushes the degenerate row's slip outward (w[5] > 0) breaks the mode:
+    // the guess misses, the answer is still right.
+    let mut broken = p.clone();
+    broken.b[5] += 1e-7;
+    let miss = solve(&broken, &options, Some(&cold.states)).unwrap();
+    assert!(miss.stats.warm_start_attempted && !miss.stats.warm_start_hit, "{:?}", miss.stats);
+    assert_lcp_conditions(&broken, &miss.f, &miss.w, 1e-9, "mode-breaking perturbation");
 
     // Random friction problems: small perturbations hit (almost always), results equal cold solves.
     let mut rng = SplitMix64::new(5);
