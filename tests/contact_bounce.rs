@@ -18,8 +18,8 @@ fn two_balls() -> Model {
     let mut b = ModelBuilder::new("two_balls");
     b.gravity(Vec3::zeros());
     for name in ["ball1", "ball2"] {
-        let shape = CollisionShape::new(Geometry::Sphere { radius: R }, SE3::identity())
-            .with_material(Material { friction: 0.0, restitution: 1.0 });
+        let shape =
+            CollisionShape::new(Geometry::Sphere { radius: R }, SE3::identity()).with_material(Material::new(0.0, 1.0));
         b.add_body(
             WORLD,
             Joint::free(format!("{name}_free")),

@@ -5,83 +5,13 @@
 //! use a finite-difference step below the scenes' penetrations; the v, τ and θ columns a
 //! larger one (see [`FD_STEP_INPUTS`]).
 
+mod common;
+
+use common::contact::{check_scenes, free_body, ground, material, options, pose_q, Scene};
 use nalgebra::DVector;
-use stiction::gradcheck::{check_step, FdMethod, GradcheckConfig};
-use stiction::math::{Inertia, SplitMix64, Vec3, SE3};
-use stiction::model::{Body, CollisionShape, Geometry, Material, ParamSpec, WORLD};
-use stiction::solver::lcp::RowState;
-use stiction::step::ContactOptions;
-use stiction::{Control, Joint, Model, ModelBuilder, SimOptions, Simulator, State};
-
-const DT: f64 = 1e-3;
-
-fn material(friction: f64, restitution: f64) -> Material {
-    Material { friction, restitution }
-}
-
-fn ground(b: &mut ModelBuilder, m: Material, tilt: f64) {
-    let pose = SE3::from_axis_angle(&Vec3::y(), tilt);
-    b.add_link(Body::massless(WORLD).with_collision(CollisionShape::new(Geometry::Plane, pose).with_material(m)));
-}
-
-fn free_body(b: &mut ModelBuilder, name: &str, geometry: Geometry, inertia: Inertia, m: Material) {
-    b.add_body(
-        WORLD,
-        Joint::free(format!("{name}_free")),
-        Body::new(name, inertia).with_collision(CollisionShape::new(geometry, SE3::identity()).with_material(m)),
-    );
-}
-
-/// A scene: model, options, a nominal state and control, parameter names, and how far
-/// random states may stray from the nominal one (tangent q, v).
-struct Scene {
-    name: &'static str,
-    model: Model,
-    options: SimOptions,
-    state: State,
-    tau: DVector<f64>,
-    params: Vec<String>,
-    spread: (f64, f64),
-}
-
-/// The finite-difference step of the q columns: a contact keeps its mode only while the
-/// penetration (0.1–0.2 mm in these scenes) keeps its sign, so steps in q stay below it.
-fn fd_step(s: &Scene) -> f64 {
-    if s.spread.0 < 1e-5 {
-        1e-6
-    } else {
-        1e-4
-    }
-}
-
-/// The finite-difference step of the v, τ and θ columns: the largest that keeps the mode
-/// (a change of 1e-3 m/s moves a contact by 1e-6 m in a step; 1e-3 of a torque, a mass
-/// or a friction coefficient changes the impulses by far less than their margins). The
-/// rounding noise of a finite difference through the contact solve scales as 1/step, so
-/// these columns are not held to the q columns' smaller step.
-const FD_STEP_INPUTS: f64 = 1e-3;
-
-/// Blocks taken from the check with the q step, and from the one with the input step.
-const Q_BLOCKS: [&str; 2] = ["dq+/dq", "dv+/dq"];
-
-fn options() -> SimOptions {
-    SimOptions { dt: DT, contact: ContactOptions { warm_start: false, ..Default::default() }, ..Default::default() }
-}
-
-/// Free-body configuration: position and rotation about `axis` by `angle`.
-fn pose_q(model: &Model, pos: Vec3, axis: Vec3, angle: f64) -> DVector<f64> {
-    let mut q = model.neutral();
-    q[0] = pos.x;
-    q[1] = pos.y;
-    q[2] = pos.z;
-    let half = 0.5 * angle;
-    let a = axis.normalize() * half.sin();
-    q[3] = half.cos();
-    q[4] = a.x;
-    q[5] = a.y;
-    q[6] = a.z;
-    q
-}
+use stiction::math::{Inertia, Vec3, SE3};
+use stiction::model::{Body, CollisionShape, Geometry, Material, WORLD};
+use stiction::{Joint, ModelBuilder, State};
 
 fn box_scene(name: &'static str, mu: f64, push: f64, vx: f64) -> Scene {
     let mut params: Vec<String> = vec!["mass:box".into(), "inertia:box".into(), "com:box".into()];
@@ -571,66 +501,7 @@ fn pending_scenes() -> Vec<Scene> {
     ]
 }
 
-fn classification(s: &Scene, state: &State) -> Option<Vec<RowState>> {
-    let mut sim = Simulator::new(s.model.clone(), s.options.clone()).unwrap();
-    let (_, rec) = sim.step_recorded(state, &Control::torques(s.tau.clone())).unwrap();
-    // Tied rows are differentiated as separating: the same mode for the Jacobians.
-    rec.constraints()
-        .map(|c| c.states.iter().map(|s| if *s == RowState::Tied { RowState::Separating } else { *s }).collect())
-}
-
 #[test]
 fn contact_step_jacobians_match_finite_differences() {
-    // abs_floor 1e-4 (the project default is 1e-5): each finite-difference evaluation
-    // solves an LCP whose rounding noise (~1e-15 relative, amplified by cond(Â) ~ 1e3)
-    // divided by the FD step leaves ~1e-11–1e-10 of absolute noise in v⁺ (the Ridders
-    // error estimates in the reports say so); entries below 1e-4 of their block's scale
-    // cannot be resolved. Every entry above is held to 1e-6 relative.
-    let mut summary = vec![];
-    let mut failures: Vec<String> = vec![];
-    for s in scenes() {
-        let nominal = classification(&s, &s.state).unwrap_or_else(|| panic!("{}: no constraint rows", s.name));
-        assert!(nominal.contains(&RowState::Clamping), "{}: nothing clamping {nominal:?}", s.name);
-        if s.name.contains("sliding") {
-            let at_bound = nominal.iter().any(|r| matches!(r, RowState::AtBound { .. }));
-            assert!(at_bound, "{}: no friction row at its bound {nominal:?}", s.name);
-        }
-        let params = ParamSpec::parse(&s.model, &s.params).unwrap();
-        let mut rng = SplitMix64::new(7);
-        let (mut checked, mut skipped, mut worst) = (0, 0, 0.0f64);
-        let nv = s.model.nv();
-        while checked < 10 {
-            let dq = DVector::from_fn(nv, |_, _| rng.range(-1.0, 1.0) * s.spread.0);
-            let dv = DVector::from_fn(nv, |_, _| rng.range(-1.0, 1.0) * s.spread.1);
-            let state = State { q: s.model.integrate(&s.state.q, &dq, 1.0).unwrap(), v: &s.state.v + dv };
-            if classification(&s, &state).as_ref() != Some(&nominal) {
-                skipped += 1;
-                if skipped >= 40 {
-                    failures.push(format!(
-                        "{}: too many states leave the nominal mode\nnominal {nominal:?}\nthis    {:?}",
-                        s.name,
-                        classification(&s, &state)
-                    ));
-                    break;
-                }
-                continue;
-            }
-            let control = Control::torques(s.tau.clone());
-            for (step, q_columns) in [(fd_step(&s), true), (FD_STEP_INPUTS, false)] {
-                let config = GradcheckConfig { method: FdMethod::Ridders, step, rel_tol: 1e-6, abs_floor: 1e-4 };
-                let report = check_step(&s.model, &s.options, &params, &state, &control, &config).unwrap();
-                let mine: Vec<_> =
-                    report.blocks.iter().filter(|b| Q_BLOCKS.contains(&b.name.as_str()) == q_columns).collect();
-                assert!(mine.len() >= 5 - usize::from(q_columns) * 3, "{}: blocks missing", s.name);
-                if mine.iter().any(|b| !b.passed) {
-                    failures.push(format!("{}: state {checked} (FD step {step:e})\n{report}", s.name));
-                }
-                worst = mine.iter().fold(worst, |w, b| w.max(b.max_rel_error));
-            }
-            checked += 1;
-        }
-        summary.push(format!("{}: worst {worst:.1e} ({skipped} skipped)", s.name));
-    }
-    println!("{}", summary.join("\n"));
-    assert!(failures.is_empty(), "{} failing states:\n{}", failures.len(), failures.join("\n"));
+    check_scenes(scenes());
 }

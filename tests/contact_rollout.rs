@@ -16,59 +16,20 @@
 
 mod common;
 
+use common::contact::{free_body, material, options, pose_q};
 use common::ridders;
 use nalgebra::{DVector, Matrix3, Vector3};
 use std::cell::RefCell;
-use stiction::math::{Inertia, SplitMix64, Vec3, SE3};
-use stiction::model::{Body, CollisionShape, Geometry, Material, ParamSpec, WORLD};
+use stiction::math::{Inertia, SplitMix64, Vec3};
+use stiction::model::{Body, Geometry, ParamSpec, WORLD};
 use stiction::solver::lcp::RowState;
-use stiction::step::{ContactOptions, RowKind};
+use stiction::step::RowKind;
 use stiction::tape::{BackwardOptions, ContactGradientStrategy, StepRecord, Tape, Workspace};
 use stiction::{Control, Joint, Model, ModelBuilder, SimOptions, Simulator, State};
 
-const DT: f64 = 1e-3;
+use common::contact::DT;
 const STEPS: usize = 100;
 const TOL: f64 = 1e-5;
-
-// ---------------------------------------------------------------------------------
-// Scene builders (the same construction as the contact zoo, tests/contact_gradients.rs)
-
-fn material(friction: f64, restitution: f64) -> Material {
-    Material { friction, restitution }
-}
-
-fn ground(b: &mut ModelBuilder, m: Material) {
-    b.add_link(
-        Body::massless(WORLD).with_collision(CollisionShape::new(Geometry::Plane, SE3::identity()).with_material(m)),
-    );
-}
-
-fn free_body(b: &mut ModelBuilder, name: &str, geometry: Geometry, inertia: Inertia, m: Material) {
-    b.add_body(
-        WORLD,
-        Joint::free(format!("{name}_free")),
-        Body::new(name, inertia).with_collision(CollisionShape::new(geometry, SE3::identity()).with_material(m)),
-    );
-}
-
-fn options() -> SimOptions {
-    SimOptions { dt: DT, contact: ContactOptions { warm_start: false, ..Default::default() }, ..Default::default() }
-}
-
-/// Free-body configuration: position and rotation about `axis` by `angle`.
-fn pose_q(model: &Model, pos: Vec3, axis: Vec3, angle: f64) -> DVector<f64> {
-    let mut q = model.neutral();
-    q[0] = pos.x;
-    q[1] = pos.y;
-    q[2] = pos.z;
-    let half = 0.5 * angle;
-    let a = axis.normalize() * half.sin();
-    q[3] = half.cos();
-    q[4] = a.x;
-    q[5] = a.y;
-    q[6] = a.z;
-    q
-}
 
 // ---------------------------------------------------------------------------------
 // Loss
@@ -269,7 +230,7 @@ const BALL_M: f64 = 0.5;
 
 fn ball_model(name: &str, mu: f64, e: f64) -> Model {
     let mut b = ModelBuilder::new(name);
-    ground(&mut b, material(mu, e));
+    common::contact::ground(&mut b, material(mu, e), 0.0);
     free_body(
         &mut b,
         "ball",
@@ -389,7 +350,7 @@ fn ball_landing() -> Scene {
 /// 0.5 m/s and pushed along x.
 fn box_sliding_frictionless() -> Scene {
     let mut b = ModelBuilder::new("box_frictionless");
-    ground(&mut b, material(0.0, 0.0));
+    common::contact::ground(&mut b, material(0.0, 0.0), 0.0);
     let h = Vec3::new(0.1, 0.08, 0.06);
     free_body(&mut b, "box", Geometry::Box { half_extents: h }, Inertia::solid_box(1.0, h * 2.0), material(0.0, 0.0));
     let model = b.build().unwrap();

@@ -186,10 +186,13 @@ impl PyModelBuilder {
     /// world or a link welded to it as a static triangle mesh). The shape frame sits at
     /// `origin_xyz`, `origin_rpy` in the link frame. Two shapes collide when
     /// `(group_a & mask_b) != 0 and (group_b & mask_a) != 0`. Sizes are validated by
-    /// `build`. Returns the builder.
+    /// `build`. `friction` (Coulomb μ), `restitution` and `viscous_friction` (μ_v, N·s/m,
+    /// used by the viscous contact model only) are the shape's contact material. Returns
+    /// the builder.
     #[pyo3(signature = (
         link, shape, radius=None, half_extents=None, length=None, vertices=None, triangles=None,
-        origin_xyz=None, origin_rpy=None, friction=0.8, restitution=0.0, group=1, mask=u32::MAX, name=None
+        origin_xyz=None, origin_rpy=None, friction=0.8, restitution=0.0, group=1, mask=u32::MAX, name=None,
+        viscous_friction=0.0
     ))]
     #[allow(clippy::too_many_arguments)]
     fn add_collision<'py>(
@@ -208,6 +211,7 @@ impl PyModelBuilder {
         group: u32,
         mask: u32,
         name: Option<String>,
+        viscous_friction: f64,
     ) -> PyResult<PyRefMut<'py, Self>> {
         let geometry = match shape {
             "plane" => Geometry::Plane,
@@ -238,7 +242,7 @@ impl PyModelBuilder {
         let xyz = origin_xyz.map(|a| vec3(a, "origin_xyz")).transpose()?.unwrap_or_else(Vec3::zeros);
         let rpy = origin_rpy.map(|a| vec3(a, "origin_rpy")).transpose()?.unwrap_or_else(Vec3::zeros);
         let mut collision = CollisionShape::new(geometry, SE3::from_xyz_rpy(&xyz, &rpy))
-            .with_material(Material { friction, restitution })
+            .with_material(Material::new(friction, restitution).with_viscous_friction(viscous_friction))
             .with_filter(group, mask);
         collision.name = name;
         let links = &mut slf.builder.links;

@@ -303,6 +303,7 @@ class ModelBuilder:
         group: int = 1,
         mask: int = 0xFFFFFFFF,
         name: Optional[str] = None,
+        viscous_friction: float = 0.0,
     ) -> "ModelBuilder":
         """Adds a collision shape to ``link`` (added before with :meth:`add_link`), or
         to the world with ``link="world"`` (static geometry).
@@ -316,6 +317,10 @@ class ModelBuilder:
             vertices, on the world or a link welded to it as a static triangle mesh).
         :param origin_xyz: position of the shape frame in the link frame.
         :param origin_rpy: roll, pitch, yaw of the shape frame (URDF convention).
+        :param friction: Coulomb friction coefficient μ (Coulomb contact model).
+        :param restitution: coefficient of restitution in [0, 1].
+        :param viscous_friction: viscous friction coefficient μ_v (N·s/m), used by the
+            ``"viscous"`` contact model only.
         :param group: the collision groups (bits) the shape belongs to.
         :param mask: the groups it collides with; two shapes collide when
             ``(group_a & mask_b) != 0 and (group_b & mask_a) != 0``.

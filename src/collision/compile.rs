@@ -131,6 +131,9 @@ fn compile_shape(
     if !(m.restitution.is_finite() && (0.0..=1.0).contains(&m.restitution)) {
         return Err(format!("restitution must be in [0, 1], got {}", m.restitution));
     }
+    if !(m.viscous_friction.is_finite() && m.viscous_friction >= 0.0) {
+        return Err(format!("viscous friction must be finite and non-negative, got {}", m.viscous_friction));
+    }
     let convex = |p: Polytope| ShapeCore::Convex(Arc::new(p));
     let (core, radius, kind) = match &shape.geometry {
         Geometry::Plane => (ShapeCore::HalfSpace, 0.0, ShapeKind::Plane),

@@ -54,11 +54,15 @@ pub enum ParamKind {
     /// `restitution:world` for the world's shapes). A contact uses the mean of its two
     /// shapes' coefficients.
     Restitution,
+    /// Viscous friction coefficient μ_v (N·s/m) of every collision shape of a link (1
+    /// value; `viscous_friction:world` for the world's shapes), used by the viscous contact
+    /// model. A contact uses the mean of its two shapes' coefficients.
+    ViscousFriction,
 }
 
 impl ParamKind {
     /// Every kind, in the order [`ParamSpec::all`] lists them.
-    pub const ALL: [ParamKind; 11] = [
+    pub const ALL: [ParamKind; 12] = [
         ParamKind::Mass,
         ParamKind::Com,
         ParamKind::Inertia,
@@ -70,6 +74,7 @@ impl ParamKind {
         ParamKind::Gravity,
         ParamKind::Friction,
         ParamKind::Restitution,
+        ParamKind::ViscousFriction,
     ];
 
     /// The lowercase prefix used in parameter names (`"mass"`, `"com"`, ...).
@@ -86,6 +91,7 @@ impl ParamKind {
             ParamKind::Gravity => "gravity",
             ParamKind::Friction => "friction",
             ParamKind::Restitution => "restitution",
+            ParamKind::ViscousFriction => "viscous_friction",
         }
     }
 
@@ -99,10 +105,10 @@ impl ParamKind {
         matches!(self, ParamKind::Mass | ParamKind::Com | ParamKind::Inertia)
     }
 
-    /// True for the contact-material kinds (friction, restitution), addressed by link
-    /// name (`world` for the world's shapes).
+    /// True for the contact-material kinds (friction, restitution, viscous friction),
+    /// addressed by link name (`world` for the world's shapes).
     pub fn is_material_kind(&self) -> bool {
-        matches!(self, ParamKind::Friction | ParamKind::Restitution)
+        matches!(self, ParamKind::Friction | ParamKind::Restitution | ParamKind::ViscousFriction)
     }
 }
 
@@ -198,6 +204,7 @@ impl ParamSpec {
                 let link = if index < model.nbodies() { model.bodies[index].name.as_str() } else { WORLD };
                 out.push(format!("friction:{link}"));
                 out.push(format!("restitution:{link}"));
+                out.push(format!("viscous_friction:{link}"));
             }
         }
         out
@@ -294,9 +301,13 @@ impl ParamSpec {
                 }
                 ParamKind::Placement => out.copy_from_slice(model.joints[e.index].placement.trans.as_slice()),
                 ParamKind::Gravity => out.copy_from_slice(model.gravity.as_slice()),
-                ParamKind::Friction | ParamKind::Restitution => {
+                ParamKind::Friction | ParamKind::Restitution | ParamKind::ViscousFriction => {
                     let m = material_shapes(model, e.index).next().map(|s| s.material).unwrap_or_default();
-                    out[0] = if e.kind == ParamKind::Friction { m.friction } else { m.restitution };
+                    out[0] = match e.kind {
+                        ParamKind::Friction => m.friction,
+                        ParamKind::Restitution => m.restitution,
+                        _ => m.viscous_friction,
+                    };
                 }
             }
         }
@@ -339,7 +350,7 @@ impl ParamSpec {
                 ParamKind::Rest => b.joints[e.index].joint.dynamics.rest = x.to_vec(),
                 ParamKind::Placement => b.joints[e.index].joint.placement.trans = Vec3::new(x[0], x[1], x[2]),
                 ParamKind::Gravity => b.gravity = Vec3::new(x[0], x[1], x[2]),
-                ParamKind::Friction | ParamKind::Restitution => {
+                ParamKind::Friction | ParamKind::Restitution | ParamKind::ViscousFriction => {
                     let link = if e.index < model.nbodies() {
                         e.index
                     } else {
@@ -348,10 +359,10 @@ impl ParamSpec {
                         })?
                     };
                     for shape in &mut b.links[link].collisions {
-                        if e.kind == ParamKind::Friction {
-                            shape.material.friction = x[0];
-                        } else {
-                            shape.material.restitution = x[0];
+                        match e.kind {
+                            ParamKind::Friction => shape.material.friction = x[0],
+                            ParamKind::Restitution => shape.material.restitution = x[0],
+                            _ => shape.material.viscous_friction = x[0],
                         }
                     }
                 }
@@ -407,7 +418,7 @@ fn dof_slice<'a>(model: &Model, e: &ParamEntry, xs: &'a DVector<f64>) -> &'a [f6
 
 fn block_len(model: &Model, kind: ParamKind, index: usize) -> usize {
     match kind {
-        ParamKind::Mass | ParamKind::Friction | ParamKind::Restitution => 1,
+        ParamKind::Mass | ParamKind::Friction | ParamKind::Restitution | ParamKind::ViscousFriction => 1,
         ParamKind::Com | ParamKind::Placement | ParamKind::Gravity => 3,
         ParamKind::Inertia => 6,
         ParamKind::Damping | ParamKind::Stiffness | ParamKind::Armature => model.joints[index].nv(),

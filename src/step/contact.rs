@@ -63,6 +63,56 @@ pub enum BounceGradients {
     ContinuousTime,
 }
 
+/// The friction model of the contacts (Drumwright 2015; docs/contact.md, "Contact models").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContactModel {
+    /// Coulomb friction: two friction rows per contact boxed by `±μ f_n` (a friction pyramid).
+    #[default]
+    Coulomb,
+    /// No slip (Drumwright §VI, eqs. 45–46): the tangential relative velocity of every
+    /// contact is zero after the step, `t_k · (v_B(p) − v_A(p)) = 0`, as bilateral rows
+    /// with unbounded impulses — the limit μ → ∞ of Coulomb friction. Material friction
+    /// coefficients are ignored.
+    NoSlip,
+    /// Purely viscous friction (Drumwright §IV, eqs. 29–42): each contact applies the
+    /// tangential force `−μ_v v_t` (μ_v the mean of the shapes'
+    /// [`crate::model::Material::viscous_friction`]), taken implicitly over the step: the
+    /// impulse is `f_t = −h μ_v J_t v⁺`, a bilateral row `J_t v⁺ + f_t/(h μ_v) = 0` with the
+    /// diagonal regularization `1/(h μ_v)`. Coulomb coefficients are ignored; μ_v = 0 is
+    /// frictionless.
+    Viscous,
+}
+
+impl ContactModel {
+    /// The name used in scene files and in Python (`"coulomb"`, `"no_slip"`, `"viscous"`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            ContactModel::Coulomb => "coulomb",
+            ContactModel::NoSlip => "no_slip",
+            ContactModel::Viscous => "viscous",
+        }
+    }
+
+    /// The model named `name` (see [`ContactModel::name`]).
+    pub fn from_name(name: &str) -> Option<ContactModel> {
+        [ContactModel::Coulomb, ContactModel::NoSlip, ContactModel::Viscous].into_iter().find(|m| m.name() == name)
+    }
+}
+
+/// Which solver the constraint stage uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContactSolver {
+    /// The modified principal pivoting method ([`crate::solver::ppm`]) when every row is
+    /// unilateral or an equality (the no-slip and viscous models without joint Coulomb
+    /// friction), the boxed LCP solver ([`crate::solver::lcp::solve`]) otherwise.
+    #[default]
+    Auto,
+    /// Always the boxed LCP solver.
+    BoxedLcp,
+}
+
 /// Settings of the constraint stage.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ContactOptions {
@@ -83,6 +133,12 @@ pub struct ContactOptions {
     pub warm_start: bool,
     /// The bounce treatment of the Jacobians.
     pub bounce_gradients: BounceGradients,
+    /// The friction model of the contacts.
+    #[serde(default)]
+    pub model: ContactModel,
+    /// The solver.
+    #[serde(default)]
+    pub solver: ContactSolver,
 }
 
 impl Default for ContactOptions {
@@ -96,6 +152,8 @@ impl Default for ContactOptions {
             lcp: LcpOptions::default(),
             warm_start: true,
             bounce_gradients: BounceGradients::Discrete,
+            model: ContactModel::Coulomb,
+            solver: ContactSolver::Auto,
         }
     }
 }
@@ -165,8 +223,10 @@ pub enum RowKind {
 /// Per-contact data of a step.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ContactInfo {
-    /// Friction coefficient of the pair.
+    /// Friction coefficient of the pair (Coulomb model).
     pub friction: f64,
+    /// Viscous friction coefficient μ_v of the pair (viscous model; N·s/m).
+    pub viscous_friction: f64,
     /// Restitution of the pair.
     pub restitution: f64,
     /// True when the normal row used the restitution target.
@@ -188,6 +248,9 @@ pub struct ConstraintRecord {
     pub bounds: Vec<RowBound>,
     /// The bias β of each row.
     pub bias: DVector<f64>,
+    /// The diagonal regularization r of each row (`w = J v⁺ + β + r f`; nonzero only on
+    /// the tangential rows of the viscous model, `1/(h μ_v)`).
+    pub regularization: DVector<f64>,
     /// The impulses f (N·s, or N·m·s for joint rows).
     pub impulses: DVector<f64>,
     /// The row classification (clamping / separating / at bound / tied).
@@ -254,6 +317,8 @@ pub(crate) struct Assembly {
     pub rows: Vec<RowKind>,
     pub bounds: Vec<RowBound>,
     pub bias: DVector<f64>,
+    /// Diagonal regularization of each row.
+    pub regularization: DVector<f64>,
     /// Row Jacobian (m × nv).
     pub j: DMatrix<f64>,
 }
@@ -330,10 +395,12 @@ pub(crate) fn assemble(
     let mut rows = Vec::with_capacity(m);
     let mut bounds = Vec::with_capacity(m);
     let mut bias = DVector::zeros(m);
+    let mut regularization = DVector::zeros(m);
     let mut info = Vec::with_capacity(nc);
     for (i, c) in contacts.iter().enumerate() {
         let (sa, sb) = (&cm.shapes[c.id.shape_a as usize].material, &cm.shapes[c.id.shape_b as usize].material);
         let mu = 0.5 * (sa.friction + sb.friction);
+        let mu_v = 0.5 * (sa.viscous_friction + sb.viscous_friction);
         let e = 0.5 * (sa.restitution + sb.restitution);
         let jn = crow.j.row(3 * i);
         let vn = jn.iter().zip(v).map(|(a, b)| a * b).sum::<f64>();
@@ -341,12 +408,20 @@ pub(crate) fn assemble(
         let phi = c.geometry.distance;
         let bounce = e > 0.0 && vn < -options.restitution_threshold && phi + h * vn_free <= 0.0;
         bias[3 * i] = normal_bias(phi, h, options.erp, if bounce { Some(e * vn) } else { None });
-        info.push(ContactInfo { friction: mu, restitution: e, bounce, approach_velocity: vn });
+        info.push(ContactInfo { friction: mu, viscous_friction: mu_v, restitution: e, bounce, approach_velocity: vn });
         rows.push(RowKind::ContactNormal { contact: i });
         bounds.push(RowBound::Box { lo: 0.0, hi: f64::INFINITY });
+        let (bound, r) = match options.model {
+            ContactModel::Coulomb => (RowBound::Friction { normal: 3 * i, mu }, 0.0),
+            ContactModel::NoSlip => (RowBound::Box { lo: f64::NEG_INFINITY, hi: f64::INFINITY }, 0.0),
+            // μ_v = 0: no friction (a collapsed box, never clamping).
+            ContactModel::Viscous if mu_v <= 0.0 => (RowBound::Box { lo: 0.0, hi: 0.0 }, 0.0),
+            ContactModel::Viscous => (RowBound::Box { lo: f64::NEG_INFINITY, hi: f64::INFINITY }, 1.0 / (h * mu_v)),
+        };
         for d in 0..2u8 {
             rows.push(RowKind::ContactFriction { contact: i, direction: d });
-            bounds.push(RowBound::Friction { normal: 3 * i, mu });
+            bounds.push(bound);
+            regularization[3 * i + 1 + d as usize] = r;
         }
     }
     for (r, (kind, bound, phi)) in joint_rows.into_iter().enumerate() {
@@ -374,7 +449,7 @@ pub(crate) fn assemble(
         rows.push(kind);
         bounds.push(bound);
     }
-    Ok(Assembly { contacts, info, rows, bounds, bias, j })
+    Ok(Assembly { contacts, info, rows, bounds, bias, regularization, j })
 }
 
 /// The bias of a unilateral row with gap φ; `bounce` holds `e·J_n v` for a bouncing contact.
@@ -418,7 +493,10 @@ pub(crate) fn constraint_stage(
     }
     let chol = effective_inertia(model, data, h)?;
     let y = chol.solve(&asm.j.transpose()); // M̃⁻¹ Jᵀ (nv × m)
-    let a = &asm.j * &y;
+    let mut a = &asm.j * &y;
+    for (i, r) in asm.regularization.iter().enumerate() {
+        a[(i, i)] += r;
+    }
     let b = &asm.j * &v_free + &asm.bias;
     let problem = BoxedLcp::new(a, b, asm.bounds.clone())?;
     let guess = if options.warm_start { warm_start_guess(ws, &asm) } else { None };
@@ -434,6 +512,7 @@ pub(crate) fn constraint_stage(
         rows: asm.rows,
         bounds: asm.bounds,
         bias: asm.bias,
+        regularization: asm.regularization,
         impulses: sol.f,
         states: sol.states,
         v_free,

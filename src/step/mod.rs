@@ -5,6 +5,8 @@ mod semi_implicit_euler;
 mod simulator;
 
 pub mod contact;
-pub use contact::{BounceGradients, ConstraintRecord, ContactInfo, ContactOptions, RowKind};
+pub use contact::{
+    BounceGradients, ConstraintRecord, ContactInfo, ContactModel, ContactOptions, ContactSolver, RowKind,
+};
 pub use semi_implicit_euler::{semi_implicit_euler, IntegratorOptions, StepStats, VelocityProducts};
 pub use simulator::{Control, SimOptions, SimStats, Simulator, State};

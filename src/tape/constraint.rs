@@ -24,6 +24,10 @@
 //!     = (I − G J_C) dv_f + G r2 + (I − G J_C) M̃⁻¹ r1 + M̃⁻¹ Ĵᵀ (I − Â⁺Â) dÂᵀ Â⁺ᵀ f_C,     G = M̃⁻¹ Ĵᵀ Â⁺
 //! ```
 //!
+//! Rows with a diagonal regularization r (the tangential rows of the viscous contact
+//! model, `r = 1/(h μ_v)`) satisfy `J v⁺ + β + r f = 0` when clamping: `Â` gains
+//! `R_CC` and `r2` the term `−dR_C f_C` (through μ_v in θ).
+//!
 //! The pseudo-inverse is that of the standardized solution `f_C = −Â⁺ b_C` (App. A.1:
 //! on a rank-deficient `Â` — a box with four coplanar contacts — the forward pass
 //! returns the minimum-norm impulses; the last term is the derivative of the
@@ -178,7 +182,10 @@ pub(crate) fn linearize_constraints_with(
         dst += row;
     }
     let minv_jhat_t = chol.solve(&jhat.transpose());
-    let ahat = &jc * &minv_jhat_t;
+    let mut ahat = &jc * &minv_jhat_t;
+    for (i, &r) in clamping.iter().enumerate() {
+        ahat[(i, i)] += asm.regularization[r];
+    }
     let (ahat_pinv, rank) = pinv(&ahat)?;
     let g = &minv_jhat_t * &ahat_pinv;
 
@@ -244,8 +251,16 @@ pub(crate) fn linearize_constraints_with(
                 }
                 row_q += jv_next.as_ref().expect("contacts exist").row(r).transpose();
             }
-            RowKind::ContactFriction { .. } => {
+            RowKind::ContactFriction { contact, .. } => {
                 row_q += jv_next.as_ref().expect("contacts exist").row(r).transpose();
+                // Viscous rows: w = J v⁺ + f/(h μ_v); d(1/(h μ_v))/dμ_v = −1/(h μ_v²).
+                let mu_v = c.info[contact].viscous_friction;
+                if asm.regularization[r] > 0.0 && np > 0 {
+                    let kind = ParamKind::ViscousFriction;
+                    for (col, w) in material_weights(model, &rec.params, kind, &c.contacts[contact]) {
+                        r2[(i, 2 * nv + col)] += w * f[r] / (h * mu_v * mu_v);
+                    }
+                }
             }
             RowKind::JointLower { dof } | RowKind::JointUpper { dof } => {
                 let phi = match asm.bias[r] {

@@ -233,7 +233,7 @@ fn param_columns(
                     }
                 }
                 // Contact materials act through the constraint stage only.
-                ParamKind::Friction | ParamKind::Restitution => {}
+                ParamKind::Friction | ParamKind::Restitution | ParamKind::ViscousFriction => {}
             }
             g.column_mut(e.offset + s).copy_from_slice(col);
         }

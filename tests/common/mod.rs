@@ -2,6 +2,8 @@
 //! relative-error measures.
 #![allow(dead_code)]
 
+pub mod contact;
+
 use nalgebra::DVector;
 
 /// Central difference of `f` at 0 with step `h`.

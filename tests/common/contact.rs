@@ -1,0 +1,169 @@
+//! Contact scenes for Jacobian checks: builders (ground, free bodies, poses) and the
+//! check of a scene's step Jacobians against Ridders finite differences at random states
+//! inside its nominal contact mode (tests/contact_gradients.rs, tests/contact_models.rs).
+
+use nalgebra::DVector;
+use stiction::gradcheck::{check_step, FdMethod, GradcheckConfig};
+use stiction::math::{Inertia, SplitMix64, Vec3, SE3};
+use stiction::model::{Body, CollisionShape, Geometry, Material, ParamSpec, WORLD};
+use stiction::solver::lcp::RowState;
+use stiction::step::ContactOptions;
+use stiction::{Control, Joint, Model, ModelBuilder, SimOptions, Simulator, State};
+
+/// The time step of the scenes.
+pub const DT: f64 = 1e-3;
+
+/// A material without viscous friction.
+pub fn material(friction: f64, restitution: f64) -> Material {
+    Material::new(friction, restitution)
+}
+
+/// The world's ground plane, tilted about y by `tilt`.
+pub fn ground(b: &mut ModelBuilder, m: Material, tilt: f64) {
+    let pose = SE3::from_axis_angle(&Vec3::y(), tilt);
+    b.add_link(Body::massless(WORLD).with_collision(CollisionShape::new(Geometry::Plane, pose).with_material(m)));
+}
+
+/// A free body `name` with one collision shape at its origin.
+pub fn free_body(b: &mut ModelBuilder, name: &str, geometry: Geometry, inertia: Inertia, m: Material) {
+    b.add_body(
+        WORLD,
+        Joint::free(format!("{name}_free")),
+        Body::new(name, inertia).with_collision(CollisionShape::new(geometry, SE3::identity()).with_material(m)),
+    );
+}
+
+/// A scene: model, options, a nominal state and control, parameter names, and how far
+/// random states may stray from the nominal one (tangent q, v).
+pub struct Scene {
+    /// Name in reports.
+    pub name: &'static str,
+    /// The model.
+    pub model: Model,
+    /// The simulator options.
+    pub options: SimOptions,
+    /// The nominal state.
+    pub state: State,
+    /// The control torques.
+    pub tau: DVector<f64>,
+    /// The parameters θ (ParamSpec names).
+    pub params: Vec<String>,
+    /// Spread of the random states: (tangent q, v).
+    pub spread: (f64, f64),
+}
+
+/// The finite-difference step of the q columns: a contact keeps its mode only while the
+/// penetration (0.1–0.2 mm in these scenes) keeps its sign, so steps in q stay below it.
+pub fn fd_step(s: &Scene) -> f64 {
+    if s.spread.0 < 1e-5 {
+        1e-6
+    } else {
+        1e-4
+    }
+}
+
+/// The finite-difference step of the v, τ and θ columns: the largest that keeps the mode
+/// (a change of 1e-3 m/s moves a contact by 1e-6 m in a step; 1e-3 of a torque, a mass
+/// or a friction coefficient changes the impulses by far less than their margins). The
+/// rounding noise of a finite difference through the contact solve scales as 1/step, so
+/// these columns are not held to the q columns' smaller step.
+pub const FD_STEP_INPUTS: f64 = 1e-3;
+
+/// Blocks taken from the check with the q step, and from the one with the input step.
+pub const Q_BLOCKS: [&str; 2] = ["dq+/dq", "dv+/dq"];
+
+/// Options with the contact warm start off (each step classified from scratch).
+pub fn options() -> SimOptions {
+    SimOptions { dt: DT, contact: ContactOptions { warm_start: false, ..Default::default() }, ..Default::default() }
+}
+
+/// Free-body configuration: position and rotation about `axis` by `angle`.
+pub fn pose_q(model: &Model, pos: Vec3, axis: Vec3, angle: f64) -> DVector<f64> {
+    let mut q = model.neutral();
+    q[0] = pos.x;
+    q[1] = pos.y;
+    q[2] = pos.z;
+    let half = 0.5 * angle;
+    let a = axis.normalize() * half.sin();
+    q[3] = half.cos();
+    q[4] = a.x;
+    q[5] = a.y;
+    q[6] = a.z;
+    q
+}
+
+/// The row classification of one recorded step from `state` (tied rows as separating:
+/// the same mode for the Jacobians).
+pub fn classification(s: &Scene, state: &State) -> Option<Vec<RowState>> {
+    let mut sim = Simulator::new(s.model.clone(), s.options.clone()).unwrap();
+    let (_, rec) = sim.step_recorded(state, &Control::torques(s.tau.clone())).unwrap();
+    rec.constraints()
+        .map(|c| c.states.iter().map(|s| if *s == RowState::Tied { RowState::Separating } else { *s }).collect())
+}
+
+/// Checks `states` random states of scene `s` inside its nominal mode: every Jacobian
+/// block against Ridders finite differences to 1e-6 relative. Returns the summary line
+/// and the failures.
+///
+/// abs_floor 1e-4 (the project default is 1e-5): each finite-difference evaluation solves
+/// an LCP whose rounding noise (~1e-15 relative, amplified by cond(Â) ~ 1e3) divided by the
+/// FD step leaves ~1e-11–1e-10 of absolute noise in v⁺ (the Ridders error estimates in the
+/// reports say so); entries below 1e-4 of their block's scale cannot be resolved. Every
+/// entry above is held to 1e-6 relative.
+pub fn check_scene(s: &Scene, states: usize) -> (String, Vec<String>) {
+    let mut failures = vec![];
+    let nominal = classification(s, &s.state).unwrap_or_else(|| panic!("{}: no constraint rows", s.name));
+    assert!(nominal.contains(&RowState::Clamping), "{}: nothing clamping {nominal:?}", s.name);
+    if s.name.contains("sliding") && s.options.contact.model == stiction::step::ContactModel::Coulomb {
+        let at_bound = nominal.iter().any(|r| matches!(r, RowState::AtBound { .. }));
+        assert!(at_bound, "{}: no friction row at its bound {nominal:?}", s.name);
+    }
+    let params = ParamSpec::parse(&s.model, &s.params).unwrap();
+    let mut rng = SplitMix64::new(7);
+    let (mut checked, mut skipped, mut worst) = (0, 0, 0.0f64);
+    let nv = s.model.nv();
+    while checked < states {
+        let dq = DVector::from_fn(nv, |_, _| rng.range(-1.0, 1.0) * s.spread.0);
+        let dv = DVector::from_fn(nv, |_, _| rng.range(-1.0, 1.0) * s.spread.1);
+        let state = State { q: s.model.integrate(&s.state.q, &dq, 1.0).unwrap(), v: &s.state.v + dv };
+        if classification(s, &state).as_ref() != Some(&nominal) {
+            skipped += 1;
+            if skipped >= 40 {
+                failures.push(format!(
+                    "{}: too many states leave the nominal mode\nnominal {nominal:?}\nthis    {:?}",
+                    s.name,
+                    classification(s, &state)
+                ));
+                break;
+            }
+            continue;
+        }
+        let control = Control::torques(s.tau.clone());
+        for (step, q_columns) in [(fd_step(s), true), (FD_STEP_INPUTS, false)] {
+            let config = GradcheckConfig { method: FdMethod::Ridders, step, rel_tol: 1e-6, abs_floor: 1e-4 };
+            let report = check_step(&s.model, &s.options, &params, &state, &control, &config).unwrap();
+            let mine: Vec<_> =
+                report.blocks.iter().filter(|b| Q_BLOCKS.contains(&b.name.as_str()) == q_columns).collect();
+            assert!(mine.len() >= 5 - usize::from(q_columns) * 3, "{}: blocks missing", s.name);
+            if mine.iter().any(|b| !b.passed) {
+                failures.push(format!("{}: state {checked} (FD step {step:e})\n{report}", s.name));
+            }
+            worst = mine.iter().fold(worst, |w, b| w.max(b.max_rel_error));
+        }
+        checked += 1;
+    }
+    (format!("{}: worst {worst:.1e} ({skipped} skipped)", s.name), failures)
+}
+
+/// Runs [`check_scene`] with 10 states on every scene and fails with every failure.
+pub fn check_scenes(scenes: Vec<Scene>) {
+    let mut summary = vec![];
+    let mut failures: Vec<String> = vec![];
+    for s in scenes {
+        let (line, f) = check_scene(&s, 10);
+        summary.push(line);
+        failures.extend(f);
+    }
+    println!("{}", summary.join("\n"));
+    assert!(failures.is_empty(), "{} failing states:\n{}", failures.len(), failures.join("\n"));
+}
