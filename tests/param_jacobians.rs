@@ -9,6 +9,7 @@ use common::{random_vector, ridders};
 use nalgebra::{DMatrix, DVector};
 use stiction::math::{SplitMix64, Vec3};
 use stiction::model::{ParamKind, ParamSpec};
+use stiction::step::ContactOptions;
 use stiction::tape::Tape;
 use stiction::{Control, Model, SimOptions, Simulator, State};
 
@@ -159,8 +160,13 @@ fn rollout_vjp_matches_finite_differences_of_the_loss() {
     let taus: Vec<DVector<f64>> =
         (0..steps).map(|t| DVector::from_fn(7, |i, _| 2.0 * ((t as f64) * 0.05 + i as f64).sin())).collect();
     let (wq, wv, wt) = (0.3, 0.05, 1e-3);
+    // The smooth dynamics: the constraint stage is off (with it, joint 7 reaches its 2.5 rad/s
+    // velocity limit at step 46 and leaves it later — mode switches inside the rollout, where the
+    // loss has kinks that finite differences straddle; tests/velocity_limits.rs covers those rows).
+    let options =
+        SimOptions { dt, contact: ContactOptions { enabled: false, ..Default::default() }, ..Default::default() };
     let loss = |model: &Model, q0: &DVector<f64>, v0: &DVector<f64>, taus: &[DVector<f64>]| -> f64 {
-        let mut sim = Simulator::new(model.clone(), SimOptions { dt, ..Default::default() }).unwrap();
+        let mut sim = Simulator::new(model.clone(), options.clone()).unwrap();
         let mut st = State { q: q0.clone(), v: v0.clone() };
         let mut l = 0.0;
         for tau in taus {
@@ -170,7 +176,7 @@ fn rollout_vjp_matches_finite_differences_of_the_loss() {
         l + (&st.q - &target).norm_squared() + st.v.norm_squared()
     };
     // Analytic: record the rollout, then backpropagate.
-    let mut sim = Simulator::new(base.clone(), SimOptions { dt, ..Default::default() }).unwrap();
+    let mut sim = Simulator::new(base.clone(), options.clone()).unwrap();
     sim.set_params(spec.clone());
     let mut tape = Tape::new();
     let mut states = vec![State { q: q0.clone(), v: v0.clone() }];

@@ -36,7 +36,9 @@ def test_sphere_on_plane():
     np.testing.assert_allclose(c["distances"], [-0.001], atol=1e-12)
     # The ball comes first: the normal points from the ball into the plane.
     np.testing.assert_allclose(c["normals"], [[0.0, 0.0, -1.0]], atol=1e-12)
-    np.testing.assert_allclose(c["points"], [[0.0, 0.0, -0.0005]], atol=1e-12)
+    # A vertex-face contact's point lies on the face (the plane, z = 0), not midway
+    # between the surfaces.
+    np.testing.assert_allclose(c["points"], [[0.0, 0.0, 0.0]], atol=1e-12)
     assert c["points"].shape == (1, 3) and c["normals"].shape == (1, 3)
     assert c["body_a"] == ["ball"] and c["body_b"] == ["world"]
     assert list(c["shape_a"]) == [0] and list(c["shape_b"]) == [1]
