@@ -5,7 +5,7 @@
 //! ```text
 //! v_f = v + h q̈_smooth                        (the contact-free step, semi_implicit_euler)
 //! M̃  = M(q) + diag(armature + h·damping)      (the step's effective inertia)
-//! w   = J v⁺ + β,    v⁺ = v_f + M̃⁻¹ Jᵀ f       ⇒  w = A f + b,  A = J M̃⁻¹ Jᵀ,  b = J v_f + β
+//! w   = J v⁺ + β + R f,  v⁺ = v_f + M̃⁻¹ Jᵀ f   ⇒  w = A f + b,  A = J M̃⁻¹ Jᵀ + R,  b = J v_f + β
 //! q⁺  = q ⊕ h v⁺
 //! ```
 //!
@@ -15,8 +15,15 @@
 //! re-enter the velocity products). Rows, in this order:
 //!
 //! * per contact (point p, unit normal n from A to B): one normal row `n·(v_B(p) − v_A(p))`,
-//!   unilateral (`f_n ≥ 0`), and two friction rows along the tangent basis `t1, t2`
-//!   boxed by `±μ f_n` (a friction pyramid with two directions; the findex of ODE);
+//!   unilateral (`f_n ≥ 0`), and two friction rows along the tangent basis `t1, t2`:
+//!   with the Coulomb model ([`ContactModel`]) boxed by `±μ f_n` (a friction pyramid with
+//!   two directions; the findex of ODE); with the no-slip model unbounded equality rows
+//!   (`t·(v_B − v_A) = 0` after the step; Drumwright 2015, eqs. 45–46); with the viscous
+//!   model unbounded rows with the diagonal regularization `r = 1/(h μ_v)`, i.e.
+//!   `t·(v_B − v_A) + r f_t = 0`, the implicit viscous impulse `f_t = −h μ_v t·(v_B − v_A)`
+//!   (eqs. 29–42 taken to the velocity level). Both act only at contacts that close within
+//!   the step (`φ + h J_n v_f ≤ 0`, the bounce test below); the rows of other contacts are
+//!   collapsed boxes `[0, 0]`;
 //! * per limited 1-dof coordinate within `joint_limit_margin` of a position limit: one
 //!   unilateral row (`+e_k` at the lower limit, `−e_k` at the upper);
 //! * per dof with a finite velocity limit `v_max` whose smooth update `v_f` exceeds
@@ -406,17 +413,22 @@ pub(crate) fn assemble(
         let vn = jn.iter().zip(v).map(|(a, b)| a * b).sum::<f64>();
         let vn_free = jn.iter().zip(v_free).map(|(a, b)| a * b).sum::<f64>();
         let phi = c.geometry.distance;
-        let bounce = e > 0.0 && vn < -options.restitution_threshold && phi + h * vn_free <= 0.0;
+        let closing = phi + h * vn_free <= 0.0;
+        let bounce = e > 0.0 && vn < -options.restitution_threshold && closing;
         bias[3 * i] = normal_bias(phi, h, options.erp, if bounce { Some(e * vn) } else { None });
         info.push(ContactInfo { friction: mu, viscous_friction: mu_v, restitution: e, bounce, approach_velocity: vn });
         rows.push(RowKind::ContactNormal { contact: i });
         bounds.push(RowBound::Box { lo: 0.0, hi: f64::INFINITY });
+        // No-slip and viscous tangent rows act at contacts that close within the step
+        // (a speculative contact further away would otherwise hold on at a distance);
+        // elsewhere, and with μ_v = 0, a collapsed box: no friction, never clamping.
+        let free = RowBound::Box { lo: f64::NEG_INFINITY, hi: f64::INFINITY };
+        let none = RowBound::Box { lo: 0.0, hi: 0.0 };
         let (bound, r) = match options.model {
             ContactModel::Coulomb => (RowBound::Friction { normal: 3 * i, mu }, 0.0),
-            ContactModel::NoSlip => (RowBound::Box { lo: f64::NEG_INFINITY, hi: f64::INFINITY }, 0.0),
-            // μ_v = 0: no friction (a collapsed box, never clamping).
-            ContactModel::Viscous if mu_v <= 0.0 => (RowBound::Box { lo: 0.0, hi: 0.0 }, 0.0),
-            ContactModel::Viscous => (RowBound::Box { lo: f64::NEG_INFINITY, hi: f64::INFINITY }, 1.0 / (h * mu_v)),
+            ContactModel::NoSlip if closing => (free, 0.0),
+            ContactModel::Viscous if closing && mu_v > 0.0 => (free, 1.0 / (h * mu_v)),
+            ContactModel::NoSlip | ContactModel::Viscous => (none, 0.0),
         };
         for d in 0..2u8 {
             rows.push(RowKind::ContactFriction { contact: i, direction: d });
