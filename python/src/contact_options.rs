@@ -5,11 +5,13 @@
 use crate::errors::{input_error, IntoPyResult};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyString};
-use stiction::step::{BounceGradients, ContactOptions};
+use stiction::step::{BounceGradients, ContactModel, ContactOptions, ContactSolver};
 
 /// The keys a `contact` dict accepts, in the order `Simulator.contact_options` lists them.
-pub const KEYS: [&str; 13] = [
+pub const KEYS: [&str; 15] = [
     "enabled",
+    "model",
+    "solver",
     "margin",
     "erp",
     "restitution_threshold",
@@ -63,16 +65,33 @@ fn count(key: &str, value: &Bound<'_, PyAny>) -> PyResult<usize> {
     value.extract::<usize>().map_err(|_| bad())
 }
 
-fn bounce_gradients(value: &Bound<'_, PyAny>) -> PyResult<BounceGradients> {
+/// A string option among `choices` (name, value).
+fn choice<T: Copy>(key: &str, value: &Bound<'_, PyAny>, choices: &[(&str, T)]) -> PyResult<T> {
     let s = value.cast::<PyString>().ok().and_then(|s| s.extract::<String>().ok());
-    match s.as_deref() {
-        Some("discrete") => Ok(BounceGradients::Discrete),
-        Some("continuous_time") => Ok(BounceGradients::ContinuousTime),
-        _ => Err(input_error(format!(
-            "contact option 'bounce_gradients' must be 'discrete' or 'continuous_time', got {}",
-            value.repr().map(|r| r.to_string()).unwrap_or_default()
-        ))),
+    if let Some(found) = s.as_deref().and_then(|s| choices.iter().find(|(name, _)| *name == s)) {
+        return Ok(found.1);
     }
+    let names: Vec<String> = choices.iter().map(|(n, _)| format!("'{n}'")).collect();
+    Err(input_error(format!(
+        "contact option '{key}' must be one of {}, got {}",
+        names.join(", "),
+        value.repr().map(|r| r.to_string()).unwrap_or_default()
+    )))
+}
+
+fn bounce_gradients(value: &Bound<'_, PyAny>) -> PyResult<BounceGradients> {
+    let choices = [BounceGradients::Discrete, BounceGradients::ContinuousTime].map(|b| (bounce_gradients_name(b), b));
+    choice("bounce_gradients", value, &choices)
+}
+
+fn contact_model(value: &Bound<'_, PyAny>) -> PyResult<ContactModel> {
+    let choices = [ContactModel::Coulomb, ContactModel::NoSlip, ContactModel::Viscous].map(|m| (m.name(), m));
+    choice("model", value, &choices)
+}
+
+fn contact_solver(value: &Bound<'_, PyAny>) -> PyResult<ContactSolver> {
+    let choices = [ContactSolver::Auto, ContactSolver::BoxedLcp].map(|m| (m.name(), m));
+    choice("solver", value, &choices)
 }
 
 /// The name of a bounce-gradient treatment in the `contact` dict.
@@ -101,6 +120,8 @@ pub fn contact_options(obj: Option<&Bound<'_, PyAny>>) -> PyResult<ContactOption
         let lcp = &mut o.lcp;
         match key.as_str() {
             "enabled" => o.enabled = flag(&key, &value)?,
+            "model" => o.model = contact_model(&value)?,
+            "solver" => o.solver = contact_solver(&value)?,
             "margin" => o.margin = real(&key, &value)?,
             "erp" => o.erp = real(&key, &value)?,
             "restitution_threshold" => o.restitution_threshold = real(&key, &value)?,
@@ -130,6 +151,8 @@ pub fn contact_options(obj: Option<&Bound<'_, PyAny>>) -> PyResult<ContactOption
 pub fn contact_options_dict<'py>(py: Python<'py>, o: &ContactOptions) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("enabled", o.enabled)?;
+    d.set_item("model", o.model.name())?;
+    d.set_item("solver", o.solver.name())?;
     d.set_item("margin", o.margin)?;
     d.set_item("erp", o.erp)?;
     d.set_item("restitution_threshold", o.restitution_threshold)?;

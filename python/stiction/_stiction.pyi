@@ -378,6 +378,12 @@ class Simulator:
             ``None`` (defaults, enabled), ``True``/``False``, or a dict of some of
 
             - ``enabled`` (bool, True): solve contacts and joint limits at all;
+            - ``model`` (``"coulomb"``, ``"no_slip"`` or ``"viscous"``; ``"coulomb"``):
+              the friction model of the contacts — Coulomb friction pyramids, no
+              tangential slip at all, or purely viscous friction with each shape's
+              ``viscous_friction`` (see docs/contact.md);
+            - ``solver`` (``"auto"`` or ``"boxed_lcp"``; ``"auto"``): ``"auto"`` uses the
+              pivoting solver of the no-slip and viscous models where it applies;
             - ``margin`` (m, 5e-3): contacts are created below this signed distance;
             - ``erp`` (in (0, 1], 1.0): fraction of a penetration removed per step;
             - ``restitution_threshold`` (m/s, 0.05): slower approaches do not bounce;

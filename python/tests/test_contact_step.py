@@ -49,6 +49,8 @@ def test_contact_options_defaults_and_round_trip():
     o = sim.contact_options
     assert set(o) == {
         "enabled",
+        "model",
+        "solver",
         "margin",
         "erp",
         "restitution_threshold",
@@ -64,8 +66,11 @@ def test_contact_options_defaults_and_round_trip():
     }
     assert o["enabled"] is True and o["warm_start"] is True and o["bounce_gradients"] == "discrete"
     assert o["erp"] == 1.0 and o["standardize"] is True
+    assert o["model"] == "coulomb" and o["solver"] == "auto"
     custom = dict(
         o,
+        model="no_slip",
+        solver="boxed_lcp",
         margin=0.01,
         erp=0.5,
         warm_start=False,
@@ -114,6 +119,9 @@ def test_contact_options_defaults_and_round_trip():
         ({"margin": "0.1"}, "margin"),
         ({"bounce_gradients": "continuous"}, "bounce_gradients"),
         ({"bounce_gradients": 1}, "bounce_gradients"),
+        ({"model": "noslip"}, "'model' must be one of 'coulomb', 'no_slip', 'viscous'"),
+        ({"model": None}, "model"),
+        ({"solver": "lemke"}, "'solver' must be one of 'auto', 'boxed_lcp'"),
         ({1: 2}, "names must be strings"),
         ("on", "contact must be None, a bool or a dict"),
         (1, "contact must be None, a bool or a dict"),
@@ -367,3 +375,68 @@ def test_stubs_declare_the_contact_api():
     assert "contact" in [a.arg for a in declared["gradcheck"].args.args]
     rec = {n.name for n in declared["StepRecord"].body if isinstance(n, ast.FunctionDef)}
     assert "constraints" in rec
+
+
+# --- contact models ----------------------------------------------------------------------
+
+
+def viscous_box(mu_v):
+    """The box of :func:`box_on_ground` touching the ground, with viscous friction ``mu_v``
+    (N·s/m) on both shapes."""
+    b = ModelBuilder("viscous_box")
+    b.add_link("box", mass=1.0, inertia=np.diag([0.0141667, 0.0041667, 0.0166667]))
+    b.add_joint("free", "free", "world", "box", origin_xyz=(0.0, 0.0, 0.05 - 1e-7))
+    b.add_collision("box", "box", half_extents=(0.1, 0.2, 0.05), friction=0.3, viscous_friction=mu_v)
+    b.add_collision("world", "plane", friction=0.3, viscous_friction=mu_v)
+    return b.build()
+
+
+def test_no_slip_model_holds_a_pushed_box():
+    # 5 N sideways: Coulomb (μ = 0.3) slides, no-slip does not move at all.
+    m = viscous_box(0.0)
+    tau = np.zeros(6)
+    tau[3] = 5.0
+    moved = {}
+    for model in ("coulomb", "no_slip"):
+        sim = stiction.Simulator(m, dt=DT, contact={"model": model})
+        q, v = m.neutral(), np.zeros(6)
+        for _ in range(100):
+            q, v = sim.step(q, v, tau)
+        moved[model] = abs(q[0])
+    assert moved["no_slip"] < 1e-12 and moved["coulomb"] > 1e-3
+
+
+def test_viscous_model_decays_like_linear_damping():
+    # Four corners with μ_v each: v(t) = v0 exp(−4 μ_v t / m).
+    mu_v = 0.25
+    m = viscous_box(mu_v)
+    sim = stiction.Simulator(m, dt=DT, contact={"model": "viscous"})
+    q, v = m.neutral(), np.zeros(6)
+    v[3] = 0.5
+    for _ in range(500):
+        q, v = sim.step(q, v, np.zeros(6))
+    exact = 0.5 * np.exp(-4.0 * mu_v * 0.5)
+    assert abs(v[3] - exact) < 0.01 * exact
+
+
+def test_gradcheck_viscous_friction_parameter():
+    m = viscous_box(2.0)
+    q0, v0 = m.neutral(), np.zeros(6)
+    q0[2] = 0.05 - 2e-4
+    v0[3] = 0.5
+    report = stiction.gradcheck(
+        m,
+        q0,
+        v0,
+        np.zeros(6),
+        params=["mass:box", "viscous_friction:box", "viscous_friction:world"],
+        dt=DT,
+        method="ridders",
+        rel_tol=1e-6,
+        step=1e-4,
+        abs_floor=1e-4,
+        contact={"warm_start": False, "model": "viscous"},
+    )
+    assert report.passed, str(report)
+    theta = [b for b in report.blocks if b["name"] == "dv+/dtheta"][0]
+    assert theta["scale"] > 1e-3  # the viscous columns are exercised

@@ -120,6 +120,21 @@ pub enum ContactSolver {
     BoxedLcp,
 }
 
+impl ContactSolver {
+    /// The name used in scene files and in Python (`"auto"`, `"boxed_lcp"`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            ContactSolver::Auto => "auto",
+            ContactSolver::BoxedLcp => "boxed_lcp",
+        }
+    }
+
+    /// The solver named `name` (see [`ContactSolver::name`]).
+    pub fn from_name(name: &str) -> Option<ContactSolver> {
+        [ContactSolver::Auto, ContactSolver::BoxedLcp].into_iter().find(|m| m.name() == name)
+    }
+}
+
 /// Settings of the constraint stage.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ContactOptions {
