@@ -1,6 +1,9 @@
 //! Constraint solvers of the step pipeline (the `solver` stage of `docs/architecture.md`).
 //!
 //! [`lcp`] holds the boxed linear complementarity solvers used for velocity-level rigid contact,
-//! with the DiffDART (Werling et al. 2021) App. A.1/A.2 standardization of the solution.
+//! with the DiffDART (Werling et al. 2021) App. A.1/A.2 standardization of the solution. [`ppm`] holds
+//! Drumwright's (2015) FIND-INDICES and modified principal pivoting method for the PSD problems of the
+//! no-slip and viscous friction models, in factored form.
 
 pub mod lcp;
+pub mod ppm;

@@ -57,6 +57,8 @@ pub enum SolvePath {
     Empty,
     /// The warm-start classification, standardized, was a solution.
     WarmStart,
+    /// The modified principal pivoting method on a factored PSD problem (`crate::solver::ppm`).
+    Ppm,
     /// Principal pivoting.
     Dantzig,
     /// Lemke's method.
@@ -70,9 +72,10 @@ impl SolvePath {
         match self {
             SolvePath::Empty => 0,
             SolvePath::WarmStart => 1,
-            SolvePath::Dantzig => 2,
-            SolvePath::Lemke => 3,
-            SolvePath::Pgs => 4,
+            SolvePath::Ppm => 2,
+            SolvePath::Dantzig => 3,
+            SolvePath::Lemke => 4,
+            SolvePath::Pgs => 5,
         }
     }
 }
