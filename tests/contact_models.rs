@@ -13,6 +13,7 @@ use stiction::constraint::ContactRows;
 use stiction::dynamics::{forward_kinematics, Data};
 use stiction::math::{Inertia, Vec3, SE3};
 use stiction::model::{Body, CollisionShape, Geometry, Material, WORLD};
+use stiction::solver::lcp::SolvePath;
 use stiction::step::{ConstraintRecord, ContactModel, ContactSolver, RowKind};
 use stiction::{Control, Joint, Model, ModelBuilder, SimOptions, Simulator, State};
 
@@ -191,7 +192,20 @@ fn scenes() -> Vec<Scene> {
 
 #[test]
 fn contact_model_jacobians_match_finite_differences() {
+    // The default solver: the pivoting method (PPM).
     check_scenes(scenes());
+}
+
+#[test]
+fn contact_model_jacobians_match_finite_differences_with_the_boxed_lcp() {
+    let scenes = scenes()
+        .into_iter()
+        .map(|mut s| {
+            s.options.contact.solver = ContactSolver::BoxedLcp;
+            s
+        })
+        .collect();
+    check_scenes(scenes);
 }
 
 /// `J v⁺` of every constraint row of a recorded step (J at the step's start q).
@@ -346,6 +360,9 @@ fn the_solvers_agree_on_the_contact_models() {
             o.contact.solver = solver;
             let mut sim = Simulator::new(s.model.clone(), o).unwrap();
             out.push(sim.step(&s.state, &Control::torques(s.tau.clone())).unwrap().v);
+            let path = sim.last_constraints().unwrap().stats.path;
+            let expected = if solver == ContactSolver::Auto { SolvePath::Ppm } else { SolvePath::Dantzig };
+            assert_eq!(path, expected, "{}", s.name);
         }
         let scale = out[1].amax().max(1.0);
         assert!((&out[0] - &out[1]).amax() <= 1e-9 * scale, "{}: {} vs {}", s.name, out[0], out[1]);

@@ -105,7 +105,8 @@ impl PySimulator {
 
     /// Counters since construction: `{"steps", "midpoint_iterations",
     /// "midpoint_fallbacks", "lcp_solves", "warm_start_hits", "lcp_fallbacks",
-    /// "unstandardized_solves"}` (`lcp_solves`: steps that had constraint rows).
+    /// "unstandardized_solves", "ppm_solves"}` (`lcp_solves`: steps that had constraint rows;
+    /// `ppm_solves`: those solved by the pivoting solver of the no-slip and viscous models).
     #[getter]
     fn stats(&self) -> std::collections::HashMap<&'static str, u64> {
         let s = *self.lock().stats();
@@ -117,6 +118,7 @@ impl PySimulator {
             ("warm_start_hits", s.warm_start_hits),
             ("lcp_fallbacks", s.lcp_fallbacks),
             ("unstandardized_solves", s.unstandardized_solves),
+            ("ppm_solves", s.ppm_solves),
         ]
         .into_iter()
         .collect()

@@ -413,7 +413,9 @@ class Simulator:
         ``midpoint_fallbacks``, ``lcp_solves`` (steps with constraint rows),
         ``warm_start_hits`` (LCP solves whose warm-start guess was accepted),
         ``lcp_fallbacks`` (a solver method failed and the next was tried),
-        ``unstandardized_solves`` (solutions that are not the minimum-norm one)."""
+        ``unstandardized_solves`` (boxed-LCP solutions that are not the minimum-norm one),
+        ``ppm_solves`` (constraint solves by the pivoting solver of the ``"no_slip"`` and
+        ``"viscous"`` contact models)."""
     def last_constraints(self) -> Optional[Dict[str, Any]]:
         """The constraint stage of the last step, recorded or not (see
         :attr:`StepRecord.constraints`); None when it had no rows or before any step."""

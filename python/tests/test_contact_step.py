@@ -240,7 +240,7 @@ def test_stats_count_lcp_solves_and_warm_starts():
     sim = stiction.Simulator(m, dt=DT)
     s0 = sim.stats
     for key in ("steps", "midpoint_iterations", "midpoint_fallbacks", "lcp_solves", "warm_start_hits",
-                "lcp_fallbacks", "unstandardized_solves"):
+                "lcp_fallbacks", "unstandardized_solves", "ppm_solves"):
         assert s0[key] == 0, key
     sim.rollout(m.neutral(), np.zeros(6), np.zeros((20, 6)))
     s = sim.stats
@@ -403,6 +403,8 @@ def test_no_slip_model_holds_a_pushed_box():
         for _ in range(100):
             q, v = sim.step(q, v, tau)
         moved[model] = abs(q[0])
+        # The no-slip rows are solved by the pivoting solver (PPM).
+        assert sim.stats["ppm_solves"] == (100 if model == "no_slip" else 0)
     assert moved["no_slip"] < 1e-12 and moved["coulomb"] > 1e-3
 
 

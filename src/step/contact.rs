@@ -52,7 +52,8 @@ use crate::collision::{detect_contacts, match_contacts, CollisionOptions, Collis
 use crate::constraint::ContactRows;
 use crate::dynamics::Data;
 use crate::error::{Error, Result};
-use crate::solver::lcp::{solve, BoxedLcp, LcpOptions, LcpStats, RowBound, RowState};
+use crate::solver::lcp::{solve, BoxedLcp, LcpOptions, LcpSolution, LcpStats, RowBound, RowState};
+use crate::solver::ppm::{self, FactoredLcp, PpmOptions, PsdRow};
 use crate::Model;
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
@@ -352,15 +353,20 @@ pub(crate) fn effective_inertia(
     data: &mut Data,
     h: f64,
 ) -> Result<nalgebra::Cholesky<f64, nalgebra::Dyn>> {
+    nalgebra::Cholesky::new(effective_inertia_matrix(model, data, h)).ok_or_else(|| Error::Numerical {
+        algorithm: "contact stage",
+        detail: "the effective inertia M + diag(armature + h·damping) is not positive definite".into(),
+    })
+}
+
+/// The matrix `M̃ = M + diag(armature + h·damping)` at the poses in `data` (kinematics done).
+fn effective_inertia_matrix(model: &Model, data: &mut Data, h: f64) -> DMatrix<f64> {
     crate::dynamics::crba_pass(model, data);
     let mut m = data.mass_matrix.clone();
     for k in 0..model.nv() {
         m[(k, k)] += h * model.damping[k];
     }
-    nalgebra::Cholesky::new(m).ok_or_else(|| Error::Numerical {
-        algorithm: "contact stage",
-        detail: "the effective inertia M + diag(armature + h·damping) is not positive definite".into(),
-    })
+    m
 }
 
 /// Builds the rows at the poses in `data` for the given contacts (contact detection
@@ -518,17 +524,23 @@ pub(crate) fn constraint_stage(
         ws.previous = None;
         return Ok(None);
     }
-    let chol = effective_inertia(model, data, h)?;
-    let y = chol.solve(&asm.j.transpose()); // M̃⁻¹ Jᵀ (nv × m)
-    let mut a = &asm.j * &y;
-    for (i, r) in asm.regularization.iter().enumerate() {
-        a[(i, i)] += r;
-    }
     let b = &asm.j * &v_free + &asm.bias;
-    let problem = BoxedLcp::new(a, b, asm.bounds.clone())?;
-    let guess = if options.warm_start { warm_start_guess(ws, &asm) } else { None };
-    let sol = solve(&problem, &options.lcp, guess.as_deref())?;
-    let dv = &y * &sol.f;
+    let (sol, dv) = match pivoting_rows(&asm, options) {
+        Some(kinds) => solve_pivoting(&asm, &kinds, effective_inertia_matrix(model, data, h), &b, options)?,
+        None => {
+            let chol = effective_inertia(model, data, h)?;
+            let y = chol.solve(&asm.j.transpose()); // M̃⁻¹ Jᵀ (nv × m)
+            let mut a = &asm.j * &y;
+            for (i, r) in asm.regularization.iter().enumerate() {
+                a[(i, i)] += r;
+            }
+            let problem = BoxedLcp::new(a, b, asm.bounds.clone())?;
+            let guess = if options.warm_start { warm_start_guess(ws, &asm) } else { None };
+            let sol = solve(&problem, &options.lcp, guess.as_deref())?;
+            let dv = &y * &sol.f;
+            (sol, dv)
+        }
+    };
     for k in 0..v_out.len() {
         v_out[k] += dv[k];
     }
@@ -546,6 +558,66 @@ pub(crate) fn constraint_stage(
         stats: sol.stats,
         options: *options,
     }))
+}
+
+/// The rows of the pivoting solver (`None` when it does not apply): with
+/// [`ContactSolver::Auto`] and the no-slip or viscous model, every row must be unilateral
+/// (`[0, ∞)`), an equality (`(−∞, ∞)`) or a collapsed box (`[0, 0]`, left out: `f = 0`).
+fn pivoting_rows(asm: &Assembly, options: &ContactOptions) -> Option<Vec<Option<PsdRow>>> {
+    if options.solver != ContactSolver::Auto || options.model == ContactModel::Coulomb {
+        return None;
+    }
+    asm.bounds
+        .iter()
+        .zip(asm.regularization.iter())
+        .map(|(bound, &r)| match *bound {
+            RowBound::Box { lo, hi } if lo == 0.0 && hi == f64::INFINITY => Some(Some(PsdRow::Unilateral)),
+            RowBound::Box { lo, hi } if lo == f64::NEG_INFINITY && hi == f64::INFINITY => {
+                Some(Some(PsdRow::Equality { regularization: r }))
+            }
+            RowBound::Box { lo, hi } if lo == 0.0 && hi == 0.0 => Some(None),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Solves the rows with the modified principal pivoting method ([`crate::solver::ppm`]).
+/// Returns the solution over all rows (collapsed rows: `f = 0`, separating) and
+/// `Δv = M̃⁻¹ Jᵀ f`. Unilateral rows with `f = 0` and `w = 0` (tied) are reported
+/// clamping: the pivoting returns a basic solution with at most rank-many positive
+/// impulses, where the boxed LCP's minimum-norm one loads every tied row of a
+/// redundant set; both give the same `v⁺`, and with no rows at a bound the Jacobians
+/// depend on the clamping rows' span only, so the largest clamping set keeps the mode
+/// that of the boxed LCP.
+fn solve_pivoting(
+    asm: &Assembly,
+    kinds: &[Option<PsdRow>],
+    mass: DMatrix<f64>,
+    b: &DVector<f64>,
+    options: &ContactOptions,
+) -> Result<(LcpSolution, DVector<f64>)> {
+    let used: Vec<usize> = (0..kinds.len()).filter(|&i| kinds[i].is_some()).collect();
+    let mut j = DMatrix::zeros(used.len(), asm.j.ncols());
+    for (k, &i) in used.iter().enumerate() {
+        j.row_mut(k).copy_from(&asm.j.row(i));
+    }
+    let bu = DVector::from_iterator(used.len(), used.iter().map(|&i| b[i]));
+    let rows: Vec<PsdRow> = used.iter().filter_map(|&i| kinds[i]).collect();
+    let problem = FactoredLcp::new(j, mass, bu, rows.clone())?;
+    let ppm_options = PpmOptions { tolerance: options.lcp.tolerance, lcp: options.lcp, ..PpmOptions::default() };
+    let sol = ppm::solve(&problem, &ppm_options)?;
+    let m = kinds.len();
+    let mut f = DVector::zeros(m);
+    let mut states = vec![RowState::Separating; m];
+    for (k, &i) in used.iter().enumerate() {
+        f[i] = sol.lcp.f[k];
+        states[i] = match (sol.lcp.states[k], rows[k]) {
+            (RowState::Tied, PsdRow::Unilateral) => RowState::Clamping,
+            (s, _) => s,
+        };
+    }
+    let w = &asm.j * &sol.dv + b + asm.regularization.component_mul(&f);
+    Ok((LcpSolution { f, w, states, stats: sol.lcp.stats }, sol.dv))
 }
 
 /// The previous step's classification carried to this step's rows: contacts by

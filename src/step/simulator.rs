@@ -88,8 +88,11 @@ pub struct SimStats {
     pub warm_start_hits: u64,
     /// LCP solver fallbacks (a method failed and the next was tried).
     pub lcp_fallbacks: u64,
-    /// LCP solves whose solution is not the standardized one (App. A.1).
+    /// Boxed-LCP solves whose solution is not the standardized one (App. A.1).
     pub unstandardized_solves: u64,
+    /// Constraint solves by the pivoting solver of the no-slip and viscous models
+    /// ([`crate::solver::ppm`]; its basic solutions are not standardized by design).
+    pub ppm_solves: u64,
 }
 
 /// Steps an articulated system forward in time: semi-implicit Euler with contacts and
@@ -226,7 +229,9 @@ impl Simulator {
             self.stats.lcp_solves += 1;
             self.stats.warm_start_hits += c.stats.warm_start_hit as u64;
             self.stats.lcp_fallbacks += c.stats.fallbacks as u64;
-            self.stats.unstandardized_solves += (!c.stats.standardized) as u64;
+            let ppm = c.stats.path == crate::solver::lcp::SolvePath::Ppm;
+            self.stats.ppm_solves += ppm as u64;
+            self.stats.unstandardized_solves += (!c.stats.standardized && !ppm) as u64;
         }
         self.last_constraints = constraints.map(Arc::new);
         self.last = stats;
