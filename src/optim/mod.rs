@@ -6,7 +6,7 @@
 //!   finite-difference Jacobians ([`JacobianSource`]), with Levenberg–Marquardt
 //!   regularization, a backtracking line search and box control bounds ("clamped
 //!   iLQR");
-//! * [`shooting`]: single shooting, L-BFGS over the control sequence with gradients
+//! * [`shooting`](mod@shooting): single shooting, L-BFGS over the control sequence with gradients
 //!   from [`crate::tape::Tape::backward`] and bounds by projection.
 //!
 //! Controls are joint torques `u_t = τ_t` (nv each) applied for one simulator step;
