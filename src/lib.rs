@@ -3,8 +3,9 @@
 //! A differentiable physics engine for articulated rigid bodies in generalized
 //! coordinates. This crate holds the spatial algebra ([`math`]), the immutable
 //! [`Model`] and its builder ([`model`]), model loading ([`io`]), the rigid-body
-//! algorithms over a preallocated [`Data`] workspace ([`dynamics`]) and time
-//! stepping ([`step`]).
+//! algorithms over a preallocated [`Data`] workspace ([`dynamics`]), time
+//! stepping ([`step`]), its backward pass ([`tape`]) and trajectory optimization
+//! ([`optim`]).
 //!
 //! Conventions: z-up world, SI units, `f64`, spatial vectors `[angular; linear]`,
 //! unit quaternions stored `[w, x, y, z]`; see `docs/architecture.md`.
@@ -19,6 +20,7 @@ pub mod gradcheck;
 pub mod io;
 pub mod math;
 pub mod model;
+pub mod optim;
 pub mod solver;
 pub mod step;
 pub mod tape;

@@ -32,6 +32,23 @@ pub fn pendulum_chain(n: usize, length: f64, mass: f64) -> Model {
     b.build().expect("sample model is valid")
 }
 
+/// A cartpole: a 1 kg cart on a prismatic joint along world x (`q[0]`, m) carrying a
+/// 0.2 kg, 0.5 m uniform pole on a revolute joint about y (`q[1]`, rad). The pole hangs
+/// straight down at `q = 0` and stands upright at `q[1] = ±π`. No joint limits and no
+/// collision shapes, so the constraint stage is inert. Both joints take a generalized
+/// force; a cartpole actuates only the cart, so fix the pole torque at zero (a control
+/// bound `[0, 0]`, or a large control weight) when optimising.
+pub fn cartpole() -> Model {
+    let mut b = ModelBuilder::new("cartpole");
+    b.add_body(
+        WORLD,
+        Joint::prismatic("slider", Vec3::x()),
+        Body::new("cart", Inertia::solid_box(1.0, Vec3::new(0.3, 0.2, 0.1))),
+    );
+    b.add_body("cart", Joint::revolute("hinge", Vec3::y()), rod("pole", 0.2, 0.5, 0.02, -Vec3::z()));
+    b.build().expect("sample model is valid")
+}
+
 /// A spatial chain of `n` links whose hinge axes cycle through x, y, z (bench model).
 pub fn spatial_chain(n: usize) -> Model {
     let mut b = ModelBuilder::new(format!("spatial_chain{n}"));
