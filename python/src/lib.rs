@@ -13,6 +13,7 @@ mod convert;
 mod errors;
 mod gradcheck;
 mod model;
+mod optim;
 mod params;
 mod samples;
 mod simulator;
@@ -39,6 +40,8 @@ fn _stiction(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tape::PyTape>()?;
     m.add_class::<gradcheck::PyGradReport>()?;
     m.add_function(wrap_pyfunction!(gradcheck::gradcheck, m)?)?;
+    m.add_function(wrap_pyfunction!(optim::_ilqr, m)?)?;
+    m.add_function(wrap_pyfunction!(optim::_shooting, m)?)?;
     samples::register(m)?;
     Ok(())
 }

@@ -41,6 +41,13 @@ fn arm7() -> PyModel {
     PyModel::new(samples::arm7())
 }
 
+/// A cartpole: a 1 kg cart on a prismatic x joint and a 0.2 kg, 0.5 m pole on a revolute
+/// y joint, hanging at q = 0 (upright at θ = π); no limits, no collision shapes.
+#[pyfunction]
+fn cartpole() -> PyModel {
+    PyModel::new(samples::cartpole())
+}
+
 /// A binary tree of revolute joints of the given depth.
 #[pyfunction]
 fn binary_tree(depth: usize) -> PyResult<PyModel> {
@@ -84,6 +91,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pendulum_chain, m)?)?;
     m.add_function(wrap_pyfunction!(spatial_chain, m)?)?;
     m.add_function(wrap_pyfunction!(arm7, m)?)?;
+    m.add_function(wrap_pyfunction!(cartpole, m)?)?;
     m.add_function(wrap_pyfunction!(binary_tree, m)?)?;
     m.add_function(wrap_pyfunction!(humanoid, m)?)?;
     m.add_function(wrap_pyfunction!(all_joint_types, m)?)?;

@@ -261,7 +261,9 @@ impl PySimulator {
 }
 
 impl PySimulator {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Simulator> {
+    /// The simulator, locked (a poisoned lock is taken over: the simulator holds no
+    /// invariant a panic could break half-way).
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Simulator> {
         self.sim.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

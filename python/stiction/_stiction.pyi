@@ -684,6 +684,10 @@ def spatial_chain(n: int) -> Model:
 def arm7() -> Model:
     """A 7-DoF arm."""
 
+def cartpole() -> Model:
+    """A cartpole: a 1 kg cart on a prismatic x joint and a 0.2 kg, 0.5 m pole on a revolute
+    y joint, hanging at q = 0 (upright at θ = π); no limits, no collision shapes."""
+
 def binary_tree(depth: int) -> Model:
     """A binary tree of revolute joints ``depth`` levels deep (2**depth - 1 bodies)."""
 
@@ -700,3 +704,21 @@ def bodies_on_plane(n: int, shape: str = "box") -> Model:
     """``n`` free bodies (``"box"``, ``"sphere"`` or ``"capsule"``) on a 0.35 m grid,
     resting on the world plane z = 0 and penetrating it by 1 mm at the neutral
     configuration."""
+
+def _ilqr(
+    sim: Simulator, q0: ArrayLike, v0: ArrayLike, controls: ArrayLike, target_q: ArrayLike,
+    target_v: Optional[ArrayLike] = None, state_weight: Optional[ArrayLike] = None,
+    control_weight: Optional[ArrayLike] = None, terminal_weight: Optional[ArrayLike] = None,
+    lower: Optional[ArrayLike] = None, upper: Optional[ArrayLike] = None, jacobians: str = "analytic",
+    max_iterations: int = 200, cost_tolerance: float = 1e-7, callback: Optional[Any] = None,
+) -> Dict[str, Any]:
+    """iLQR; use :func:`stiction.trajopt.ilqr`."""
+
+def _shooting(
+    sim: Simulator, q0: ArrayLike, v0: ArrayLike, controls: ArrayLike, target_q: ArrayLike,
+    target_v: Optional[ArrayLike] = None, state_weight: Optional[ArrayLike] = None,
+    control_weight: Optional[ArrayLike] = None, terminal_weight: Optional[ArrayLike] = None,
+    lower: Optional[ArrayLike] = None, upper: Optional[ArrayLike] = None, max_iterations: int = 500,
+    callback: Optional[Any] = None,
+) -> Dict[str, Any]:
+    """Single shooting; use :func:`stiction.trajopt.shooting`."""
