@@ -7,10 +7,12 @@ use crate::errors::IntoPyResult;
 use crate::model::PyModel;
 use crate::params::{params_arg, PyParamSpec};
 use crate::tape::{PyStepRecord, PyTape};
-use nalgebra::DVector;
+use nalgebra::{DMatrix, DVector};
+use numpy::PyArrayMethods;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use std::sync::Mutex;
+use stiction::step::{rollout_batch, BatchOptions, BatchRollout};
 use stiction::step::{IntegratorOptions, VelocityProducts};
 use stiction::tape::Tape;
 use stiction::{Control, SimOptions, Simulator, State};
@@ -225,6 +227,83 @@ impl PySimulator {
             })
             .py_err()?;
         PyTuple::new(py, [out_rows(py, steps, nq, qs)?, out_rows(py, steps, nv, vs)?])
+    }
+
+    /// `B` independent rollouts of `T` steps in one call, in parallel (rayon, GIL
+    /// released): start states `q0` (B, nq) and `v0` (B, nv), torques `taus` (B, T, nv),
+    /// optionally per-rollout values `thetas` (B, np) of this simulator's `params`. Each
+    /// rollout runs on its own copy of this simulator's model and options, so results
+    /// equal sequential `rollout` calls for any `threads` (`None`: all cores). Returns
+    /// `(Q, V)` of shapes (B, T, nq) and (B, T, nv); with `record=True`, `(Q, V, tapes)`
+    /// with a `Tape` per rollout.
+    #[pyo3(signature = (q0, v0, taus, thetas=None, record=false, threads=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn rollout_batch<'py>(
+        &self,
+        py: Python<'py>,
+        q0: &Bound<'py, PyAny>,
+        v0: &Bound<'py, PyAny>,
+        taus: &Bound<'py, PyAny>,
+        thetas: Option<&Bound<'py, PyAny>>,
+        record: bool,
+        threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let (nq, nv) = (self.nq, self.nv);
+        let (model, options, params) = {
+            let sim = self.lock();
+            (sim.model().clone(), sim.options().clone(), sim.params().clone())
+        };
+        let (b, q0) = matrix(q0, "q0", None, nq)?;
+        let (_, v0) = matrix(v0, "v0", Some(b), nv)?;
+        let t = crate::convert::array(taus, "taus")?;
+        let steps = match t.shape.as_slice() {
+            [bb, steps, n] if *bb == b && *n == nv => *steps,
+            shape => {
+                return Err(crate::errors::input_error(format!(
+                    "taus must have shape (B, T, nv) = ({b}, T, {nv}), got {shape:?}"
+                )))
+            }
+        };
+        let thetas = match thetas.filter(|o| !o.is_none()) {
+            Some(th) => Some(matrix(th, "thetas", Some(b), params.len())?.1),
+            None => None,
+        };
+        let batch: Vec<BatchRollout> = (0..b)
+            .map(|i| BatchRollout {
+                state: State {
+                    q: DVector::from_column_slice(&q0[i * nq..(i + 1) * nq]),
+                    v: DVector::from_column_slice(&v0[i * nv..(i + 1) * nv]),
+                },
+                controls: DMatrix::from_row_slice(steps, nv, &t.data[i * steps * nv..(i + 1) * steps * nv]),
+                theta: thetas
+                    .as_ref()
+                    .map(|th| DVector::from_column_slice(&th[i * params.len()..(i + 1) * params.len()])),
+            })
+            .collect();
+        let out = py
+            .detach(|| rollout_batch(&model, &options, &params, &batch, &BatchOptions { record, threads }))
+            .py_err()?;
+        let mut qs = Vec::with_capacity(b * steps * nq);
+        let mut vs = Vec::with_capacity(b * steps * nv);
+        for r in &out {
+            for s in &r.states {
+                qs.extend_from_slice(s.q.as_slice());
+                vs.extend_from_slice(s.v.as_slice());
+            }
+        }
+        let shape3 = |data: Vec<f64>, n: usize| -> PyResult<Bound<'py, PyAny>> {
+            let flat = out_rows(py, b * steps, n, data)?;
+            Ok(flat.reshape([b, steps, n])?.into_any())
+        };
+        let (qa, va) = (shape3(qs, nq)?, shape3(vs, nv)?);
+        if record {
+            let tapes: Vec<Bound<'py, PyAny>> = out
+                .into_iter()
+                .map(|r| Ok(Bound::new(py, PyTape::from_tape(r.tape.expect("recorded")))?.into_any()))
+                .collect::<PyResult<_>>()?;
+            return PyTuple::new(py, [qa, va, pyo3::types::PyList::new(py, tapes)?.into_any()]);
+        }
+        PyTuple::new(py, [qa, va])
     }
 
     /// The constraint stage of the last step (recorded or not) as the dict described in

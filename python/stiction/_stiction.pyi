@@ -478,6 +478,27 @@ class Simulator:
         Returns ``(Q, V)``, the states after each step, shapes (T, nq) and (T, nv); with
         ``record=True``, ``(Q, V, tape)`` where ``tape`` is a :class:`Tape` of the T steps.
         """
+    def rollout_batch(
+        self,
+        q0: ArrayLike,
+        v0: ArrayLike,
+        taus: ArrayLike,
+        thetas: Optional[ArrayLike] = None,
+        record: bool = False,
+        threads: Optional[int] = None,
+    ) -> Union[Tuple[Any, Any], Tuple[Any, Any, List["Tape"]]]:
+        """``B`` independent rollouts of ``T`` steps, in parallel in Rust (rayon; the GIL is
+        released): start states ``q0`` (B, nq), ``v0`` (B, nv), torques ``taus`` (B, T, nv),
+        optionally per-rollout values ``thetas`` (B, np) of this simulator's ``params``.
+
+        Each rollout runs on its own copy of the model and options, so the results equal
+        sequential :meth:`rollout` calls for any ``threads`` (``None``: all cores). Returns
+        ``(Q, V)`` of shapes (B, T, nq) and (B, T, nv); with ``record=True``
+        ``(Q, V, tapes)``, a :class:`Tape` per rollout.
+
+        :raises InputError: wrong shapes, NaN, an invalid ``theta`` (the message names the
+            rollout), ``threads=0``.
+        """
 
 class ParamSpec:
     """The differentiable parameters θ of a model, by name.

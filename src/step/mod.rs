@@ -1,10 +1,12 @@
 //! Time stepping: the contact-free semi-implicit Euler integrator on the
 //! configuration manifold and the [`Simulator`] that owns a model and its options.
 
+mod batch;
 mod semi_implicit_euler;
 mod simulator;
 
 pub mod contact;
+pub use batch::{rollout_batch, BatchOptions, BatchResult, BatchRollout};
 pub use contact::{
     BounceGradients, ConstraintRecord, ContactInfo, ContactModel, ContactOptions, ContactSolver, RowKind,
 };
