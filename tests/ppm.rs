@@ -564,3 +564,42 @@ fn bad_input_gives_typed_errors() {
     assert!(matches!(good().velocity_change(&DVector::zeros(3)), Err(Error::Dimension { .. })));
     assert!(ppm::solve(&good(), &options).is_ok());
 }
+
+#[test]
+fn degenerate_sizes_and_extreme_values_never_panic_or_give_nan() {
+    // No dofs: w = R f + b. Unilateral rows with b ≥ 0, a viscous row (f = −b / r), a no-slip row with b = 0.
+    let p = FactoredLcp::new(
+        DMatrix::zeros(3, 0),
+        DMatrix::zeros(0, 0),
+        DVector::from_vec(vec![1.0, 2.0, 0.0]),
+        vec![PsdRow::Unilateral, PsdRow::Equality { regularization: 4.0 }, PsdRow::NO_SLIP],
+    )
+    .unwrap();
+    let sol = ppm::solve(&p, &PpmOptions::default()).unwrap();
+    assert_finite(&sol, "nv = 0");
+    assert_eq!(sol.lcp.stats.path, SolvePath::Ppm);
+    assert_eq!(sol.lcp.f, DVector::from_vec(vec![0.0, -0.5, 0.0]));
+    assert_eq!(sol.dv.len(), 0);
+    // No dofs and a unilateral row with b < 0: infeasible, a counted fallback or a typed error.
+    let q = FactoredLcp::new(
+        DMatrix::zeros(1, 0),
+        DMatrix::zeros(0, 0),
+        DVector::from_vec(vec![-1.0]),
+        vec![PsdRow::Unilateral],
+    )
+    .unwrap();
+    if let Ok(sol) = ppm::solve(&q, &PpmOptions::default()) {
+        assert_finite(&sol, "nv = 0, infeasible");
+        assert!(sol.lcp.stats.fallbacks >= 1);
+    }
+    // Extreme magnitudes: whatever comes back is finite, or an error.
+    for scale in [1e-150, 1e150, 1e300] {
+        let mut rng = SplitMix64::new(4);
+        let mut p = random_mixed(&mut rng, 12, 4);
+        p.j *= scale;
+        match ppm::solve(&p, &PpmOptions::default()) {
+            Ok(sol) => assert_finite(&sol, &format!("J scaled by {scale:e}")),
+            Err(e) => assert!(matches!(e, Error::Numerical { .. } | Error::NonFinite { .. }), "{e}"),
+        }
+    }
+}

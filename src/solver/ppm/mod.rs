@@ -242,9 +242,10 @@ pub fn solve(problem: &FactoredLcp, options: &PpmOptions) -> Result<PpmSolution>
     let s = basis.len();
     let dim = basis.dim();
     let qs = basis.q.columns(0, s);
-    let zt = qs.rows(0, nv); // Ẑᵀ
-                             // 4. Elimination of E′ in the lifted space: g = L_S⁻¹ b̃_E′, N P = (I − Q Qᵀ) N̂ (N̂ = N lifted by
-                             //    zeros), e = b̃_N − (Qᵀ N̂)ᵀ g.
+    // Ẑᵀ: the top nv rows of Q.
+    let zt = qs.rows(0, nv);
+    // 4. Elimination of E′ in the lifted space: g = L_S⁻¹ b̃_E′, N P = (I − Q Qᵀ) N̂ (N̂ = N lifted by
+    //    zeros), e = b̃_N − (Qᵀ N̂)ᵀ g.
     let mut g: Vec<f64> = kept_rows.iter().map(|&i| bt[i]).collect();
     basis.factor.forward(&mut g);
     let g = DVector::from_vec(g);
