@@ -126,5 +126,34 @@ fn bench_ppm(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_ppm);
+/// The paper's grasping scene (`samples::two_finger_grasp(2, 3, ..)`: two fingers squeezing two
+/// cubes with 20 N, 36 contacts): one full simulator step (collision detection, rows, solve,
+/// integration) from the squeezed start, cold (no warm start), with no slip through the PPM and
+/// through the boxed LCP, and with Coulomb friction (μ = 1, which also holds) through the boxed LCP.
+fn bench_grasp_step(c: &mut Criterion) {
+    use stiction::model::{samples, Material};
+    use stiction::step::{ContactModel, ContactOptions, ContactSolver};
+    use stiction::{Control, SimOptions, Simulator, State};
+    let model = samples::two_finger_grasp(2, 3, Material::new(1.0, 0.0));
+    let q = samples::two_finger_grasp_configuration(&model, 2, 0.0);
+    let state = State { q, v: DVector::zeros(model.nv()) };
+    let mut tau = DVector::zeros(model.nv());
+    tau[0] = 20.0;
+    tau[1] = -20.0;
+    let control = Control::torques(tau);
+    let mut g = c.benchmark_group("grasp_step");
+    g.sample_size(20).measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_millis(500));
+    for (name, model_kind, solver) in [
+        ("no_slip_ppm", ContactModel::NoSlip, ContactSolver::Auto),
+        ("no_slip_boxed_lcp", ContactModel::NoSlip, ContactSolver::BoxedLcp),
+        ("coulomb_boxed_lcp", ContactModel::Coulomb, ContactSolver::BoxedLcp),
+    ] {
+        let contact = ContactOptions { model: model_kind, solver, warm_start: false, ..Default::default() };
+        let mut sim = Simulator::new(model.clone(), SimOptions { dt: 0.01, contact, ..Default::default() }).unwrap();
+        g.bench_function(name, |b| b.iter(|| black_box(sim.step(&state, &control).unwrap())));
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench_ppm, bench_grasp_step);
 criterion_main!(benches);

@@ -12,7 +12,7 @@ use nalgebra::DVector;
 use stiction::constraint::ContactRows;
 use stiction::dynamics::{forward_kinematics, Data};
 use stiction::math::{Inertia, Vec3, SE3};
-use stiction::model::{Body, CollisionShape, Geometry, Material, WORLD};
+use stiction::model::{samples, Body, CollisionShape, Geometry, Material, WORLD};
 use stiction::solver::lcp::SolvePath;
 use stiction::step::{ConstraintRecord, ContactModel, ContactSolver, RowKind};
 use stiction::{Control, Joint, Model, ModelBuilder, SimOptions, Simulator, State};
@@ -60,42 +60,11 @@ fn box_scene(name: &'static str, model: ContactModel, push: f64, vx: f64) -> Sce
     Scene { name, model: m, options: sim_options(model), state: State { q, v }, tau, params, spread: (2e-5, 2e-3) }
 }
 
-/// Finger and grasped-box sizes of the grasp scenes.
-const FINGER_H: Vec3 = Vec3::new(0.02, 0.06, 0.06);
-const GRASPED_H: f64 = 0.05;
-
-/// Two "finger" boxes on prismatic joints along x (at height 0.5 m, no ground) squeezing
-/// `n` free cubes of 0.1 m (0.5 kg each) in a row between them by force closure; each
-/// finger pushed inward with `squeeze` newtons; every contact pressed 0.15 mm in; the
-/// cubes turned by `tilt` about the axis (0, 0.6, 1).
-fn grasp(name: &str, n: usize, squeeze: f64, tilt: f64, m: Material) -> (Model, State, DVector<f64>) {
-    let mut b = ModelBuilder::new(name);
-    let height = 0.5;
-    let gap = 1.5e-4;
-    let half_span = n as f64 * GRASPED_H - 0.5 * (n as f64 - 1.0) * gap;
-    for (side, sign) in [("left", -1.0), ("right", 1.0)] {
-        let x = sign * (half_span + FINGER_H.x - gap);
-        b.add_body(
-            WORLD,
-            Joint::prismatic(format!("{side}_slide"), Vec3::x())
-                .with_placement(SE3::from_translation(Vec3::new(x, 0.0, height))),
-            Body::new(format!("{side}_finger"), Inertia::solid_box(0.3, FINGER_H * 2.0)).with_collision(
-                CollisionShape::new(Geometry::Box { half_extents: FINGER_H }, SE3::identity()).with_material(m),
-            ),
-        );
-    }
-    let h = Vec3::new(GRASPED_H, GRASPED_H, GRASPED_H);
-    for k in 0..n {
-        free_body(&mut b, &format!("cube{k}"), Geometry::Box { half_extents: h }, Inertia::solid_box(0.5, h * 2.0), m);
-    }
-    let model = b.build().unwrap();
-    let mut q = model.neutral();
-    for k in 0..n {
-        let x = -half_span + GRASPED_H + k as f64 * (2.0 * GRASPED_H - gap);
-        let cube = pose_q(&model, Vec3::new(x, 0.0, height), Vec3::new(0.0, 0.6, 1.0), tilt);
-        let at = 2 + 7 * k;
-        q.rows_mut(at, 7).copy_from(&cube.rows(0, 7));
-    }
+/// The grasp scene (`samples::two_finger_grasp`): `n` cubes squeezed with `squeeze`
+/// newtons per finger, at rest.
+fn grasp(n: usize, squeeze: f64, tilt: f64, layers: usize, m: Material) -> (Model, State, DVector<f64>) {
+    let model = samples::two_finger_grasp(n, layers, m);
+    let q = samples::two_finger_grasp_configuration(&model, n, tilt);
     let nv = model.nv();
     let mut tau = DVector::zeros(nv);
     tau[0] = squeeze;
@@ -113,7 +82,7 @@ fn grasp(name: &str, n: usize, squeeze: f64, tilt: f64, m: Material) -> (Model, 
 /// stay parallel: every corner loaded.
 fn grasp_scene(name: &'static str, model: ContactModel) -> Scene {
     let tilt = if model == ContactModel::NoSlip { 1.5e-3 } else { 0.0 };
-    let (m, state, tau) = grasp(name, 1, 10.0, tilt, mat(MU_V));
+    let (m, state, tau) = grasp(1, 10.0, tilt, 1, mat(MU_V));
     let mut params: Vec<String> = vec!["mass:cube0".into(), "mass:left_finger".into(), "com:cube0".into()];
     if model == ContactModel::Viscous {
         params.extend(["viscous_friction:cube0".into(), "viscous_friction:left_finger".into()]);
@@ -289,11 +258,12 @@ fn viscous_box_decelerates_like_linear_damping() {
 
 #[test]
 fn no_slip_grasp_holds_two_boxes_for_100_steps() {
-    // The paper's grasping experiment: two fingers squeeze two boxes side by side,
-    // dt = 0.01 s, gravity down, nothing below.
+    // The paper's grasping experiment: two fingers squeeze two boxes side by side, 12
+    // contacts per pair of touching bodies (three slabs a body, four corners a slab), 36 in
+    // all, dt = 0.01 s, gravity down, nothing below.
     let steps = 100;
     for (model, must_hold) in [(ContactModel::NoSlip, true), (ContactModel::Coulomb, false)] {
-        let (m, mut st, tau) = grasp("grasp2", 2, 20.0, 0.0, Material::new(0.1, 0.0));
+        let (m, mut st, tau) = grasp(2, 20.0, 0.0, 3, Material::new(0.1, 0.0));
         let mut o = sim_options(model);
         o.dt = 0.01;
         o.contact.warm_start = true;
@@ -314,7 +284,7 @@ fn no_slip_grasp_holds_two_boxes_for_100_steps() {
             model.name()
         );
         if must_hold {
-            assert!(contacts >= 12, "three face pairs: at least four contacts each, got {contacts}");
+            assert_eq!(contacts, 36, "three face pairs, twelve contacts each");
             assert!(drop.abs() < 1e-6, "no-slip grasp: the boxes dropped {drop:e} m");
             assert!(worst_slip <= 1e-9, "no-slip grasp: tangential velocity {worst_slip:e}");
         } else {

@@ -1,9 +1,10 @@
 //! Ready-made models for examples, tests and benchmarks: pendulum chains, a
 //! 7-DoF arm, branching trees, a ~50-DoF floating-base humanoid-like tree, a
-//! model holding every joint type, and random trees.
+//! model holding every joint type, random trees, a cartpole and a two-finger grasp.
 
-use super::{Body, Joint, JointType, Model, ModelBuilder, WORLD};
+use super::{Body, CollisionShape, Geometry, Joint, JointType, Material, Model, ModelBuilder, WORLD};
 use crate::math::{Inertia, Mat3, SplitMix64, Vec3, SE3};
+use nalgebra::DVector;
 
 /// A uniform rod of `mass` and `length` along the body's `dir` axis, starting at the origin.
 pub fn rod(name: &str, mass: f64, length: f64, radius: f64, dir: Vec3) -> Body {
@@ -47,6 +48,89 @@ pub fn cartpole() -> Model {
     );
     b.add_body("cart", Joint::revolute("hinge", Vec3::y()), rod("pole", 0.2, 0.5, 0.02, -Vec3::z()));
     b.build().expect("sample model is valid")
+}
+
+/// Half extents of the fingers of [`two_finger_grasp`].
+pub const GRASP_FINGER_HALF_EXTENTS: Vec3 = Vec3::new(0.02, 0.06, 0.06);
+/// Half size of the cubes of [`two_finger_grasp`].
+pub const GRASP_CUBE_HALF_SIZE: f64 = 0.05;
+/// Penetration of every contact of [`two_finger_grasp_configuration`] (m).
+pub const GRASP_PENETRATION: f64 = 1.5e-4;
+const GRASP_HEIGHT: f64 = 0.5;
+
+fn grasp_half_span(cubes: usize) -> f64 {
+    cubes as f64 * GRASP_CUBE_HALF_SIZE - 0.5 * (cubes as f64 - 1.0) * GRASP_PENETRATION
+}
+
+/// The grasping scene of Drumwright (2015, §VII-A): two "finger" boxes (0.3 kg,
+/// [`GRASP_FINGER_HALF_EXTENTS`]) on prismatic joints along x (`left_slide`,
+/// `right_slide`, at 0.5 m height) and `cubes` free cubes (`cube0`, …; 0.5 kg, 0.1 m) in
+/// a row between them, no ground. Every body collides through `layers` horizontal slabs
+/// of its box, 1 mm apart, slab k touching only slab k of its neighbours (collision
+/// groups), so each touching face pair makes `4 · layers` contacts (the paper's scene:
+/// two cubes, twelve contacts per pair, 36 in all, with `layers = 3`). Squeeze the cubes
+/// with inward finger forces (`τ[0] > 0`, `τ[1] < 0`) from
+/// [`two_finger_grasp_configuration`]. Panics if `cubes` or `layers` is zero or `layers`
+/// exceeds 32.
+pub fn two_finger_grasp(cubes: usize, layers: usize, material: Material) -> Model {
+    assert!(cubes >= 1 && (1..=32).contains(&layers), "two_finger_grasp: cubes ≥ 1, 1 ≤ layers ≤ 32");
+    let slabs = |body: Body, h: Vec3| -> Body {
+        let gap = if layers > 1 { 1e-3 } else { 0.0 };
+        let hz = h.z / layers as f64 - 0.5 * gap;
+        (0..layers).fold(body, |body, k| {
+            let z = -h.z + (2 * k + 1) as f64 * h.z / layers as f64;
+            let geometry = Geometry::Box { half_extents: Vec3::new(h.x, h.y, hz) };
+            let bit = 1u32 << k;
+            body.with_collision(
+                CollisionShape::new(geometry, SE3::from_translation(Vec3::new(0.0, 0.0, z)))
+                    .with_material(material)
+                    .with_filter(bit, bit),
+            )
+        })
+    };
+    let mut b = ModelBuilder::new(format!("two_finger_grasp{cubes}"));
+    let half_span = grasp_half_span(cubes);
+    let fh = GRASP_FINGER_HALF_EXTENTS;
+    for (side, sign) in [("left", -1.0), ("right", 1.0)] {
+        let x = sign * (half_span + fh.x - GRASP_PENETRATION);
+        b.add_body(
+            WORLD,
+            Joint::prismatic(format!("{side}_slide"), Vec3::x()).with_placement(SE3::from_translation(Vec3::new(
+                x,
+                0.0,
+                GRASP_HEIGHT,
+            ))),
+            slabs(Body::new(format!("{side}_finger"), Inertia::solid_box(0.3, fh * 2.0)), fh),
+        );
+    }
+    let h = Vec3::new(GRASP_CUBE_HALF_SIZE, GRASP_CUBE_HALF_SIZE, GRASP_CUBE_HALF_SIZE);
+    for k in 0..cubes {
+        b.add_body(
+            WORLD,
+            Joint::free(format!("cube{k}_free")),
+            slabs(Body::new(format!("cube{k}"), Inertia::solid_box(0.5, h * 2.0)), h),
+        );
+    }
+    b.build().expect("sample model is valid")
+}
+
+/// The start configuration of [`two_finger_grasp`] with `cubes` cubes: fingers at their
+/// joints' zero, cubes in a row pressing each other and the fingers by
+/// [`GRASP_PENETRATION`], each turned by `tilt` rad about the axis (0, 0.6, 1) (a small
+/// tilt makes a rigid no-slip grasp's contact mode generic).
+pub fn two_finger_grasp_configuration(model: &Model, cubes: usize, tilt: f64) -> DVector<f64> {
+    let mut q = model.neutral();
+    let half_span = grasp_half_span(cubes);
+    let axis = Vec3::new(0.0, 0.6, 1.0).normalize() * (0.5 * tilt).sin();
+    for k in 0..cubes {
+        let x = -half_span + GRASP_CUBE_HALF_SIZE + k as f64 * (2.0 * GRASP_CUBE_HALF_SIZE - GRASP_PENETRATION);
+        let at = 2 + 7 * k;
+        if at + 7 > q.len() {
+            break;
+        }
+        q.rows_mut(at, 7).copy_from_slice(&[x, 0.0, GRASP_HEIGHT, (0.5 * tilt).cos(), axis.x, axis.y, axis.z]);
+    }
+    q
 }
 
 /// A spatial chain of `n` links whose hinge axes cycle through x, y, z (bench model).
