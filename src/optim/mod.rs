@@ -34,7 +34,9 @@ use crate::tape::StepRecord;
 use crate::Model;
 use nalgebra::DVector;
 
-/// Where iLQR takes the step Jacobians `A_t = ∂x_{t+1}/∂x_t`, `B_t = ∂x_{t+1}/∂u_t`.
+/// Where iLQR takes the step Jacobians `A_t = ∂x_{t+1}/∂x_t`, `B_t = ∂x_{t+1}/∂u_t`; for
+/// system identification ([`sysid`](mod@sysid)), where the residual Jacobian `∂r/∂θ` comes from:
+/// forward sensitivities through the step Jacobians, or central differences of the residuals.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum JacobianSource {
     /// The analytic Jacobians of the recorded steps ([`StepRecord::jacobians`]).

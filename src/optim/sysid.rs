@@ -433,7 +433,7 @@ impl fmt::Display for SysIdReport {
         if p > 1 {
             writeln!(f, "  correlation:")?;
             for i in 0..p {
-                let row: Vec<String> = (0..p).map(|j| format!("{:+.3}", self.correlation[(i, j)])).collect();
+                let row: Vec<String> = (0..p).map(|j| format!("{:+.4}", self.correlation[(i, j)])).collect();
                 writeln!(f, "    {}", row.join(" "))?;
             }
         }
