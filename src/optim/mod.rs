@@ -7,7 +7,10 @@
 //!   regularization, a backtracking line search and box control bounds ("clamped
 //!   iLQR");
 //! * [`shooting`](mod@shooting): single shooting, L-BFGS over the control sequence with gradients
-//!   from [`crate::tape::Tape::backward`] and bounds by projection.
+//!   from [`crate::tape::Tape::backward`] and bounds by projection;
+//! * [`sysid`](mod@sysid): system identification, Levenberg–Marquardt fits of named model
+//!   parameters to observed trajectories with forward sensitivities through the step
+//!   Jacobians (see `docs/sysid.md`).
 //!
 //! Controls are joint torques `u_t = τ_t` (nv each) applied for one simulator step;
 //! a trajectory of T controls gives T + 1 states from the initial state.
@@ -15,10 +18,15 @@
 pub mod cost;
 pub mod ilqr;
 pub mod shooting;
+pub mod sysid;
 
 pub use cost::{QuadraticCost, RunningDerivatives, TerminalDerivatives, TrajectoryCost};
 pub use ilqr::{ilqr, IlqrOptions, IlqrProgress, IlqrResult, IlqrStop};
 pub use shooting::{shooting, shooting_gradient, ShootingOptions, ShootingProgress, ShootingResult, ShootingStop};
+pub use sysid::{
+    sysid, ChannelRms, Observation, ParamBounds, Sigma, SysIdOptions, SysIdProblem, SysIdProgress, SysIdReport,
+    SysIdStop, Trajectory,
+};
 
 use crate::error::{check_vector, Error, Result};
 use crate::step::{Control, Simulator, State};
@@ -26,7 +34,9 @@ use crate::tape::StepRecord;
 use crate::Model;
 use nalgebra::DVector;
 
-/// Where iLQR takes the step Jacobians `A_t = ∂x_{t+1}/∂x_t`, `B_t = ∂x_{t+1}/∂u_t`.
+/// Where iLQR takes the step Jacobians `A_t = ∂x_{t+1}/∂x_t`, `B_t = ∂x_{t+1}/∂u_t`; for
+/// system identification ([`sysid`](mod@sysid)), where the residual Jacobian `∂r/∂θ` comes from:
+/// forward sensitivities through the step Jacobians, or central differences of the residuals.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum JacobianSource {
     /// The analytic Jacobians of the recorded steps ([`StepRecord::jacobians`]).
