@@ -17,6 +17,7 @@ mod optim;
 mod params;
 mod samples;
 mod simulator;
+mod sysid;
 mod tape;
 
 use pyo3::prelude::*;
@@ -42,6 +43,7 @@ fn _stiction(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gradcheck::gradcheck, m)?)?;
     m.add_function(wrap_pyfunction!(optim::_ilqr, m)?)?;
     m.add_function(wrap_pyfunction!(optim::_shooting, m)?)?;
+    m.add_function(wrap_pyfunction!(sysid::_sysid_fit, m)?)?;
     samples::register(m)?;
     Ok(())
 }

@@ -10,7 +10,7 @@ Conventions: z-up world, SI units, float64 numpy arrays, spatial vectors
 (2,)
 """
 
-from . import samples, trajopt
+from . import samples, sysid, trajopt
 from ._stiction import (
     GradReport,
     InputError,

@@ -743,3 +743,10 @@ def _shooting(
     callback: Optional[Any] = None,
 ) -> Dict[str, Any]:
     """Single shooting; use :func:`stiction.trajopt.shooting`."""
+
+def _sysid_fit(
+    sim: Simulator, params: Sequence[str], trajectories: List[Dict[str, Any]], theta0: Optional[ArrayLike] = None,
+    lower: Optional[ArrayLike] = None, upper: Optional[ArrayLike] = None, jacobians: str = "analytic",
+    max_iterations: int = 100, callback: Optional[Any] = None,
+) -> Dict[str, Any]:
+    """System identification; use :func:`stiction.sysid.fit`."""
