@@ -4,6 +4,9 @@
 #[path = "../examples/ball_throw.rs"]
 #[allow(dead_code)]
 mod ball_throw;
+#[path = "../examples/box_push.rs"]
+#[allow(dead_code)]
+mod box_push;
 
 use stiction::math::Vec3;
 use stiction::step::BounceGradients;
@@ -26,4 +29,16 @@ fn ball_throw_hits_the_target_after_one_bounce() {
         assert!(t.miss_history.windows(2).all(|w| w[1] <= w[0]));
         assert!(t.iterations <= 10, "{gradients:?}: {} iterations", t.iterations);
     }
+}
+
+#[test]
+fn box_push_ends_within_a_centimetre_of_the_goal() {
+    let p = box_push::solve(stiction::optim::JacobianSource::Analytic, None).unwrap();
+    assert!(box_push::GOAL[0].hypot(box_push::GOAL[1]) >= 0.1);
+    assert!(p.goal_error < 0.01, "box {:?}, {} m from the goal", p.box_position, p.goal_error);
+    assert!(p.monotone, "the iLQR cost history decreases strictly");
+    assert!(p.max_force <= box_push::FORCE_LIMIT + 1e-12);
+    // Still on the ground, not tipped onto the pusher.
+    assert!((p.box_position.z - box_push::HALF[2]).abs() < 2e-3, "box height {}", p.box_position.z);
+    assert!(p.costs.1 < 1e-3 * p.costs.0);
 }
