@@ -1,6 +1,10 @@
 //! The contact trajectory-optimization examples as tests: the ball throw (one bounce,
-//! target within 2 cm), the box push (within 1 cm of the goal) and the arm reach.
+//! target within 2 cm), the box push (within 1 cm of the goal) and the arm reach (within
+//! 2 cm of the target, no penalised point inside the obstacle).
 
+#[path = "../examples/arm_reach.rs"]
+#[allow(dead_code)]
+mod arm_reach;
 #[path = "../examples/ball_throw.rs"]
 #[allow(dead_code)]
 mod ball_throw;
@@ -41,4 +45,17 @@ fn box_push_ends_within_a_centimetre_of_the_goal() {
     // Still on the ground, not tipped onto the pusher.
     assert!((p.box_position.z - box_push::HALF[2]).abs() < 2e-3, "box height {}", p.box_position.z);
     assert!(p.costs.1 < 1e-3 * p.costs.0);
+}
+
+#[test]
+fn arm_reaches_around_the_obstacle() {
+    let p = arm_reach::problem().unwrap();
+    // The obstacle blocks the straight path: its centre is the segment's midpoint.
+    assert!(p.obstacle.clearance(&p.model, &p.x0.q).unwrap() > 0.0);
+    let r = arm_reach::solve(stiction::optim::JacobianSource::Analytic, None).unwrap();
+    assert!(r.start_distance > 0.4);
+    assert!(r.distance < 0.02, "end effector {} m from the target", r.distance);
+    assert!(r.min_clearance > 0.0, "a penalised point entered the obstacle: clearance {}", r.min_clearance);
+    assert!(r.costs.1 < 0.05 * r.costs.0);
+    assert!(r.max_torque <= 87.0 + 1e-9);
 }
