@@ -1,6 +1,8 @@
 //! Trajectory optimization over the simulator's steps (see `docs/trajopt.md`):
 //!
 //! * [`cost`]: the [`TrajectoryCost`] trait and the tangent-space [`QuadraticCost`];
+//! * [`world_cost`]: world-space costs on body points ([`PointCost`]), spherical
+//!   obstacles ([`ObstacleCost`]) and sums of costs ([`SumCost`]);
 //! * [`ilqr`](mod@ilqr): iterative LQR (Li & Todorov 2004; Tassa, Erez & Todorov 2012)
 //!   on the step Jacobians [`crate::tape::StepRecord::jacobians`] or on
 //!   finite-difference Jacobians ([`JacobianSource`]), with Levenberg–Marquardt
@@ -19,6 +21,7 @@ pub mod cost;
 pub mod ilqr;
 pub mod shooting;
 pub mod sysid;
+pub mod world_cost;
 
 pub use cost::{QuadraticCost, RunningDerivatives, TerminalDerivatives, TrajectoryCost};
 pub use ilqr::{ilqr, IlqrOptions, IlqrProgress, IlqrResult, IlqrStop};
@@ -27,6 +30,7 @@ pub use sysid::{
     sysid, ChannelRms, Observation, ParamBounds, Sigma, SysIdOptions, SysIdProblem, SysIdProgress, SysIdReport,
     SysIdStop, Trajectory,
 };
+pub use world_cost::{BodyPoint, ObstacleCost, PointCost, SumCost};
 
 use crate::error::{check_vector, Error, Result};
 use crate::step::{Control, Simulator, State};
