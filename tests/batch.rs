@@ -112,6 +112,15 @@ fn bad_batches_are_typed_errors_naming_the_rollout() {
     let mut bad = good.clone();
     bad[0].controls[(3, 1)] = f64::INFINITY;
     assert!(run(&bad, None).unwrap_err().to_string().contains("batch rollout 0"));
+    // Several failing rollouts: the first in batch order is named, for any thread count.
+    let mut bad = batch(&model, 64, 5, None);
+    for i in [5, 17, 40] {
+        bad[i].state.v[0] = f64::NAN;
+    }
+    for threads in [None, Some(1), Some(2)] {
+        let e = run(&bad, threads).unwrap_err().to_string();
+        assert!(e.contains("batch rollout 5:"), "{e}");
+    }
     let mut bad = good.clone();
     bad[1].theta = Some(DVector::from_element(1, -1.0)); // negative mass
     assert!(run(&bad, None).unwrap_err().to_string().contains("batch rollout 1"));

@@ -54,7 +54,7 @@ pub struct BatchOptions {
 ///
 /// Errors: a rollout whose sizes do not match the model (state, controls, θ), non-finite
 /// inputs, an invalid θ for the model (through [`ParamSpec::apply`]), or a simulator
-/// failure; the error names the first failing rollout. A zero thread count is an
+/// failure; the error names the first failing rollout in batch order. A zero thread count is an
 /// [`Error::InvalidInput`].
 pub fn rollout_batch(
     model: &Model,
@@ -66,12 +66,12 @@ pub fn rollout_batch(
     // Fail early on options the simulator rejects.
     Simulator::new(model.clone(), options.clone())?;
     let model = Arc::new(model.clone());
+    // Every rollout runs; the error reported is that of the first failing rollout in batch
+    // order (deterministic whatever the scheduling).
     let run = || -> Result<Vec<BatchResult>> {
-        batch
-            .par_iter()
-            .enumerate()
-            .map(|(i, item)| run_one(&model, options, params, item, batch_options.record).map_err(|e| in_rollout(i, e)))
-            .collect()
+        let results: Vec<Result<BatchResult>> =
+            batch.par_iter().map(|item| run_one(&model, options, params, item, batch_options.record)).collect();
+        results.into_iter().enumerate().map(|(i, r)| r.map_err(|e| in_rollout(i, e))).collect()
     };
     match batch_options.threads {
         None => run(),
