@@ -14,12 +14,14 @@ A trajectory is a dict:
 
 >>> import numpy as np, stiction
 >>> from stiction import sysid
->>> true = stiction.samples.pendulum_chain(2, mass=1.3)
+>>> base = stiction.samples.pendulum_chain(2, mass=1.0)
+>>> names = ["mass:link0", "mass:link1"]
+>>> true = stiction.ParamSpec(base, names).apply(base, [1.3, 1.3])    # hidden link masses
 >>> sim = stiction.Simulator(true, dt=0.01, contact=False)
 >>> taus = np.column_stack([np.sin(np.arange(100) * 0.1), np.cos(np.arange(100) * 0.07)])
 >>> q, v = sim.rollout([0.3, -0.2], [0.0, 0.0], taus)
->>> guess = stiction.Simulator(stiction.samples.pendulum_chain(2, mass=1.0), dt=0.01, contact=False)
->>> fit = sysid.fit(guess, ["mass:link0", "mass:link1"],
+>>> guess = stiction.Simulator(base, dt=0.01, contact=False)
+>>> fit = sysid.fit(guess, names,
 ...                 [dict(q0=[0.3, -0.2], v0=[0.0, 0.0], controls=taus, q=q, sigma_q=1e-3)])
 >>> bool(np.allclose(fit["theta"], [1.3, 1.3], rtol=1e-6))
 True

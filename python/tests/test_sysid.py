@@ -7,9 +7,15 @@ import stiction
 from stiction import InputError, sysid
 
 
-def data(mass=1.3, noise=0.0, seed=0):
-    true = stiction.samples.pendulum_chain(2, mass=mass)
-    sim = stiction.Simulator(true, dt=0.01, contact=False)
+def true_model(masses=(1.3, 1.3)):
+    """The guess model with the link masses set to ``masses`` (rotational inertias about the
+    centres of mass kept, as ``ParamSpec.apply`` does)."""
+    base = stiction.samples.pendulum_chain(2, mass=1.0)
+    return stiction.ParamSpec(base, ["mass:link0", "mass:link1"]).apply(base, list(masses))
+
+
+def data(masses=(1.3, 1.3), noise=0.0, seed=0):
+    sim = stiction.Simulator(true_model(masses), dt=0.01, contact=False)
     t = np.arange(150)
     taus = np.column_stack([2.0 * np.sin(t * 0.1), 1.5 * np.cos(t * 0.07)])
     q, v = sim.rollout([0.3, -0.2], [0.0, 0.0], taus)
@@ -44,8 +50,9 @@ def test_noisy_fit_reports_uncertainty():
 
 
 def test_bounds_and_velocity_observations():
-    d = data()
-    sim = stiction.Simulator(stiction.samples.pendulum_chain(2, mass=1.3), dt=0.01, contact=False)
+    # Only link0 differs (1.3 against the guess's 1.0); an upper bound of 1.1 holds it.
+    d = data(masses=(1.3, 1.0))
+    sim = stiction.Simulator(true_model((1.3, 1.0)), dt=0.01, contact=False)
     _, v = sim.rollout(d["q0"], d["v0"], d["controls"])
     d.update(v=v, sigma_v=1e-2, steps=list(range(1, 151)))
     r = sysid.fit(guess_sim(), ["mass:link0"], [d], upper=[1.1])
