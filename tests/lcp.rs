@@ -603,3 +603,27 @@ fn classify_and_residual_on_hand_made_points() {
     nan[0] = f64::NAN;
     assert_eq!(residual(&p, &nan, &w), f64::INFINITY);
 }
+
+#[test]
+fn an_accepted_warm_start_never_reports_friction_at_its_bound_beside_a_non_clamping_normal() {
+    // A sliding box lifting off (b = −b of a sliding contact: every normal separates). The guess
+    // keeps the friction rows at their bounds but marks the normals separating: standardize gives
+    // those friction rows f = 0 (collapsed boxes), a valid solution, so the guess is accepted —
+    // and the returned states must not keep friction rows at a bound of a non-clamping normal.
+    let p = box_on_plane(3.0, 0.3, [0.0, 0.0, 0.0, 0.2, 0.05, -0.0981]);
+    let options = LcpOptions::default();
+    let mut lift = p.clone();
+    lift.b = -&lift.b;
+    let sliding = solve(&p, &options, None).unwrap();
+    let guess: Vec<RowState> =
+        sliding.states.iter().enumerate().map(|(i, s)| if i % 3 == 0 { RowState::Separating } else { *s }).collect();
+    assert!(guess.iter().any(|s| matches!(s, RowState::AtBound { .. })), "{guess:?}");
+    let sol = solve(&lift, &options, Some(&guess)).unwrap();
+    assert!(sol.stats.warm_start_hit, "{:?}", sol.stats);
+    assert_eq!(sol.f, DVector::zeros(12));
+    for (i, s) in sol.states.iter().enumerate() {
+        if let (RowState::AtBound { .. }, RowBound::Friction { normal, .. }) = (s, lift.bounds[i]) {
+            panic!("row {i} at its bound with normal {normal} in state {:?}", sol.states[normal]);
+        }
+    }
+}

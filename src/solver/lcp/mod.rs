@@ -490,6 +490,23 @@ fn pgs_path(problem: &BoxedLcp, options: &LcpOptions) -> Result<(Accepted, usize
     Ok(((out.f, states, false), out.iterations))
 }
 
+/// The accepted guess `states` with every friction row marked at its bound while its normal
+/// row is not clamping (its box is collapsed, so `standardize` gave it `f = 0`) replaced by
+/// its classification at the solution — a friction row at its bound always follows a
+/// clamping normal (the E map of the backward pass needs it).
+fn consistent_states(problem: &BoxedLcp, states: &[RowState], f: &DVector<f64>, tolerance: f64) -> Vec<RowState> {
+    let stray = |i: usize| match (states[i], problem.bounds[i]) {
+        (RowState::AtBound { .. }, RowBound::Friction { normal, .. }) => states[normal] != RowState::Clamping,
+        _ => false,
+    };
+    if !(0..states.len()).any(stray) {
+        return states.to_vec();
+    }
+    let w = &problem.a * f + &problem.b;
+    let fresh = classify(problem, f, &w, tolerance);
+    (0..states.len()).map(|i| if stray(i) { fresh[i] } else { states[i] }).collect()
+}
+
 fn solve_island(problem: &BoxedLcp, options: &LcpOptions, warm_start: Option<&[RowState]>) -> Result<IslandOutcome> {
     let outcome = |path: SolvePath, acc: Accepted| IslandOutcome {
         f: acc.0,
@@ -504,7 +521,8 @@ fn solve_island(problem: &BoxedLcp, options: &LcpOptions, warm_start: Option<&[R
     if let Some(guess) = warm_start {
         // The guess exactly as given (no repair, no promotion): a hit means the classification held.
         if let Some((f, _)) = standardize_unchecked(problem, guess, options.tolerance) {
-            let mut out = outcome(SolvePath::WarmStart, (f, guess.to_vec(), true));
+            let states = consistent_states(problem, guess, &f, options.tolerance);
+            let mut out = outcome(SolvePath::WarmStart, (f, states, true));
             out.warm_hit = true;
             return Ok(out);
         }
