@@ -17,8 +17,8 @@ banner "python environment ($VENV)"
 if [[ ! -x "$VENV/bin/python" ]]; then
     "$PYTHON_BIN" -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c "import maturin, numpy, pytest" >/dev/null 2>&1 || [[ ! -x "$VENV/bin/maturin" ]]; then
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.16,<2" numpy pytest
+if ! "$VENV/bin/python" -c "import maturin, numpy, pytest, scipy" >/dev/null 2>&1 || [[ ! -x "$VENV/bin/maturin" ]]; then
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.16,<2" numpy pytest scipy
 fi
 "$VENV/bin/python" --version
 "$VENV/bin/maturin" --version

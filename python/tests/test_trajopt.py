@@ -89,3 +89,32 @@ def test_bad_input_raises(kw, match):
     call.update(kw)
     with pytest.raises(InputError, match=match):
         trajopt.ilqr(sim, **call)
+
+
+def test_multiple_shooting_swings_the_cartpole_up():
+    pytest.importorskip("scipy")
+    model, sim, args = swingup()
+    steps = 50
+    sim = stiction.Simulator(model, dt=0.05, contact=False)
+    r = trajopt.multiple_shooting(sim, model.neutral(), np.zeros(2), np.zeros((steps, 2)), max_iterations=300, **args)
+    q, v = r["q"], r["v"]
+    assert r["success"], r["message"]
+    assert r["max_defect"] < 1e-6
+    assert abs(q[-1, 1] - np.pi) < 0.05 and abs(v[-1, 1]) < 0.1
+    assert np.all(np.abs(r["controls"][:, 0]) <= 20.0 + 1e-9) and np.all(np.abs(r["controls"][:, 1]) <= 1e-12)
+    # The optimised states are the simulator's rollout of the optimised controls (feasibility).
+    qs, vs = sim.rollout(model.neutral(), np.zeros(2), r["controls"])
+    np.testing.assert_allclose(qs[-1], q[-1], atol=1e-4)
+
+
+def test_multiple_shooting_rejects_quaternion_models_and_bad_input():
+    pytest.importorskip("scipy")
+    free = stiction.samples.bodies_on_plane(1, "sphere")
+    sim = stiction.Simulator(free, dt=0.01)
+    with pytest.raises(InputError, match="quaternion"):
+        trajopt.multiple_shooting(sim, free.neutral(), np.zeros(6), np.zeros((5, 6)), target_q=free.neutral())
+    model, sim, args = swingup()
+    with pytest.raises(InputError, match="method"):
+        trajopt.multiple_shooting(sim, model.neutral(), np.zeros(2), np.zeros((5, 2)), method="magic", **args)
+    with pytest.raises(InputError, match="controls"):
+        trajopt.multiple_shooting(sim, model.neutral(), np.zeros(2), np.zeros((5, 3)), **args)
