@@ -157,25 +157,37 @@ fn shooting_dict<'py>(py: Python<'py>, r: &ShootingResult) -> PyResult<Bound<'py
     Ok(d)
 }
 
-/// Calls a Python progress callback; the first exception it raises is kept (and later
-/// calls skipped) to be raised when the optimizer returns.
-struct Callback<'a, 'py> {
-    f: &'a Bound<'py, PyAny>,
-    error: Option<PyErr>,
-}
-
-impl Callback<'_, '_> {
-    fn call(&mut self, items: &[(&str, f64)]) {
-        if self.error.is_some() {
+/// Runs an optimizer: with a Python progress `callback`, the GIL held and the callback called
+/// with the dict `fill` makes of each progress report (the first exception it raises is kept,
+/// later reports skipped, and the exception raised when the optimizer returns); without one,
+/// the GIL released.
+pub(crate) fn run_with_progress<'py, P, R: Send>(
+    py: Python<'py>,
+    callback: Option<&Bound<'py, PyAny>>,
+    fill: impl Fn(&Bound<'py, PyDict>, &P) -> PyResult<()>,
+    run: impl FnOnce(Option<&mut dyn FnMut(&P)>) -> stiction::Result<R> + Send,
+) -> PyResult<R> {
+    let Some(f) = callback.filter(|c| !c.is_none()) else { return py.detach(|| run(None)).py_err() };
+    let mut error: Option<PyErr> = None;
+    let mut report = |p: &P| {
+        if error.is_some() {
             return;
         }
-        let py = self.f.py();
         let d = PyDict::new(py);
-        let result = items.iter().try_for_each(|(k, v)| d.set_item(*k, *v)).and_then(|_| self.f.call1((d,)));
-        if let Err(e) = result {
-            self.error = Some(e);
+        if let Err(e) = fill(&d, p).and_then(|_| f.call1((d,)).map(|_| ())) {
+            error = Some(e);
         }
+    };
+    let result = run(Some(&mut report));
+    match error {
+        Some(e) => Err(e),
+        None => result.py_err(),
     }
+}
+
+/// Sets the `(name, value)` pairs on `d`.
+pub(crate) fn set_all(d: &Bound<'_, PyDict>, items: &[(&str, f64)]) -> PyResult<()> {
+    items.iter().try_for_each(|(k, v)| d.set_item(*k, *v))
 }
 
 /// iLQR (see `stiction.trajopt.ilqr`).
@@ -214,28 +226,21 @@ pub fn _ilqr<'py>(
         jacobians: jacobian_source(jacobians)?,
         ..IlqrOptions::default()
     };
-    let result = match callback.filter(|c| !c.is_none()) {
-        Some(f) => {
-            let mut cb = Callback { f, error: None };
-            let mut report = |p: &IlqrProgress| {
-                let items = [
-                    ("iteration", p.iteration as f64),
-                    ("cost", p.cost),
-                    ("step", p.step),
-                    ("regularization", p.regularization),
-                    ("elapsed", p.elapsed.as_secs_f64()),
-                ];
-                cb.call(&items);
-            };
-            let r = ilqr(&mut sim.lock(), &p.x0, &p.controls, &p.cost, &options, Some(&mut report));
-            if let Some(e) = cb.error {
-                return Err(e);
-            }
-            r
-        }
-        None => py.detach(|| ilqr(&mut sim.lock(), &p.x0, &p.controls, &p.cost, &options, None)),
-    }
-    .py_err()?;
+    let fill = |d: &Bound<'py, PyDict>, p: &IlqrProgress| {
+        set_all(
+            d,
+            &[
+                ("iteration", p.iteration as f64),
+                ("cost", p.cost),
+                ("step", p.step),
+                ("regularization", p.regularization),
+                ("elapsed", p.elapsed.as_secs_f64()),
+            ],
+        )
+    };
+    let result = run_with_progress(py, callback, fill, |report| {
+        ilqr(&mut sim.lock(), &p.x0, &p.controls, &p.cost, &options, report)
+    })?;
     ilqr_dict(py, &result)
 }
 
@@ -266,28 +271,21 @@ pub fn _shooting<'py>(
     let p = problem(sim, q0, v0, controls, target_q, target_v, &sw, &cw, &tw)?;
     let nv = p.x0.v.len();
     let options = ShootingOptions { max_iterations, bounds: bounds(lower, upper, nv)?, ..ShootingOptions::default() };
-    let result = match callback.filter(|c| !c.is_none()) {
-        Some(f) => {
-            let mut cb = Callback { f, error: None };
-            let mut report = |p: &ShootingProgress| {
-                let items = [
-                    ("iteration", p.iteration as f64),
-                    ("cost", p.cost),
-                    ("gradient_norm", p.gradient_norm),
-                    ("step", p.step),
-                    ("elapsed", p.elapsed.as_secs_f64()),
-                ];
-                cb.call(&items);
-            };
-            let r = shooting(&mut sim.lock(), &p.x0, &p.controls, &p.cost, &options, Some(&mut report));
-            if let Some(e) = cb.error {
-                return Err(e);
-            }
-            r
-        }
-        None => py.detach(|| shooting(&mut sim.lock(), &p.x0, &p.controls, &p.cost, &options, None)),
-    }
-    .py_err()?;
+    let fill = |d: &Bound<'py, PyDict>, p: &ShootingProgress| {
+        set_all(
+            d,
+            &[
+                ("iteration", p.iteration as f64),
+                ("cost", p.cost),
+                ("gradient_norm", p.gradient_norm),
+                ("step", p.step),
+                ("elapsed", p.elapsed.as_secs_f64()),
+            ],
+        )
+    };
+    let result = run_with_progress(py, callback, fill, |report| {
+        shooting(&mut sim.lock(), &p.x0, &p.controls, &p.cost, &options, report)
+    })?;
     shooting_dict(py, &result)
 }
 

@@ -3,6 +3,7 @@
 
 use crate::convert::{array, dvector, matrix, out_mat, out_vec};
 use crate::errors::{input_error, IntoPyResult};
+use crate::optim::{run_with_progress, set_all};
 use crate::simulator::PySimulator;
 use nalgebra::DVector;
 use pyo3::prelude::*;
@@ -161,38 +162,20 @@ pub fn _sysid_fit<'py>(
         }
     };
     let opts = SysIdOptions { max_iterations, bounds, jacobians, ..SysIdOptions::default() };
-    let report = match callback.filter(|c| !c.is_none()) {
-        Some(f) => {
-            let mut error: Option<PyErr> = None;
-            let mut cb = |p: &SysIdProgress| {
-                if error.is_some() {
-                    return;
-                }
-                let d = PyDict::new(py);
-                let r = [
-                    ("iteration", p.iteration as f64),
-                    ("cost", p.cost),
-                    ("gain_ratio", p.gain_ratio),
-                    ("damping", p.damping),
-                    ("step_norm", p.step_norm),
-                    ("elapsed", p.elapsed.as_secs_f64()),
-                ]
-                .iter()
-                .try_for_each(|(k, v)| d.set_item(*k, *v))
-                .and_then(|_| d.set_item("accepted", p.accepted))
-                .and_then(|_| f.call1((d,)).map(|_| ()));
-                if let Err(e) = r {
-                    error = Some(e);
-                }
-            };
-            let r = sysid(&problem, &theta0, &opts, Some(&mut cb));
-            if let Some(e) = error {
-                return Err(e);
-            }
-            r
-        }
-        None => py.detach(|| sysid(&problem, &theta0, &opts, None)),
-    }
-    .py_err()?;
+    let fill = |d: &Bound<'py, PyDict>, p: &SysIdProgress| {
+        set_all(
+            d,
+            &[
+                ("iteration", p.iteration as f64),
+                ("cost", p.cost),
+                ("gain_ratio", p.gain_ratio),
+                ("damping", p.damping),
+                ("step_norm", p.step_norm),
+                ("elapsed", p.elapsed.as_secs_f64()),
+            ],
+        )?;
+        d.set_item("accepted", p.accepted)
+    };
+    let report = run_with_progress(py, callback, fill, |progress| sysid(&problem, &theta0, &opts, progress))?;
     report_dict(py, &report)
 }
