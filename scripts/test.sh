@@ -33,6 +33,9 @@ cargo fmt --all -- --check
 banner "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
+banner "cargo doc --no-deps -p stiction (warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p stiction
+
 banner "cargo test --release --workspace"
 cargo test --release --workspace
 

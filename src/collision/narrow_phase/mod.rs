@@ -11,7 +11,7 @@
 //! | triangle mesh| none       | `terrain`                      | none          |
 //!
 //! The algorithms work on an ordered pair (P, Q) of cores placed in the world
-//! ([`Placed`]); an [`Emitter`] turns a feature pair of (P, Q) into a contact of the
+//! (`Placed`); an `Emitter` turns a feature pair of (P, Q) into a contact of the
 //! caller's (A, B) — exchanging the two when the dispatch reversed them, mapping a
 //! terrain triangle's local features onto the mesh's global indices — by placing the
 //! two features with [`ShapeInstance::world_feature`] and evaluating their closed form

@@ -1,6 +1,6 @@
 //! Principal pivoting (Cottle–Dantzig style, as in Baraff 1994 and its boxed extension) for a boxed LCP
 //! with constant bounds: `w = A f + b`, `lo ≤ f ≤ hi` with `lo ≤ 0 ≤ hi`, complementary as in
-//! [`super::problem`]. `A` is expected symmetric positive semi-definite (a Delassus operator `J M⁻¹ Jᵀ`).
+//! [`super::BoxedLcp`]. `A` is expected symmetric positive semi-definite (a Delassus operator `J M⁻¹ Jᵀ`).
 //!
 //! Rows are added one at a time starting from `f = 0`. The processed rows satisfy the conditions at all
 //! times: the clamped set C keeps `w_C = 0` through its system `A_CC Δf_C = −A_Cd Δf_d` (an incrementally

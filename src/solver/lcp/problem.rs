@@ -20,7 +20,7 @@ pub enum RowBound {
         /// Upper bound (`≥ 0`, may be `+∞`).
         hi: f64,
     },
-    /// Friction row: -mu * f[normal] <= f <= mu * f[normal], where `normal` indexes a unilateral row
+    /// Friction row: `-mu * f[normal] <= f <= mu * f[normal]`, where `normal` indexes a unilateral row
     /// (Box { lo: 0, hi: inf }). mu >= 0.
     Friction {
         /// Index of the unilateral normal row this row's bounds follow.
@@ -48,7 +48,7 @@ pub enum RowState {
     /// At a bound equal to zero (f = 0) with w strictly on the feasible side (set S).
     Separating,
     /// At a non-zero bound: for a Box row f = lo (sign -1) or f = hi (sign +1), lo/hi != 0; for a friction
-    /// row f = sign * mu * f[normal] with f[normal] > 0 (set U; its value follows the normal, the E map).
+    /// row `f = sign * mu * f[normal]` with `f[normal] > 0` (set U; its value follows the normal, the E map).
     AtBound {
         /// `-1` at the lower bound, `+1` at the upper bound.
         sign: i8,
