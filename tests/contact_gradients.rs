@@ -10,7 +10,7 @@ mod common;
 use common::contact::{check_scenes, free_body, ground, material, options, pose_q, Scene};
 use nalgebra::DVector;
 use stiction::math::{Inertia, Vec3, SE3};
-use stiction::model::{Body, CollisionShape, Geometry, Material, WORLD};
+use stiction::model::{CollisionShape, Geometry, Material, WORLD};
 use stiction::{Joint, ModelBuilder, State};
 
 fn box_scene(name: &'static str, mu: f64, push: f64, vx: f64) -> Scene {
@@ -151,18 +151,7 @@ fn stack_scene() -> Scene {
 }
 
 fn cartpole_scene() -> Scene {
-    let mut b = ModelBuilder::new("cartpole_limit");
-    b.add_body(
-        WORLD,
-        Joint::prismatic("slider", Vec3::x()).with_position_limits(&[-1.0], &[1.0]),
-        Body::new("cart", Inertia::solid_box(1.0, Vec3::new(0.3, 0.2, 0.1))),
-    );
-    b.add_body(
-        "cart",
-        Joint::revolute("hinge", Vec3::y()),
-        stiction::model::samples::rod("pole", 0.3, 0.6, 0.02, Vec3::z()),
-    );
-    let model = b.build().unwrap();
+    let model = common::contact::limited_cartpole();
     let q = DVector::from_vec(vec![0.9995, 0.3]);
     let v = DVector::from_vec(vec![1.5, -0.5]);
     Scene {

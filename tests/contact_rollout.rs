@@ -21,11 +21,11 @@ use common::ridders;
 use nalgebra::{DVector, Matrix3, Vector3};
 use std::cell::RefCell;
 use stiction::math::{Inertia, SplitMix64, Vec3};
-use stiction::model::{Body, Geometry, ParamSpec, WORLD};
+use stiction::model::{Geometry, ParamSpec};
 use stiction::solver::lcp::RowState;
 use stiction::step::RowKind;
 use stiction::tape::{BackwardOptions, ContactGradientStrategy, StepRecord, Tape, Workspace};
-use stiction::{Control, Joint, Model, ModelBuilder, SimOptions, Simulator, State};
+use stiction::{Control, Model, ModelBuilder, SimOptions, Simulator, State};
 
 use common::contact::DT;
 const STEPS: usize = 100;
@@ -389,18 +389,7 @@ fn box_sliding_frictionless() -> Scene {
 /// pushed on: the limit row appears within the margin around step 27 and clamps
 /// from about step 33 while the pole swings.
 fn cartpole_limit() -> Scene {
-    let mut b = ModelBuilder::new("cartpole_limit");
-    b.add_body(
-        WORLD,
-        Joint::prismatic("slider", Vec3::x()).with_position_limits(&[-1.0], &[1.0]),
-        Body::new("cart", Inertia::solid_box(1.0, Vec3::new(0.3, 0.2, 0.1))),
-    );
-    b.add_body(
-        "cart",
-        Joint::revolute("hinge", Vec3::y()),
-        stiction::model::samples::rod("pole", 0.3, 0.6, 0.02, Vec3::z()),
-    );
-    let model = b.build().unwrap();
+    let model = common::contact::limited_cartpole();
     let q = DVector::from_vec(vec![0.95, 0.3]);
     let v = DVector::from_vec(vec![1.5, -0.5]);
     Scene {

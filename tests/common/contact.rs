@@ -33,6 +33,23 @@ pub fn free_body(b: &mut ModelBuilder, name: &str, geometry: Geometry, inertia: 
     );
 }
 
+/// A cartpole whose cart (1 kg, on a rail along x) has position limits at ±1 m; a 0.3 kg,
+/// 0.6 m pole on a hinge about y.
+pub fn limited_cartpole() -> Model {
+    let mut b = ModelBuilder::new("cartpole_limit");
+    b.add_body(
+        WORLD,
+        Joint::prismatic("slider", Vec3::x()).with_position_limits(&[-1.0], &[1.0]),
+        Body::new("cart", Inertia::solid_box(1.0, Vec3::new(0.3, 0.2, 0.1))),
+    );
+    b.add_body(
+        "cart",
+        Joint::revolute("hinge", Vec3::y()),
+        stiction::model::samples::rod("pole", 0.3, 0.6, 0.02, Vec3::z()),
+    );
+    b.build().unwrap()
+}
+
 /// A scene: model, options, a nominal state and control, parameter names, and how far
 /// random states may stray from the nominal one (tangent q, v).
 pub struct Scene {
