@@ -119,3 +119,76 @@ fn fixed_joint_has_no_coordinates() {
     assert_eq!(x, SE3::identity());
     assert_eq!(c, Motion::zero());
 }
+
+/// Unit vector `e_i` of length `n`.
+fn unit_vector(n: usize, i: usize) -> DVector<f64> {
+    let mut e = DVector::zeros(n);
+    e[i] = 1.0;
+    e
+}
+
+/// `Model::tangent_gradient` is `Eᵀ g` with `E = ∂(q ⊕ δ)/∂δ`, checked column by column
+/// against Ridders differences of `Model::integrate`.
+#[test]
+fn tangent_gradient_is_the_transposed_retraction_jacobian() {
+    for model in [stiction::model::samples::all_joint_types(), stiction::model::samples::random_tree(6, 3, true)] {
+        let mut rng = SplitMix64::new(11);
+        for seed in 0..3 {
+            // `q ⊕ 0` picks the quaternion sign the integrator writes (free joints go through
+            // a rotation matrix), so the differences below start exactly at `q`.
+            let raw = model.random_configuration(seed);
+            let q = model.integrate(&raw, &DVector::zeros(model.nv()), 0.0).unwrap();
+            let g = common::random_vector(&mut rng, model.nq(), 1.0);
+            let analytic = model.tangent_gradient(&q, &g).unwrap();
+            let mut fd = DVector::zeros(model.nv());
+            for j in 0..model.nv() {
+                let ej = unit_vector(model.nv(), j);
+                let (col, _) = ridders(&|h| model.integrate(&q, &ej, h).unwrap(), 1e-3);
+                fd[j] = g.dot(&col);
+            }
+            let e = rel_err(&analytic, &fd, 1.0);
+            assert!(e < 1e-9, "{}: tangent_gradient off by {e:.2e}\n{analytic}\n{fd}", model.name());
+        }
+    }
+}
+
+/// `Model::coordinate_gradient` is `Dᵀ g` with `D = ∂(q̂ ⊖ q)/∂q` for quaternions of any
+/// length (the difference normalises them), checked against Ridders differences of
+/// `Model::difference`; and `D E = I`, so mapping to coordinates and back is the identity.
+#[test]
+fn coordinate_gradient_differentiates_the_normalised_difference() {
+    for model in [stiction::model::samples::all_joint_types(), stiction::model::samples::random_tree(6, 3, true)] {
+        let mut rng = SplitMix64::new(12);
+        for seed in 0..3 {
+            let unit_q = model.random_configuration(seed);
+            // Stretch every coordinate by 1.3: quaternions become non-unit, the rest moves.
+            let q = &unit_q * 1.3;
+            let reference = model.normalize(&q).unwrap();
+            let g = common::random_vector(&mut rng, model.nv(), 1.0);
+            let analytic = model.coordinate_gradient(&q, &g).unwrap();
+            let mut fd = DVector::zeros(model.nq());
+            for i in 0..model.nq() {
+                let ei = unit_vector(model.nq(), i);
+                let (col, _) = ridders(&|h| model.difference(&reference, &(&q + &ei * h)).unwrap(), 1e-3);
+                fd[i] = g.dot(&col);
+            }
+            let e = rel_err(&analytic, &fd, 1.0);
+            assert!(e < 1e-9, "{}: coordinate_gradient off by {e:.2e}\n{analytic}\n{fd}", model.name());
+            let back = model.tangent_gradient(&unit_q, &model.coordinate_gradient(&unit_q, &g).unwrap()).unwrap();
+            assert!(rel_err(&back, &g, 1.0) < 1e-14, "{}: D E != I", model.name());
+        }
+    }
+}
+
+/// Both maps reject wrong lengths and degenerate quaternions with typed errors.
+#[test]
+fn gradient_maps_reject_bad_input() {
+    let model = stiction::model::samples::all_joint_types();
+    let q = model.neutral();
+    assert!(model.tangent_gradient(&q, &DVector::zeros(model.nv())).is_err() || model.nq() == model.nv());
+    assert!(model.coordinate_gradient(&q, &DVector::zeros(model.nq())).is_err());
+    assert!(model.tangent_gradient(&DVector::zeros(model.nq()), &DVector::zeros(model.nq())).is_err());
+    let mut nan = DVector::zeros(model.nv());
+    nan[0] = f64::NAN;
+    assert!(model.coordinate_gradient(&q, &nan).is_err());
+}

@@ -2,7 +2,8 @@
 
 use crate::convert::{dvector, out_mat, out_se3, out_vec, vector};
 use crate::errors::{input_error, load_err, model_err, IntoPyResult, LoadWarning};
-use numpy::{PyArray1, PyArray2};
+use nalgebra::DVector;
+use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use std::ffi::CString;
@@ -107,6 +108,48 @@ impl PyModel {
             Ok((contacts, jac))
         })
         .py_err()
+    }
+
+    /// Applies `f(q_row, g_row)` to matching rows of `q` (shape (..., nq)) and `g` (shape
+    /// (..., ng)), giving an array of shape (..., nout).
+    fn map_rows<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        g: &Bound<'py, PyAny>,
+        (nq, ng, nout): (usize, usize, usize),
+        f: impl Fn(&DVector<f64>, &DVector<f64>) -> stiction::Result<DVector<f64>> + Sync,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let qa = crate::convert::array(q, "q")?;
+        let ga = crate::convert::array(g, "g")?;
+        let lead = match qa.shape.split_last() {
+            Some((&n, lead)) if n == nq => lead.to_vec(),
+            _ => return Err(input_error(format!("q must have shape (..., {nq}) (model.nq), got {:?}", qa.shape))),
+        };
+        match ga.shape.split_last() {
+            Some((&n, l)) if n == ng && l == lead.as_slice() => {}
+            _ => {
+                return Err(input_error(format!(
+                    "g must have shape {:?} (q's leading shape, then {ng}), got {:?}",
+                    [lead.as_slice(), &[ng]].concat(),
+                    ga.shape
+                )))
+            }
+        }
+        let rows: usize = lead.iter().product();
+        let out = py
+            .detach(|| -> stiction::Result<Vec<f64>> {
+                let mut out = Vec::with_capacity(rows * nout);
+                for r in 0..rows {
+                    let qr = DVector::from_column_slice(&qa.data[r * nq..(r + 1) * nq]);
+                    let gr = DVector::from_column_slice(&ga.data[r * ng..(r + 1) * ng]);
+                    out.extend_from_slice(f(&qr, &gr)?.as_slice());
+                }
+                Ok(out)
+            })
+            .py_err()?;
+        let flat = crate::convert::out_vec(py, &out);
+        Ok(flat.reshape([lead.as_slice(), &[nout]].concat())?.into_any())
     }
 
     fn q(&self, obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<f64>> {
@@ -287,6 +330,36 @@ impl PyModel {
         let out = self.model.difference(&q0, &q1).py_err()?;
         Ok(out_vec(py, out.as_slice()))
     }
+    /// Maps gradients with respect to coordinates to the tangent space: `g = ∂ℓ/∂q` at
+    /// `q` (both shape (..., nq), the same leading shape) gives `Eᵀ g`, shape (..., nv),
+    /// with `E = ∂(q ⊕ δ)/∂δ` at δ = 0. This turns the gradient of a loss written on the
+    /// coordinates of a step's output into the `grad_q_next` a `StepRecord.vjp` or
+    /// `Tape.backward` takes. The identity for models without ball or free joints.
+    fn tangent_gradient<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        g: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (nq, nv) = (self.model.nq(), self.model.nv());
+        self.map_rows(py, q, g, (nq, nq, nv), |q, g| self.model.tangent_gradient(q, g))
+    }
+
+    /// Maps tangent-space gradients to coordinates: `g = ∂ℓ/∂δ` (shape (..., nv)) at `q`
+    /// (shape (..., nq)) gives `Dᵀ g`, shape (..., nq), the exact gradient of
+    /// `q ↦ ℓ(normalize(q))` (quaternions of any length are normalised first, so the
+    /// result has no component along a quaternion). This turns the tangent gradient a
+    /// `StepRecord.vjp` or `Tape.backward` returns for `q` into a gradient on coordinates.
+    fn coordinate_gradient<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        g: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (nq, nv) = (self.model.nq(), self.model.nv());
+        self.map_rows(py, q, g, (nq, nv, nq), |q, g| self.model.coordinate_gradient(q, g))
+    }
+
     /// `q` with every quaternion normalised, shape (nq,).
     fn normalize<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let q = dvector(q, "q", self.model.nq(), "model.nq")?;

@@ -99,6 +99,89 @@ impl Model {
         Ok(out)
     }
 
+    /// Maps a gradient with respect to the coordinates of a configuration to the tangent
+    /// space: given `g = ∂ℓ/∂q` (length nq) at `q`, returns `Eᵀ g` (length nv), where
+    /// `E = ∂(q ⊕ δ)/∂δ` at `δ = 0` is the Jacobian of the retraction (nq × nv).
+    ///
+    /// This is how a loss written on coordinates (for example the quaternion entries of a
+    /// free body, as a PyTorch or JAX user sees them) reaches the tangent-space backward
+    /// pass of a recorded step. Scalar joints: the identity. Ball joints:
+    /// `∂q/∂ω = ½ L(q)[:, 1..4]` (quaternion `q ⊗ (1, ω/2)`, body frame). Free joints: the
+    /// ball joint's block for the angular part and `∂p/∂v = R(q)` for the linear part.
+    pub fn tangent_gradient(&self, q: &DVector<f64>, g: &DVector<f64>) -> Result<DVector<f64>> {
+        check_vector("q", q.as_slice(), self.nq)?;
+        check_vector("g", g.as_slice(), self.nq)?;
+        self.check_quaternions(q.as_slice())?;
+        let mut out = DVector::zeros(self.nv);
+        self.tangent_gradient_into(q.as_slice(), g.as_slice(), out.as_mut_slice());
+        Ok(out)
+    }
+
+    /// Unchecked [`Model::tangent_gradient`] into `out`.
+    pub(crate) fn tangent_gradient_into(&self, q: &[f64], g: &[f64], out: &mut [f64]) {
+        for (i, j) in self.joints.iter().enumerate() {
+            let (a, b) = (self.q_idx[i], self.v_idx[i]);
+            match quaternion_offset(j) {
+                None => out[b..b + j.nv()].copy_from_slice(&g[a..a + j.nq()]),
+                Some(o) => {
+                    let quat = unit(&q[a + o..a + o + 4]);
+                    let gq = &g[a + o..a + o + 4];
+                    for (k, col) in quaternion_tangent_columns(&quat).iter().enumerate() {
+                        out[b + k] = 0.5 * dot4(col, gq);
+                    }
+                    if o == 3 {
+                        let r = super::joint::quat_rotation(&quat);
+                        let gv = r.transpose() * crate::math::Vec3::new(g[a], g[a + 1], g[a + 2]);
+                        out[b + 3..b + 6].copy_from_slice(gv.as_slice());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Maps a tangent-space gradient to the coordinates: given `g = ∂ℓ/∂δ` (length nv) at
+    /// `q`, returns `Dᵀ g` (length nq), where `D = ∂(q̂ ⊖ q)/∂q` at `q̂ = q` differentiates
+    /// the difference to `q` with every quaternion normalised first. So the returned
+    /// gradient is exact for the function `q ↦ ℓ(normalize(q))`: it has no component
+    /// along a quaternion (scaling a quaternion changes nothing), and `D E = I` at unit
+    /// quaternions. Ball joints: `∂ω/∂q = (2/|q|) L(q̂)[:, 1..4]ᵀ`; free joints add
+    /// `∂v/∂p = R(q)ᵀ`; scalar joints: the identity.
+    pub fn coordinate_gradient(&self, q: &DVector<f64>, g: &DVector<f64>) -> Result<DVector<f64>> {
+        check_vector("q", q.as_slice(), self.nq)?;
+        check_vector("g", g.as_slice(), self.nv)?;
+        self.check_quaternions(q.as_slice())?;
+        let mut out = DVector::zeros(self.nq);
+        self.coordinate_gradient_into(q.as_slice(), g.as_slice(), out.as_mut_slice());
+        Ok(out)
+    }
+
+    /// Unchecked [`Model::coordinate_gradient`] into `out`.
+    pub(crate) fn coordinate_gradient_into(&self, q: &[f64], g: &[f64], out: &mut [f64]) {
+        for (i, j) in self.joints.iter().enumerate() {
+            let (a, b) = (self.q_idx[i], self.v_idx[i]);
+            match quaternion_offset(j) {
+                None => out[a..a + j.nq()].copy_from_slice(&g[b..b + j.nv()]),
+                Some(o) => {
+                    let raw = &q[a + o..a + o + 4];
+                    let norm = dot4(raw, raw).sqrt();
+                    let quat = unit(raw);
+                    let gq = &mut out[a + o..a + o + 4];
+                    gq.fill(0.0);
+                    for (k, col) in quaternion_tangent_columns(&quat).iter().enumerate() {
+                        for (x, c) in gq.iter_mut().zip(col) {
+                            *x += 2.0 / norm * g[b + k] * c;
+                        }
+                    }
+                    if o == 3 {
+                        let r = super::joint::quat_rotation(&quat);
+                        let gp = r * crate::math::Vec3::new(g[b + 3], g[b + 4], g[b + 5]);
+                        out[a..a + 3].copy_from_slice(gp.as_slice());
+                    }
+                }
+            }
+        }
+    }
+
     /// Rejects quaternions that are zero or far from unit length (norm outside [0.5, 2]).
     pub(crate) fn check_quaternions(&self, q: &[f64]) -> Result<()> {
         for (i, j) in self.joints.iter().enumerate() {
@@ -125,4 +208,22 @@ fn quaternion_offset(j: &super::Joint) -> Option<usize> {
         super::JointType::Free => Some(3),
         _ => None,
     }
+}
+
+/// The quaternion `q / |q|`.
+fn unit(q: &[f64]) -> [f64; 4] {
+    let n = dot4(q, q).sqrt();
+    [q[0] / n, q[1] / n, q[2] / n, q[3] / n]
+}
+
+/// Dot product of two quaternions stored as `[w, x, y, z]`.
+fn dot4(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Columns 1–3 of the left-multiplication matrix `L(q)` (`q ⊗ p = L(q) p`): the
+/// directions in which `q ⊗ (1, ω/2)` moves for `ω = e_x, e_y, e_z`, times two.
+fn quaternion_tangent_columns(q: &[f64; 4]) -> [[f64; 4]; 3] {
+    let [w, x, y, z] = *q;
+    [[-x, w, z, -y], [-y, -z, w, x], [-z, y, -x, w]]
 }

@@ -1,0 +1,139 @@
+"""The numpy core behind :mod:`stiction.torch` and :mod:`stiction.jax`: batched rollouts with
+their tapes, and the reverse pass over those tapes, on coordinates.
+
+A rollout maps ``(q0, v0, taus, theta)`` to the states after each step, ``(Q, V)``. The engine
+differentiates in the tangent space of the configuration manifold; the frameworks see
+coordinates. Two maps bridge them (both in Rust, see ``Model.tangent_gradient`` and
+``Model.coordinate_gradient``):
+
+* upstream gradients on the coordinates of ``Q`` become tangent gradients, ``Eᵀ g``;
+* the tangent gradient the tape returns for ``q0`` becomes a gradient on the coordinates of
+  ``q0`` for the function ``q0 ↦ rollout(normalize(q0))``: quaternions are normalised before
+  stepping, so the function is defined (and differentiable) off the unit sphere too.
+
+For models without ball or free joints (``nq == nv``) both maps are the identity.
+
+Shapes: ``q0`` ``(..., nq)``, ``v0`` ``(..., nv)``, ``taus`` ``(..., T, nv)``, ``theta``
+``(..., np)`` with one common leading shape (the caller broadcasts); every leading index is an
+independent rollout, run in parallel by ``Simulator.rollout_batch`` (rayon, GIL released).
+"""
+
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ._stiction import InputError
+
+__all__: List[str] = []
+
+
+def dims(sim) -> Tuple[int, int, int]:
+    """``(nq, nv, np)`` of a simulator: its model's sizes and the length of its ``params``."""
+    model = sim.model
+    return model.nq, model.nv, len(sim.params)
+
+
+def default_theta(sim) -> np.ndarray:
+    """The simulator's current parameter values θ (its model's values of ``sim.params``)."""
+    return np.asarray(sim.params.values(sim.model), dtype=np.float64)
+
+
+def lead_shape(sim, q0_shape: Sequence[int], v0_shape: Sequence[int], taus_shape: Sequence[int],
+               theta_shape: Sequence[int]) -> Tuple[Tuple[int, ...], int]:
+    """The broadcast leading (batch) shape of the four inputs and the horizon T; raises
+    ``InputError`` with the expected shapes when they do not fit the simulator."""
+    nq, nv, npar = dims(sim)
+
+    def check(name, shape, tail, tail_text):
+        shape = tuple(shape)
+        if len(shape) < len(tail) or shape[len(shape) - len(tail):] != tail:
+            raise InputError(f"{name} must have shape (..., {tail_text}), got {shape}")
+        return shape[: len(shape) - len(tail)]
+
+    if len(taus_shape) < 2:
+        raise InputError(f"taus must have shape (..., T, {nv}) (T steps of model.nv torques), got {tuple(taus_shape)}")
+    steps = int(taus_shape[-2])
+    if steps < 1:
+        raise InputError("taus must hold at least one step (T >= 1)")
+    leads = [
+        check("q", q0_shape, (nq,), f"{nq}) (model.nq"),
+        check("v", v0_shape, (nv,), f"{nv}) (model.nv"),
+        check("taus", taus_shape, (steps, nv), f"T, {nv}) (model.nv"),
+        check("theta", theta_shape, (npar,), f"{npar}) (len(sim.params)"),
+    ]
+    try:
+        lead = np.broadcast_shapes(*leads)
+    except ValueError:
+        raise InputError(f"the batch shapes of q, v, taus and theta do not broadcast: {leads}") from None
+    return tuple(lead), steps
+
+
+def forward(sim, q0: np.ndarray, v0: np.ndarray, taus: np.ndarray, theta: np.ndarray, record: bool):
+    """Runs the rollouts. The inputs already have the common leading shape ``L`` (broadcast).
+    Returns ``(Q, V, tapes, q0_normalised)`` with ``Q`` of shape ``L + (T, nq)``, ``V`` of shape
+    ``L + (T, nv)``, ``tapes`` one ``Tape`` per rollout (``None`` without ``record``)."""
+    nq, nv, npar = dims(sim)
+    lead, steps = q0.shape[:-1], taus.shape[-2]
+    batch = int(np.prod(lead, dtype=np.int64))
+    q0f = np.ascontiguousarray(q0.reshape(batch, nq), dtype=np.float64)
+    v0f = np.ascontiguousarray(v0.reshape(batch, nv), dtype=np.float64)
+    tausf = np.ascontiguousarray(taus.reshape(batch, steps, nv), dtype=np.float64)
+    thetaf = np.ascontiguousarray(theta.reshape(batch, npar), dtype=np.float64)
+    model = sim.model
+    if nq != nv:
+        q0f = np.stack([model.normalize(row) for row in q0f])
+    out = sim.rollout_batch(q0f, v0f, tausf, thetas=thetaf if npar else None, record=record)
+    Q = out[0].reshape(lead + (steps, nq))
+    V = out[1].reshape(lead + (steps, nv))
+    return Q, V, (out[2] if record else None)
+
+
+def backward(sim, q0: np.ndarray, Q: np.ndarray, tapes, gQ: Optional[np.ndarray], gV: Optional[np.ndarray]):
+    """Reverse pass over the tapes of :func:`forward`: given the upstream gradients ``gQ``
+    (on coordinates) and ``gV``, ``None`` meaning zero, returns the gradients
+    ``(g_q0, g_v0, g_taus, g_theta)``; ``g_q0`` is on the coordinates of ``q0`` (see the module
+    docstring). The cotangents may carry more batch entries than the rollouts (their leading
+    shape broadcasts with that of ``Q``; ``jax.jacrev`` sweeps many cotangents over one
+    rollout): each sweeps the tape it broadcasts onto, and the gradients have the leading shape
+    of that broadcast."""
+    nq, nv, npar = dims(sim)
+    lead_in, steps = Q.shape[:-2], Q.shape[-2]
+    lead = np.broadcast_shapes(lead_in, *[g.shape[:-2] for g in (gQ, gV) if g is not None])
+    batch = int(np.prod(lead, dtype=np.int64))
+    which = np.broadcast_to(np.arange(len(tapes)).reshape(lead_in), lead).ravel()
+    model = sim.model
+    q0f = q0.reshape(len(tapes), nq)
+    Qf = Q.reshape(len(tapes), steps, nq)
+    gQf = None if gQ is None else np.broadcast_to(gQ, lead + (steps, nq)).reshape(batch, steps, nq)
+    gVf = None if gV is None else np.broadcast_to(gV, lead + (steps, nv)).reshape(batch, steps, nv)
+    g_q0 = np.zeros((batch, nq))
+    g_v0 = np.zeros((batch, nv))
+    g_taus = np.zeros((batch, steps, nv))
+    g_theta = np.zeros((batch, npar))
+    zero_row = np.zeros((1, nv))
+    for b, r in enumerate(which):
+        gq = np.zeros((steps, nv)) if gQf is None else model.tangent_gradient(Qf[r], gQf[b])
+        gv = np.zeros((steps, nv)) if gVf is None else gVf[b]
+        grads = tapes[r].backward((np.vstack([zero_row, gq]), np.vstack([zero_row, gv])), None)
+        g_q0[b] = model.coordinate_gradient(q0f[r], grads["q0"])
+        g_v0[b] = grads["v0"]
+        g_taus[b] = grads["tau"]
+        g_theta[b] = grads["theta"]
+    return (
+        g_q0.reshape(lead + (nq,)),
+        g_v0.reshape(lead + (nv,)),
+        g_taus.reshape(lead + (steps, nv)),
+        g_theta.reshape(lead + (npar,)),
+    )
+
+
+def reduce_to(grad: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """Sums a gradient of a broadcast input back to the input's own ``shape``."""
+    shape = tuple(shape)
+    extra = grad.ndim - len(shape)
+    if extra:
+        grad = grad.sum(axis=tuple(range(extra)))
+    axes = tuple(i for i, (g, s) in enumerate(zip(grad.shape, shape)) if s == 1 and g != 1)
+    if axes:
+        grad = grad.sum(axis=axes, keepdims=True)
+    return grad.reshape(shape)

@@ -1,0 +1,146 @@
+"""JAX wrappers over stiction's recorded steps (optional: needs ``jax``).
+
+:func:`rollout` and :func:`step` are ``jax.custom_vjp`` functions whose forward and backward
+passes call the Rust engine through ``jax.pure_callback``, so they work under ``jax.jit``,
+``jax.grad`` and ``jax.vmap`` (batched calls reach the engine as one parallel batch). The
+backward pass re-runs the rollout with recording and sweeps its tape in Rust
+(``Tape.backward``): no tape is kept between the two passes, so the functions stay pure.
+
+>>> import jax, jax.numpy as jnp, stiction, stiction.jax as sj
+>>> jax.config.update("jax_enable_x64", True)
+>>> sim = stiction.Simulator(stiction.samples.pendulum_chain(2), dt=0.01)
+>>> loss = lambda q0: sj.rollout(sim, q0, jnp.zeros(2), jnp.zeros((50, 2)))[0][-1].sum()
+>>> jax.grad(loss)(jnp.array([0.3, -0.2])).shape
+(2,)
+
+Conventions are those of :mod:`stiction.torch`: float64 (enable ``jax_enable_x64``), shapes
+``q`` ``(..., nq)``, ``v`` ``(..., nv)``, torques ``(..., T, nv)``, ``theta`` ``(..., np)``
+(``None``: the simulator's values, not differentiated); start quaternions are normalised before
+stepping. Forward-mode differentiation (``jax.jvp``, ``jax.jacfwd``) is not available: use
+reverse mode (``jax.grad``, ``jax.vjp``, ``jax.jacrev``).
+"""
+
+from functools import partial
+from typing import Tuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _autodiff
+
+__all__ = ["rollout", "step"]
+
+
+def _check_x64():
+    if not jax.config.jax_enable_x64:
+        raise TypeError(
+            "stiction.jax needs 64-bit floats: call jax.config.update('jax_enable_x64', True) "
+            "before creating arrays"
+        )
+
+
+def _shapes(sim, q0, v0, taus, theta):
+    lead, steps = _autodiff.lead_shape(sim, q0.shape, v0.shape, taus.shape, theta.shape)
+    nq, nv, npar = _autodiff.dims(sim)
+    return lead, steps, (lead + (nq,), lead + (nv,), lead + (steps, nv), lead + (npar,))
+
+
+def _broadcast(args, shapes):
+    return [np.broadcast_to(np.asarray(a, dtype=np.float64), s) for a, s in zip(args, shapes)]
+
+
+def _forward_host(sim, q0, v0, taus, theta):
+    """Host side of the forward pass: numpy in, ``(Q, V)`` out."""
+    _, _, shapes = _shapes(sim, q0, v0, taus, theta)
+    Q, V, _ = _autodiff.forward(sim, *_broadcast((q0, v0, taus, theta), shapes), record=False)
+    return Q, V
+
+
+def _backward_host(sim, q0, v0, taus, theta, gQ, gV):
+    """Host side of the backward pass: re-runs the rollout with recording, sweeps the tapes."""
+    _, _, shapes = _shapes(sim, q0, v0, taus, theta)
+    args = _broadcast((q0, v0, taus, theta), shapes)
+    Q, _, tapes = _autodiff.forward(sim, *args, record=True)
+    # Under vmap the cotangents and the inputs are batched independently (jax.jacrev batches
+    # only the cotangents): the backward pass broadcasts them onto the rollouts.
+    return _autodiff.backward(sim, args[0], Q, tapes, np.asarray(gQ), np.asarray(gV))
+
+
+def _result_shapes(sim, q0, v0, taus, theta):
+    lead, steps, _ = _shapes(sim, q0, v0, taus, theta)
+    nq, nv, _ = _autodiff.dims(sim)
+    return (
+        jax.ShapeDtypeStruct(lead + (steps, nq), jnp.float64),
+        jax.ShapeDtypeStruct(lead + (steps, nv), jnp.float64),
+    )
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _rollout(sim, q0, v0, taus, theta):
+    return jax.pure_callback(
+        partial(_forward_host, sim), _result_shapes(sim, q0, v0, taus, theta), q0, v0, taus, theta,
+        vmap_method="expand_dims",
+    )
+
+
+def _rollout_fwd(sim, q0, v0, taus, theta):
+    return _rollout(sim, q0, v0, taus, theta), (q0, v0, taus, theta)
+
+
+def _rollout_bwd(sim, residuals, cotangents):
+    q0, v0, taus, theta = residuals
+    gQ, gV = cotangents
+    _, _, shapes = _shapes(sim, q0, v0, taus, theta)
+    grads = jax.pure_callback(
+        partial(_backward_host, sim), tuple(jax.ShapeDtypeStruct(s, jnp.float64) for s in shapes),
+        q0, v0, taus, theta, gQ, gV, vmap_method="expand_dims",
+    )
+    # The host returns gradients of the broadcast inputs; sum them back to each input's shape.
+    return tuple(_reduce_to(g, jnp.shape(a)) for g, a in zip(grads, residuals))
+
+
+def _reduce_to(grad, shape):
+    extra = grad.ndim - len(shape)
+    if extra:
+        grad = grad.sum(axis=tuple(range(extra)))
+    axes = tuple(i for i, (g, s) in enumerate(zip(grad.shape, shape)) if s == 1 and g != 1)
+    if axes:
+        grad = grad.sum(axis=axes, keepdims=True)
+    return grad.reshape(shape)
+
+
+_rollout.defvjp(_rollout_fwd, _rollout_bwd)
+
+
+def _array(x, name):
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        x = x.astype(jnp.float64)
+    if x.dtype != jnp.float64:
+        raise TypeError(f"{name} must be float64, got {x.dtype}")
+    return x
+
+
+def rollout(sim, q0, v0, taus, theta=None) -> Tuple[jax.Array, jax.Array]:
+    """``T`` simulator steps from ``(q0, v0)`` under the torques ``taus``; returns ``(Q, V)``, the
+    states after each step, shapes ``(..., T, nq)`` and ``(..., T, nv)``. Differentiable (reverse
+    mode) with respect to ``q0``, ``v0``, ``taus`` and ``theta``; see the module docstring.
+
+    :raises TypeError: 64-bit floats are not enabled, or an input is not float64.
+    :raises InputError: shapes that do not fit the model (at trace time), NaN inputs or a failed
+        step (when the callback runs).
+    """
+    _check_x64()
+    q0, v0, taus = _array(q0, "q0"), _array(v0, "v0"), _array(taus, "taus")
+    theta = _array(_autodiff.default_theta(sim) if theta is None else theta, "theta")
+    _shapes(sim, q0, v0, taus, theta)  # shape errors at call (trace) time
+    return _rollout(sim, q0, v0, taus, theta)
+
+
+def step(sim, q, v, tau, theta=None) -> Tuple[jax.Array, jax.Array]:
+    """One simulator step: ``(q⁺, v⁺)`` with the shapes of ``q`` and ``v``; ``tau`` has shape
+    ``(..., nv)``. Arguments as :func:`rollout`."""
+    _check_x64()
+    Q, V = rollout(sim, q, v, jnp.expand_dims(_array(tau, "tau"), -2), theta)
+    return Q[..., 0, :], V[..., 0, :]
