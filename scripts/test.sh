@@ -5,7 +5,10 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$(pwd)"
-VENV="$ROOT/.venv"
+# The venv can live outside the clone (STICTION_VENV=/path) so that repeated runs on one
+# machine reuse it; torch alone is a multi-GB install (PyPI's Linux wheel pulls the CUDA
+# libraries even on machines without a GPU). pip's own cache (~/.cache/pip) also persists.
+VENV="${STICTION_VENV:-$ROOT/.venv}"
 PYTHON_BIN="${PYTHON:-python3}"
 START=$SECONDS
 
@@ -17,8 +20,10 @@ banner "python environment ($VENV)"
 if [[ ! -x "$VENV/bin/python" ]]; then
     "$PYTHON_BIN" -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c "import maturin, numpy, pytest, scipy" >/dev/null 2>&1 || [[ ! -x "$VENV/bin/maturin" ]]; then
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.16,<2" numpy pytest scipy
+# torch and jax are optional for users; the suite installs them so the stiction.torch and
+# stiction.jax tests run (they skip, with a reason, only where the packages are missing).
+if ! "$VENV/bin/python" -c "import maturin, numpy, pytest, scipy, torch, jax" >/dev/null 2>&1 || [[ ! -x "$VENV/bin/maturin" ]]; then
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.16,<2" numpy pytest scipy torch jax
 fi
 "$VENV/bin/python" --version
 "$VENV/bin/maturin" --version

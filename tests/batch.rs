@@ -5,7 +5,7 @@
 use nalgebra::{DMatrix, DVector};
 use stiction::math::SplitMix64;
 use stiction::model::{samples, ParamSpec};
-use stiction::step::{rollout_batch, BatchOptions, BatchRollout, ContactOptions};
+use stiction::step::{backward_batch, rollout_batch, BatchCotangent, BatchOptions, BatchRollout, ContactOptions};
 use stiction::{Control, Error, Model, SimOptions, Simulator, State};
 
 fn options() -> SimOptions {
@@ -129,4 +129,45 @@ fn bad_batches_are_typed_errors_naming_the_rollout() {
     assert!(run(&bad, None).is_err());
     assert!(matches!(run(&good, Some(0)), Err(Error::InvalidInput(_))));
     assert!(run(&[], Some(2)).unwrap().is_empty());
+}
+
+#[test]
+fn batched_backward_equals_tape_backward_for_any_thread_count() {
+    let model = samples::cartpole();
+    let spec = ParamSpec::parse(&model, &["mass:pole"]).unwrap();
+    let items = batch(&model, 6, 20, Some(&spec));
+    let out = rollout_batch(&model, &options(), &spec, &items, &BatchOptions { record: true, threads: None }).unwrap();
+    let mut rng = SplitMix64::new(8);
+    let mut random = |n: usize| DVector::from_fn(n, |_, _| rng.range(-1.0, 1.0));
+    // Two cotangents per tape, the second list entry repeating a tape (as a Jacobian's rows do).
+    let mut tapes = vec![];
+    let mut cotangents = vec![];
+    for res in out.iter().chain(&out) {
+        tapes.push(res.tape.as_ref().unwrap());
+        cotangents.push(BatchCotangent {
+            grad_states: (0..21).map(|_| (random(2), random(2))).collect(),
+            grad_controls: (0..20).map(|_| random(2)).collect(),
+        });
+    }
+    // Empty cotangent lists mean zero.
+    cotangents[1] = BatchCotangent::default();
+    for threads in [Some(1), Some(2), None] {
+        let grads = backward_batch(&tapes, &cotangents, threads).unwrap();
+        for (i, (tape, c)) in tapes.iter().zip(&cotangents).enumerate() {
+            let reference = tape.backward(&c.grad_states, &c.grad_controls).unwrap();
+            assert_eq!(format!("{:?}", grads[i]), format!("{reference:?}"), "rollout {i}");
+        }
+    }
+    assert!(grads_are_zero(&backward_batch(&tapes[1..2], &cotangents[1..2], None).unwrap()[0]));
+    // Mismatched lengths, a wrong cotangent shape (naming the rollout) and zero threads are errors.
+    assert!(matches!(backward_batch(&tapes, &cotangents[1..], None), Err(Error::Dimension { .. })));
+    let mut bad = cotangents.clone();
+    bad[3].grad_controls.pop();
+    let e = backward_batch(&tapes, &bad, None).unwrap_err().to_string();
+    assert!(e.contains("batch rollout 3"), "{e}");
+    assert!(matches!(backward_batch(&tapes, &cotangents, Some(0)), Err(Error::InvalidInput(_))));
+}
+
+fn grads_are_zero(g: &stiction::tape::TapeGradients) -> bool {
+    g.q0.amax() == 0.0 && g.v0.amax() == 0.0 && g.theta.amax() == 0.0 && g.tau.iter().all(|t| t.amax() == 0.0)
 }

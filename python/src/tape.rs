@@ -243,6 +243,129 @@ impl PyTape {
         Ok(d)
     }
 
+    /// Vector-Jacobian products of many recorded rollouts at once, on coordinates, in
+    /// parallel (rayon, GIL released): the reverse pass behind `stiction.torch` and
+    /// `stiction.jax`. `tapes`: B tapes of T steps each (the same tape may appear several
+    /// times). `grad_q` (B, T, nq): ∂L/∂q_t on the coordinates of the states *after* each
+    /// step, mapped to the tangent space at the recorded states (`Model.tangent_gradient`);
+    /// `grad_v` (B, T, nv): ∂L/∂v_t; `None` means zero. `q0` (B, nq): the start
+    /// coordinates as the caller gave them (quaternions of any length; default: the tapes'
+    /// own start states); the gradient on them is `Model.coordinate_gradient`. Returns
+    /// `{"q0": (B, nq), "v0": (B, nv), "tau": (B, T, nv), "theta": (B, np)}`.
+    /// Raises `InputError` for an empty tape list, tapes of different models, lengths or
+    /// parameters, or wrong shapes.
+    #[staticmethod]
+    #[pyo3(signature = (tapes, grad_q=None, grad_v=None, q0=None, threads=None))]
+    fn vjp_batch<'py>(
+        py: Python<'py>,
+        tapes: Vec<Bound<'py, PyTape>>,
+        grad_q: Option<&Bound<'py, PyAny>>,
+        grad_v: Option<&Bound<'py, PyAny>>,
+        q0: Option<&Bound<'py, PyAny>>,
+        threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        // Lock every distinct tape once (a tape listed twice shares its guard).
+        let mut distinct: Vec<usize> = Vec::with_capacity(tapes.len());
+        let mut guards: Vec<MutexGuard<'_, Tape>> = vec![];
+        let mut slot_of_ptr: std::collections::HashMap<*mut pyo3::ffi::PyObject, usize> = Default::default();
+        for t in &tapes {
+            let slot = *slot_of_ptr.entry(t.as_ptr()).or_insert_with(|| {
+                guards.push(t.get().lock());
+                guards.len() - 1
+            });
+            distinct.push(slot);
+        }
+        let records: Vec<&Tape> = distinct.iter().map(|&i| &*guards[i]).collect();
+        let batch = records.len();
+        let first = records
+            .first()
+            .and_then(|t| t.records().first())
+            .ok_or_else(|| input_error("vjp_batch needs at least one tape, and tapes with at least one step"))?;
+        let model = first.model().clone();
+        let (nq, nv, np, steps) = (model.nq(), model.nv(), first.params().len(), records[0].len());
+        for (i, t) in records.iter().enumerate() {
+            let r = t.records().first();
+            let same = t.len() == steps
+                && r.is_some_and(|r| r.model().nq() == nq && r.model().nv() == nv && r.params().len() == np);
+            if !same {
+                return Err(input_error(format!(
+                    "tape {i} does not match tape 0 (every tape needs {steps} steps of a model with nq = {nq}, \
+                     nv = {nv} and {np} parameters)"
+                )));
+            }
+        }
+        let rows3 = |obj: Option<&Bound<'py, PyAny>>, name: &str, n: usize| -> PyResult<Option<Vec<f64>>> {
+            let Some(obj) = obj.filter(|o| !o.is_none()) else { return Ok(None) };
+            let a = crate::convert::array(obj, name)?;
+            if a.shape != [batch, steps, n] {
+                return Err(input_error(format!(
+                    "{name} must have shape (B, T, {n}) = ({batch}, {steps}, {n}), got {:?}",
+                    a.shape
+                )));
+            }
+            if let Some((i, x)) = a.data.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+                return Err(input_error(format!("{name} has a non-finite entry ({x}) at flat index {i}")));
+            }
+            Ok(Some(a.data))
+        };
+        let gq = rows3(grad_q, "grad_q", nq)?;
+        let gv = rows3(grad_v, "grad_v", nv)?;
+        let q0 = match q0.filter(|o| !o.is_none()) {
+            Some(obj) => Some(matrix(obj, "q0", Some(batch), nq)?.1),
+            None => None,
+        };
+        let out = py
+            .detach(|| -> stiction::Result<Vec<f64>> {
+                // Cotangents in the tangent space: row 0 (the start state) is zero.
+                let mut cotangents = Vec::with_capacity(batch);
+                for (b, tape) in records.iter().enumerate() {
+                    let mut states = vec![(DVector::zeros(nv), DVector::zeros(nv))];
+                    for (t, rec) in tape.records().iter().enumerate() {
+                        let at = (b * steps + t) * nq;
+                        let q = match &gq {
+                            Some(g) => {
+                                model.tangent_gradient(rec.outputs().0, &DVector::from_column_slice(&g[at..at + nq]))?
+                            }
+                            None => DVector::zeros(nv),
+                        };
+                        let at = (b * steps + t) * nv;
+                        let v = gv
+                            .as_ref()
+                            .map_or_else(|| DVector::zeros(nv), |g| DVector::from_column_slice(&g[at..at + nv]));
+                        states.push((q, v));
+                    }
+                    cotangents.push(stiction::step::BatchCotangent { grad_states: states, grad_controls: vec![] });
+                }
+                let grads = stiction::step::backward_batch(&records, &cotangents, threads)?;
+                // Flat output: per rollout q0 (nq), v0 (nv), tau (T·nv), theta (np).
+                let width = nq + nv + steps * nv + np;
+                let mut flat = Vec::with_capacity(batch * width);
+                for (b, g) in grads.iter().enumerate() {
+                    let start = match &q0 {
+                        Some(q0) => DVector::from_column_slice(&q0[b * nq..(b + 1) * nq]),
+                        None => records[b].records()[0].inputs().0.clone(),
+                    };
+                    flat.extend_from_slice(model.coordinate_gradient(&start, &g.q0)?.as_slice());
+                    flat.extend_from_slice(g.v0.as_slice());
+                    g.tau.iter().for_each(|t| flat.extend_from_slice(t.as_slice()));
+                    flat.extend_from_slice(g.theta.as_slice());
+                }
+                Ok(flat)
+            })
+            .py_err()?;
+        let width = nq + nv + steps * nv + np;
+        let column = |offset: usize, n: usize| -> Vec<f64> {
+            (0..batch).flat_map(|b| out[b * width + offset..b * width + offset + n].iter().copied()).collect()
+        };
+        let d = PyDict::new(py);
+        d.set_item("q0", out_rows(py, batch, nq, column(0, nq))?)?;
+        d.set_item("v0", out_rows(py, batch, nv, column(nq, nv))?)?;
+        let tau = out_rows(py, batch * steps, nv, column(nq + nv, steps * nv))?;
+        d.set_item("tau", numpy::PyArrayMethods::reshape(&tau, [batch, steps, nv])?)?;
+        d.set_item("theta", out_rows(py, batch, np, column(nq + nv + steps * nv, np))?)?;
+        Ok(d)
+    }
+
     fn __repr__(&self) -> String {
         format!("Tape(steps={})", self.lock().len())
     }

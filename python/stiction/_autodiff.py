@@ -22,7 +22,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._stiction import InputError
+from ._stiction import InputError, Tape
 
 __all__: List[str] = []
 
@@ -101,24 +101,12 @@ def backward(sim, q0: np.ndarray, Q: np.ndarray, tapes, gQ: Optional[np.ndarray]
     lead = np.broadcast_shapes(lead_in, *[g.shape[:-2] for g in (gQ, gV) if g is not None])
     batch = int(np.prod(lead, dtype=np.int64))
     which = np.broadcast_to(np.arange(len(tapes)).reshape(lead_in), lead).ravel()
-    model = sim.model
-    q0f = q0.reshape(len(tapes), nq)
-    Qf = Q.reshape(len(tapes), steps, nq)
+    q0f = q0.reshape(len(tapes), nq)[which]
     gQf = None if gQ is None else np.broadcast_to(gQ, lead + (steps, nq)).reshape(batch, steps, nq)
     gVf = None if gV is None else np.broadcast_to(gV, lead + (steps, nv)).reshape(batch, steps, nv)
-    g_q0 = np.zeros((batch, nq))
-    g_v0 = np.zeros((batch, nv))
-    g_taus = np.zeros((batch, steps, nv))
-    g_theta = np.zeros((batch, npar))
-    zero_row = np.zeros((1, nv))
-    for b, r in enumerate(which):
-        gq = np.zeros((steps, nv)) if gQf is None else model.tangent_gradient(Qf[r], gQf[b])
-        gv = np.zeros((steps, nv)) if gVf is None else gVf[b]
-        grads = tapes[r].backward((np.vstack([zero_row, gq]), np.vstack([zero_row, gv])), None)
-        g_q0[b] = model.coordinate_gradient(q0f[r], grads["q0"])
-        g_v0[b] = grads["v0"]
-        g_taus[b] = grads["tau"]
-        g_theta[b] = grads["theta"]
+    # One call: coordinate maps and tape sweeps in Rust, in parallel, GIL released.
+    grads = Tape.vjp_batch([tapes[r] for r in which], gQf, gVf, q0f)
+    g_q0, g_v0, g_taus, g_theta = grads["q0"], grads["v0"], grads["tau"], grads["theta"]
     return (
         g_q0.reshape(lead + (nq,)),
         g_v0.reshape(lead + (nv,)),

@@ -128,6 +128,20 @@ class Model:
         """``q1 ⊖ q0``: the velocity taking ``q0`` to ``q1`` in unit time, shape (nv,)."""
     def normalize(self, q: ArrayLike) -> Vector:
         """``q`` with every quaternion normalised, shape (nq,)."""
+    def tangent_gradient(self, q: ArrayLike, g: ArrayLike) -> np.ndarray:
+        """Gradients on coordinates to the tangent space: ``g = ∂ℓ/∂q`` at ``q`` (both shape
+        ``(..., nq)``) gives ``Eᵀ g`` (``(..., nv)``), ``E = ∂(q ⊕ δ)/∂δ`` at δ = 0; what a
+        ``StepRecord.vjp`` or ``Tape.backward`` takes for a loss written on coordinates.
+
+        :raises InputError: mismatched shapes, NaN, degenerate quaternions.
+        """
+    def coordinate_gradient(self, q: ArrayLike, g: ArrayLike) -> np.ndarray:
+        """Tangent gradients to coordinates: ``g = ∂ℓ/∂δ`` (``(..., nv)``) at ``q`` (``(..., nq)``)
+        gives ``Dᵀ g`` (``(..., nq)``), the exact gradient of ``q ↦ ℓ(normalize(q))``: no
+        component along a quaternion, and ``tangent_gradient`` of it gives ``g`` back.
+
+        :raises InputError: mismatched shapes, NaN, degenerate quaternions.
+        """
     def mass_matrix(self, q: ArrayLike) -> Matrix:
         """The joint-space mass matrix M(q) (CRBA, armature included), shape (nv, nv)."""
     def bias_forces(self, q: ArrayLike, v: ArrayLike) -> Vector:

@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use super::{Control, SimOptions, Simulator, State};
 use crate::error::{check_vector, Error, Result};
 use crate::model::ParamSpec;
-use crate::tape::Tape;
+use crate::tape::{Tape, TapeGradients};
 use crate::Model;
 
 /// One rollout of a batch.
@@ -73,15 +73,55 @@ pub fn rollout_batch(
             batch.par_iter().map(|item| run_one(&model, options, params, item, batch_options.record)).collect();
         results.into_iter().enumerate().map(|(i, r)| r.map_err(|e| in_rollout(i, e))).collect()
     };
-    match batch_options.threads {
-        None => run(),
+    in_pool(batch_options.threads, run)
+}
+
+/// Runs `f` on rayon's global pool (`None`) or on a pool of `n` threads.
+fn in_pool<T: Send>(threads: Option<usize>, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    match threads {
+        None => f(),
         Some(0) => Err(Error::InvalidInput("batch rollouts need at least one thread".into())),
         Some(n) => rayon::ThreadPoolBuilder::new()
             .num_threads(n)
             .build()
             .map_err(|e| Error::InvalidInput(format!("cannot start {n} worker threads: {e}")))?
-            .install(run),
+            .install(f),
     }
+}
+
+/// The upstream gradients of one rollout for [`backward_batch`]: the arguments of
+/// [`Tape::backward`] (`∂L/∂x_t` for t = 0..T, tangent for q, and `∂L/∂τ_t`; empty means zero).
+#[derive(Clone, Debug, Default)]
+pub struct BatchCotangent {
+    /// `(∂L/∂q_t, ∂L/∂v_t)` for t = 0..T, or empty.
+    pub grad_states: Vec<(DVector<f64>, DVector<f64>)>,
+    /// `∂L/∂τ_t` for t = 0..T−1, or empty.
+    pub grad_controls: Vec<DVector<f64>>,
+}
+
+/// [`Tape::backward`] of many rollouts in parallel: `tapes[i]` swept with `cotangents[i]`
+/// (the same tape may appear several times, e.g. for the rows of a Jacobian). Results in
+/// batch order; the error reported is that of the first failing rollout, naming it.
+pub fn backward_batch(
+    tapes: &[&Tape],
+    cotangents: &[BatchCotangent],
+    threads: Option<usize>,
+) -> Result<Vec<TapeGradients>> {
+    if tapes.len() != cotangents.len() {
+        return Err(Error::Dimension {
+            what: "cotangents (one per tape)",
+            expected: tapes.len(),
+            got: cotangents.len(),
+        });
+    }
+    in_pool(threads, || {
+        let results: Vec<Result<TapeGradients>> = tapes
+            .par_iter()
+            .zip(cotangents.par_iter())
+            .map(|(tape, c)| tape.backward(&c.grad_states, &c.grad_controls))
+            .collect();
+        results.into_iter().enumerate().map(|(i, r)| r.map_err(|e| in_rollout(i, e))).collect()
+    })
 }
 
 /// `e` with the index of the rollout that failed (numerical failures stay numerical).
