@@ -18,7 +18,7 @@ if [[ ! -x "$VENV/bin/python" ]]; then
     "$PYTHON_BIN" -m venv "$VENV"
 fi
 if ! "$VENV/bin/python" -c "import maturin, numpy, pytest, scipy" >/dev/null 2>&1 || [[ ! -x "$VENV/bin/maturin" ]]; then
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.16,<2" numpy pytest scipy
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.16,<2" numpy pytest scipy matplotlib
 fi
 "$VENV/bin/python" --version
 "$VENV/bin/maturin" --version
