@@ -6,7 +6,6 @@ import pathlib
 import sys
 
 import numpy as np
-import pytest
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
@@ -146,3 +145,37 @@ def test_splitmix_matches_the_rust_generator():
     seed-0 stream)."""
     rng = load("_splitmix").SplitMix64(0)
     assert [rng.next_u64() for _ in range(3)] == [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F]
+
+
+def load_plot_script():
+    path = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "plot_example.py"
+    spec = importlib.util.spec_from_file_location("plot_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_plot_example_script_turns_a_csv_into_a_png(tmp_path):
+    """scripts/plot_example.py: the CSV the Rust examples write (header row, NaN gaps) becomes a PNG."""
+    import pytest
+
+    script = load_plot_script()
+    csv = tmp_path / "run.csv"
+    rows = ["t,x,z,loss"] + [f"{0.1 * k},{k * 0.2},{1 - (k - 5) ** 2 / 25},{10.0 ** -k if k < 8 else 'NaN'}"
+                             for k in range(11)]
+    csv.write_text("\n".join(rows) + "\n")
+    names, columns = script.read_columns(csv)
+    assert names == ["t", "x", "z", "loss"] and np.isnan(columns[3][-1])
+    assert script.wants_log(columns[3]) and not script.wants_log(columns[2])
+    if HAVE_MATPLOTLIB:
+        assert script.main([str(csv), "--xy", "x,z"]) == 0
+        assert csv.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(SystemExit, match="no such column"):
+        script.main([str(csv), "--x", "time"])
+    with pytest.raises(SystemExit, match="--xy x,q"):
+        script.main([str(csv), "--xy", "x,q"])
+    with pytest.raises(SystemExit, match="no such file"):
+        script.main([str(tmp_path / "missing.csv")])
+    (tmp_path / "bad.csv").write_text("t,x\n0,1\n1,oops\n")
+    with pytest.raises(SystemExit, match="'oops', not a number"):
+        script.main([str(tmp_path / "bad.csv")])
