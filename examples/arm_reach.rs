@@ -55,6 +55,10 @@ pub struct Reach {
     pub costs: (f64, f64),
     /// Largest |torque|.
     pub max_torque: f64,
+    /// The end-effector position at every state x_0 … x_T.
+    pub tool_path: Vec<Vec3>,
+    /// The clearance of the penalised points at every state.
+    pub clearances: Vec<f64>,
 }
 
 /// The problem: model, start state, target, obstacle centre, the cost and the obstacle term.
@@ -110,10 +114,10 @@ pub fn solve(jacobians: JacobianSource, progress: Option<&mut dyn FnMut(&IlqrPro
     let opts = IlqrOptions { bounds: Some(bounds), jacobians, max_iterations: 200, ..Default::default() };
     let r = ilqr(&mut sim, &p.x0, &guess, &cost, &opts, progress)?;
     let end = reach.position(model, &r.states.last().expect("a state").q)?;
-    let mut min_clearance = f64::INFINITY;
-    for x in &r.states {
-        min_clearance = min_clearance.min(p.obstacle.clearance(model, &x.q)?);
-    }
+    let clearances =
+        r.states.iter().map(|x| p.obstacle.clearance(model, &x.q)).collect::<stiction::Result<Vec<_>>>()?;
+    let min_clearance = clearances.iter().copied().fold(f64::INFINITY, f64::min);
+    let tool_path = r.states.iter().map(|x| reach.position(model, &x.q)).collect::<stiction::Result<Vec<_>>>()?;
     Ok(Reach {
         distance: (end - p.target).norm(),
         min_clearance,
@@ -124,6 +128,8 @@ pub fn solve(jacobians: JacobianSource, progress: Option<&mut dyn FnMut(&IlqrPro
         jacobian_time: r.jacobian_time,
         costs: (r.cost_history[0], r.cost),
         max_torque: r.controls.iter().map(|u| u.amax()).fold(0.0, f64::max),
+        tool_path,
+        clearances,
     })
 }
 
@@ -171,6 +177,32 @@ fn main() -> stiction::Result<()> {
             r.min_clearance,
             r.max_torque
         );
+        if jacobians == JacobianSource::Analytic {
+            let rows: Vec<Vec<f64>> = (r.tool_path.iter().zip(&r.clearances).enumerate())
+                .map(|(t, (e, c))| vec![t as f64 * DT, e.x, e.y, e.z, *c])
+                .collect();
+            write_csv("arm_reach", "t,ee_x,ee_y,ee_z,clearance", &rows, " --xy ee_x,ee_y --xy ee_y,ee_z");
+        }
     }
     Ok(())
+}
+
+/// Writes `rows` under the CSV `header` to `target/{name}.csv` and prints the command that plots it.
+#[allow(dead_code)]
+fn write_csv(name: &str, header: &str, rows: &[Vec<f64>], plot_args: &str) {
+    let path = std::path::Path::new("target").join(format!("{name}.csv"));
+    let mut text = format!("{header}\n");
+    for row in rows {
+        let cell =
+            |x: &f64| if *x != 0.0 && (x.abs() < 1e-4 || x.abs() >= 1e9) { format!("{x:e}") } else { x.to_string() };
+        text += &row.iter().map(cell).collect::<Vec<_>>().join(",");
+        text.push('\n');
+    }
+    match std::fs::create_dir_all("target").and_then(|_| std::fs::write(&path, text)) {
+        Ok(()) => {
+            println!("wrote {}; plot it with", path.display());
+            println!("  python3 scripts/plot_example.py {}{plot_args} --out target/{name}.png", path.display());
+        }
+        Err(e) => println!("could not write {}: {e}", path.display()),
+    }
 }

@@ -269,6 +269,17 @@ fn main() -> stiction::Result<()> {
             t.v0.y,
             t.v0.z
         );
+        if gradients == Gradients::Analytic {
+            // The optimised throw, step by step, for the plot.
+            sim.reset_warm_start();
+            let mut x = initial_state(&t.v0);
+            let mut rows = vec![vec![0.0, x.q[0], x.q[1], x.q[2]]];
+            for k in 1..=STEPS {
+                x = sim.step(&x, &Control::torques(DVector::zeros(6)))?;
+                rows.push(vec![k as f64 * DT, x.q[0], x.q[1], x.q[2]]);
+            }
+            write_csv("ball_throw", "t,x,y,z", &rows, " --xy x,z --xy x,y");
+        }
         summary.push((label, t));
     }
     println!("summary:");
@@ -281,4 +292,24 @@ fn main() -> stiction::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Writes `rows` under the CSV `header` to `target/{name}.csv` and prints the command that plots it.
+#[allow(dead_code)]
+fn write_csv(name: &str, header: &str, rows: &[Vec<f64>], plot_args: &str) {
+    let path = std::path::Path::new("target").join(format!("{name}.csv"));
+    let mut text = format!("{header}\n");
+    for row in rows {
+        let cell =
+            |x: &f64| if *x != 0.0 && (x.abs() < 1e-4 || x.abs() >= 1e9) { format!("{x:e}") } else { x.to_string() };
+        text += &row.iter().map(cell).collect::<Vec<_>>().join(",");
+        text.push('\n');
+    }
+    match std::fs::create_dir_all("target").and_then(|_| std::fs::write(&path, text)) {
+        Ok(()) => {
+            println!("wrote {}; plot it with", path.display());
+            println!("  python3 scripts/plot_example.py {}{plot_args} --out target/{name}.png", path.display());
+        }
+        Err(e) => println!("could not write {}: {e}", path.display()),
+    }
 }

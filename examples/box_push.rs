@@ -54,6 +54,10 @@ pub struct Push {
     pub max_force: f64,
     /// Strictly decreasing cost history.
     pub monotone: bool,
+    /// The optimised states x_0 … x_T.
+    pub states: Vec<State>,
+    /// The optimised controls u_0 … u_{T−1}.
+    pub controls: Vec<DVector<f64>>,
 }
 
 /// The pusher (x slider and y slider carrying a sphere at the box's mid height) and the box.
@@ -157,6 +161,8 @@ pub fn solve(jacobians: JacobianSource, progress: Option<&mut dyn FnMut(&IlqrPro
         costs: (r.cost_history[0], r.cost),
         max_force,
         monotone: r.cost_history.windows(2).all(|w| w[1] < w[0]),
+        states: r.states,
+        controls: r.controls,
     })
 }
 
@@ -201,6 +207,38 @@ fn main() -> stiction::Result<()> {
             p.goal_error * 1e3,
             p.max_force
         );
+        if jacobians == JacobianSource::Analytic {
+            let rows: Vec<Vec<f64>> = p
+                .states
+                .iter()
+                .enumerate()
+                .map(|(t, x)| {
+                    let u = p.controls.get(t).map_or([f64::NAN; 2], |u| [u[0], u[1]]);
+                    vec![t as f64 * DT, x.q[2], x.q[3], x.q[0], x.q[1], u[0], u[1]]
+                })
+                .collect();
+            write_csv("box_push", "t,box_x,box_y,pusher_x,pusher_y,force_x,force_y", &rows, "");
+        }
     }
     Ok(())
+}
+
+/// Writes `rows` under the CSV `header` to `target/{name}.csv` and prints the command that plots it.
+#[allow(dead_code)]
+fn write_csv(name: &str, header: &str, rows: &[Vec<f64>], plot_args: &str) {
+    let path = std::path::Path::new("target").join(format!("{name}.csv"));
+    let mut text = format!("{header}\n");
+    for row in rows {
+        let cell =
+            |x: &f64| if *x != 0.0 && (x.abs() < 1e-4 || x.abs() >= 1e9) { format!("{x:e}") } else { x.to_string() };
+        text += &row.iter().map(cell).collect::<Vec<_>>().join(",");
+        text.push('\n');
+    }
+    match std::fs::create_dir_all("target").and_then(|_| std::fs::write(&path, text)) {
+        Ok(()) => {
+            println!("wrote {}; plot it with", path.display());
+            println!("  python3 scripts/plot_example.py {}{plot_args} --out target/{name}.png", path.display());
+        }
+        Err(e) => println!("could not write {}: {e}", path.display()),
+    }
 }

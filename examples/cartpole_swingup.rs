@@ -91,7 +91,8 @@ fn main() -> stiction::Result<()> {
                 let force = r.controls.get(t).map_or(f64::NAN, |u| u[0]);
                 let _ = writeln!(f, "{},{},{},{},{},{}", t as f64 * DT, s.q[0], s.q[1], s.v[0], s.v[1], force);
             }
-            println!("wrote {}", path.display());
+            println!("wrote {}; plot it with", path.display());
+            println!("  python3 scripts/plot_example.py {} --out target/cartpole_swingup.png", path.display());
         }
     }
     println!("single shooting (L-BFGS, Tape::backward gradients):");

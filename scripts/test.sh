@@ -22,8 +22,11 @@ if [[ ! -x "$VENV/bin/python" ]]; then
 fi
 # torch and jax are optional for users; the suite installs them so the stiction.torch and
 # stiction.jax tests run (they skip, with a reason, only where the packages are missing).
-if ! "$VENV/bin/python" -c "import maturin, numpy, pytest, scipy, torch, jax" >/dev/null 2>&1 || [[ ! -x "$VENV/bin/maturin" ]]; then
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.16,<2" numpy pytest scipy torch jax
+# matplotlib draws the examples' plots.
+if ! "$VENV/bin/python" -c "import maturin, numpy, pytest, scipy, matplotlib, torch, jax" >/dev/null 2>&1 \
+    || [[ ! -x "$VENV/bin/maturin" ]]; then
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+        "maturin>=1.16,<2" numpy pytest scipy matplotlib torch jax
 fi
 "$VENV/bin/python" --version
 "$VENV/bin/maturin" --version

@@ -1,7 +1,7 @@
 """Cartpole swing-up with iLQR from Python (the Rust example `cargo run --release --example
 cartpole_swingup` does the same): from hanging to upright in 2.5 s with |force| ≤ 20 N on the cart.
 
-Run: python python/examples/cartpole_swingup.py [--fd] [--csv PATH]
+Run: python python/examples/cartpole_swingup.py [--fd] [--csv PATH] [--plot PATH.png | --no-plot]
 """
 
 import argparse
@@ -12,10 +12,14 @@ import numpy as np
 import stiction
 from stiction import trajopt
 
+from _plotting import add_plot_arguments, plot_path, pyplot, save
+
+DT = 0.02
+
 
 def swing_up(jacobians="analytic", verbose=True):
     model = stiction.samples.cartpole()
-    sim = stiction.Simulator(model, dt=0.02, contact=False)
+    sim = stiction.Simulator(model, dt=DT, contact=False)
     steps = 125
     start = time.perf_counter()
     result = trajopt.ilqr(
@@ -42,20 +46,51 @@ def swing_up(jacobians="analytic", verbose=True):
     return result
 
 
-def main():
+def plot(result, path):
+    plt = pyplot(path)
+    if plt is None:
+        return None
+    t = np.arange(len(result["q"])) * DT
+    q, v, u = result["q"], result["v"], result["controls"]
+    fig, ax = plt.subplots(2, 2, figsize=(10, 6.5))
+    ax[0, 0].plot(t, q[:, 1], label="pole angle θ")
+    ax[0, 0].axhline(np.pi, color="k", lw=0.8, ls=":", label="upright (θ = π)")
+    ax[0, 0].set_ylabel("θ [rad]")
+    ax[0, 0].set_title(f"cartpole swing-up (iLQR): |θ_T − π| = {abs(q[-1, 1] - np.pi):.1e} rad")
+    ax[0, 0].legend(fontsize=8)
+    ax[0, 1].plot(t, q[:, 0], label="cart x [m]")
+    ax[0, 1].plot(t, v[:, 1], label="θ̇ [rad/s]")
+    ax[0, 1].set_title("cart position, pole rate")
+    ax[0, 1].legend(fontsize=8)
+    ax[1, 0].step(t[:-1], u[:, 0], where="post")
+    ax[1, 0].set_ylabel("cart force [N]")
+    ax[1, 0].set_xlabel("t [s]")
+    ax[1, 1].semilogy(result["cost_history"])
+    ax[1, 1].set_xlabel("iLQR iteration")
+    ax[1, 1].set_ylabel("cost")
+    ax[1, 1].set_title(f"{result['iterations']} iterations ({result['stop']})")
+    ax[0, 1].set_xlabel("t [s]")
+    fig.tight_layout()
+    return save(fig, path)
+
+
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--fd", action="store_true", help="also run with finite-difference Jacobians")
     parser.add_argument("--csv", help="write t, x, theta, xdot, thetadot, force to this file")
-    args = parser.parse_args()
+    add_plot_arguments(parser, "cartpole_swingup")
+    args = parser.parse_args(argv)
     result = swing_up("analytic")
     if args.fd:
         swing_up("finite_difference")
     if args.csv:
-        t = np.arange(len(result["q"])) * 0.02
+        t = np.arange(len(result["q"])) * DT
         force = np.append(result["controls"][:, 0], 0.0)
         table = np.column_stack([t, result["q"], result["v"], force])
         np.savetxt(args.csv, table, delimiter=",", header="t,x,theta,xdot,thetadot,force", comments="")
         print(f"wrote {args.csv}")
+    result["plot"] = plot(result, plot_path(args))
+    return result
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """System identification from Python: recover the two link masses of a double pendulum from
 noisy joint trajectories with `stiction.sysid.fit` (Levenberg–Marquardt on exact Jacobians).
 
-Run: python python/examples/sysid_pendulum.py [--noise SIGMA]
+Run: python python/examples/sysid_pendulum.py [--noise SIGMA] [--plot PATH.png | --no-plot]
 """
 
 import argparse
@@ -10,6 +10,8 @@ import numpy as np
 
 import stiction
 from stiction import sysid
+
+from _plotting import add_plot_arguments, plot_path, pyplot, save
 
 
 def identify(noise=1e-3, jacobians="analytic", seed=0, verbose=True):
@@ -36,11 +38,28 @@ def identify(noise=1e-3, jacobians="analytic", seed=0, verbose=True):
     return hidden, fit
 
 
-def main():
+def plot(hidden, fit, path):
+    plt = pyplot(path)
+    if plt is None:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.semilogy(fit["cost_history"], "o-")
+    ax.set_xlabel("Levenberg–Marquardt iteration")
+    ax.set_ylabel("cost ½Σ(r/σ)²")
+    errors = ", ".join(f"{n} {100 * (v - h) / h:+.2f} %" for n, h, v in zip(fit["names"], hidden, fit["theta"]))
+    ax.set_title(f"double pendulum masses: {errors}", fontsize=9)
+    fig.tight_layout()
+    return save(fig, path)
+
+
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--noise", type=float, default=1e-3, help="joint-angle noise σ (rad)")
-    args = parser.parse_args()
-    identify(args.noise)
+    add_plot_arguments(parser, "sysid_pendulum")
+    args = parser.parse_args(argv)
+    hidden, fit = identify(args.noise)
+    fit["plot"] = plot(hidden, fit, plot_path(args))
+    return hidden, fit
 
 
 if __name__ == "__main__":

@@ -740,21 +740,110 @@ def bodies_on_plane(n: int, shape: str = "box") -> Model:
     resting on the world plane z = 0 and penetrating it by 1 mm at the neutral
     configuration."""
 
+class PointCost:
+    """A world-space cost ``½ (p − p*)ᵀ W (p − p*)`` on a point ``p(q)`` fixed on a body, for the
+    ``costs`` of :func:`stiction.trajopt.ilqr` and :func:`stiction.trajopt.shooting`."""
+
+    def __init__(
+        self,
+        model: Model,
+        body: Union[int, str],
+        target: ArrayLike,
+        weight: float = 1.0,
+        point: Optional[ArrayLike] = None,
+        running_weight: float = 0.0,
+        axis_weights: Optional[ArrayLike] = None,
+    ) -> None:
+        """:param body: the body, by name or index (looked up by name in the simulator's model
+            at optimisation time).
+        :param target: the world target (3,).
+        :param weight: the weight on the final state (``W = weight · diag(axis_weights)``).
+        :param point: the point in the body's frame (default its origin).
+        :param running_weight: the weight on every earlier state (default 0).
+        :param axis_weights: per world axis (default ``(1, 1, 1)``).
+        :raises InputError: an unknown body, non-finite vectors, negative or non-finite weights.
+        """
+    def position(self, q: ArrayLike) -> Vector:
+        """The world position of the point at configuration ``q``, shape (3,)."""
+    @property
+    def body(self) -> str:
+        """The body's name."""
+    @property
+    def point(self) -> Vector:
+        """The point in the body's frame, shape (3,)."""
+    @property
+    def target(self) -> Vector:
+        """The world target, shape (3,)."""
+    @property
+    def weight(self) -> float:
+        """The terminal weight."""
+    @property
+    def running_weight(self) -> float:
+        """The running weight."""
+    @property
+    def axis_weights(self) -> Vector:
+        """The world-axis weights, shape (3,)."""
+
+class ObstacleCost:
+    """A smooth penalty ``w Σ_k max(0, radius + margin − |p_k − center|)²`` keeping body points out of
+    a sphere, for the ``costs`` of :func:`stiction.trajopt.ilqr` and :func:`stiction.trajopt.shooting`."""
+
+    def __init__(
+        self,
+        model: Model,
+        points: Sequence[Union[int, str, Tuple[Union[int, str], ArrayLike]]],
+        center: ArrayLike,
+        radius: float,
+        margin: float = 0.0,
+        running_weight: float = 1.0,
+        terminal_weight: Optional[float] = None,
+    ) -> None:
+        """:param points: each a body (name or index; its origin) or a ``(body, point)`` pair.
+        :param terminal_weight: the weight on the final state (default ``running_weight``).
+        :raises InputError: no points, an unknown body, non-finite or negative values.
+        """
+    def clearance(self, q: ArrayLike) -> float:
+        """The smallest ``|p_k − center| − radius`` at configuration ``q`` (negative inside)."""
+    @property
+    def bodies(self) -> List[str]:
+        """The bodies of the points."""
+    @property
+    def points(self) -> Matrix:
+        """The points in their bodies' frames, shape (K, 3)."""
+    @property
+    def center(self) -> Vector:
+        """The sphere's centre, shape (3,)."""
+    @property
+    def radius(self) -> float:
+        """The sphere's radius."""
+    @property
+    def margin(self) -> float:
+        """The safety margin."""
+    @property
+    def running_weight(self) -> float:
+        """The weight on every running step."""
+    @property
+    def terminal_weight(self) -> float:
+        """The weight on the final state."""
+
+WorldCosts = Union[None, PointCost, ObstacleCost, Sequence[Union[PointCost, ObstacleCost]]]
+
 def _ilqr(
-    sim: Simulator, q0: ArrayLike, v0: ArrayLike, controls: ArrayLike, target_q: ArrayLike,
+    sim: Simulator, q0: ArrayLike, v0: ArrayLike, controls: ArrayLike, target_q: Optional[ArrayLike] = None,
     target_v: Optional[ArrayLike] = None, state_weight: Optional[ArrayLike] = None,
     control_weight: Optional[ArrayLike] = None, terminal_weight: Optional[ArrayLike] = None,
     lower: Optional[ArrayLike] = None, upper: Optional[ArrayLike] = None, jacobians: str = "analytic",
     max_iterations: int = 200, cost_tolerance: float = 1e-7, callback: Optional[Any] = None,
+    costs: WorldCosts = None,
 ) -> Dict[str, Any]:
     """iLQR; use :func:`stiction.trajopt.ilqr`."""
 
 def _shooting(
-    sim: Simulator, q0: ArrayLike, v0: ArrayLike, controls: ArrayLike, target_q: ArrayLike,
+    sim: Simulator, q0: ArrayLike, v0: ArrayLike, controls: ArrayLike, target_q: Optional[ArrayLike] = None,
     target_v: Optional[ArrayLike] = None, state_weight: Optional[ArrayLike] = None,
     control_weight: Optional[ArrayLike] = None, terminal_weight: Optional[ArrayLike] = None,
     lower: Optional[ArrayLike] = None, upper: Optional[ArrayLike] = None, max_iterations: int = 500,
-    callback: Optional[Any] = None,
+    callback: Optional[Any] = None, costs: WorldCosts = None,
 ) -> Dict[str, Any]:
     """Single shooting; use :func:`stiction.trajopt.shooting`."""
 

@@ -1,6 +1,6 @@
-"""Trajectory optimization over a :class:`stiction.Simulator`: iLQR and single shooting.
+"""Trajectory optimization over a :class:`stiction.Simulator`: iLQR, single and multiple shooting.
 
-Both minimise the quadratic trajectory cost
+All three minimise the quadratic trajectory cost
 
 .. code-block:: text
 
@@ -15,6 +15,16 @@ work. The loops run in Rust (the GIL is released unless a ``callback`` is given)
 Weights are a scalar (times the identity), a vector (the diagonal) or a full symmetric matrix:
 ``state_weight`` and ``terminal_weight`` are ``2 nv`` wide, ``control_weight`` ``nv``. ``lower``/``upper``
 bound every control (scalars or ``nv``-vectors; ``lower = upper = 0`` for an unactuated joint).
+
+:func:`ilqr` and :func:`shooting` add world-space terms given as ``costs``: a :class:`PointCost`
+drives a point fixed on a body to a world target (end-effector reaching, pushing an object to a goal),
+an :class:`ObstacleCost` keeps body points out of a sphere. Their gradients use the exact point
+Jacobians; iLQR uses their Gauss–Newton Hessians::
+
+    reach = trajopt.PointCost(model, "link7", target=[0.4, 0.2, 0.5], weight=2e3, point=[0, 0, 0.1])
+    avoid = trajopt.ObstacleCost(model, [("link7", [0, 0, 0.1]), "link6"], center=[0.4, 0.0, 0.5],
+                                 radius=0.08, margin=0.03, running_weight=2e3)
+    result = trajopt.ilqr(sim, q0, v0, guess, target_q=q0, terminal_weight=..., costs=[reach, avoid])
 
 >>> import numpy as np, stiction
 >>> from stiction import trajopt
@@ -31,9 +41,9 @@ from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
-from ._stiction import _ilqr, _shooting
+from ._stiction import ObstacleCost, PointCost, _ilqr, _shooting
 
-__all__ = ["ilqr", "shooting", "multiple_shooting"]
+__all__ = ["ilqr", "shooting", "multiple_shooting", "PointCost", "ObstacleCost"]
 
 
 def ilqr(
@@ -41,7 +51,7 @@ def ilqr(
     q0,
     v0,
     controls,
-    target_q,
+    target_q=None,
     target_v=None,
     state_weight=None,
     control_weight=None,
@@ -52,11 +62,13 @@ def ilqr(
     max_iterations: int = 200,
     cost_tolerance: float = 1e-7,
     callback: Optional[Callable[[Dict[str, float]], Any]] = None,
+    costs=None,
 ) -> Dict[str, Any]:
     """Iterative LQR (Li & Todorov 2004; Tassa, Erez & Todorov 2012) from the initial guess
     ``controls`` (shape ``(T, nv)``).
 
-    :param target_q: the target configuration ``q*`` (``nq``); ``target_v`` (``nv``, default 0).
+    :param target_q: the target configuration ``q*`` (``nq``; default: the model's neutral
+        configuration); ``target_v`` (``nv``, default 0).
     :param state_weight: running state weight ``Q`` (default 0).
     :param control_weight: control weight ``R`` (default ``1e-3``).
     :param terminal_weight: terminal state weight ``Q_f`` (default 1).
@@ -69,17 +81,20 @@ def ilqr(
     :param callback: called after every iteration with a dict ``iteration``, ``cost``, ``step``
         (line-search step), ``regularization``, ``elapsed`` (s); an exception it raises is re-raised
         when the optimizer returns.
+    :param costs: world-space terms added to the quadratic cost: a :class:`PointCost`, an
+        :class:`ObstacleCost` or a sequence of them (bodies looked up by name in ``sim.model``).
     :returns: a dict: ``controls`` (T, nv), ``q`` (T+1, nq), ``v`` (T+1, nv), ``cost``,
         ``cost_history``, ``iterations``, ``converged``, ``stop`` (the reason), ``wall_time`` (s),
         ``feedback`` (T gains ``K_t`` of shape (nv, 2nv)), ``jacobian_time``,
         ``jacobian_evaluations``, ``simulator_steps``.
     :raises InputError: wrong shapes, NaN, bad weights (not symmetric, wrong size), crossed bounds,
-        an unknown ``jacobians``.
+        an unknown ``jacobians``, ``costs`` that are not cost objects or name bodies ``sim.model``
+        lacks.
     :raises NumericalError: the initial rollout fails (a non-finite state).
     """
     return _ilqr(
         sim, q0, v0, controls, target_q, target_v, state_weight, control_weight, terminal_weight, lower, upper,
-        jacobians, max_iterations, cost_tolerance, callback,
+        jacobians, max_iterations, cost_tolerance, callback, costs,
     )
 
 
@@ -88,7 +103,7 @@ def shooting(
     q0,
     v0,
     controls,
-    target_q,
+    target_q=None,
     target_v=None,
     state_weight=None,
     control_weight=None,
@@ -97,10 +112,11 @@ def shooting(
     upper=None,
     max_iterations: int = 500,
     callback: Optional[Callable[[Dict[str, float]], Any]] = None,
+    costs=None,
 ) -> Dict[str, Any]:
     """Single shooting: L-BFGS over the whole control sequence, with the exact gradient of the cost
     from one reverse pass over the recorded rollout (``Tape.backward``) per iteration; bounds by
-    projection. Arguments as :func:`ilqr`; the ``callback`` dict has ``iteration``, ``cost``,
+    projection. Arguments as :func:`ilqr` (``costs`` included); the ``callback`` dict has ``iteration``, ``cost``,
     ``gradient_norm``, ``step``, ``elapsed``.
 
     :returns: a dict: ``controls``, ``q``, ``v``, ``cost``, ``cost_history``, ``iterations``,
@@ -109,7 +125,7 @@ def shooting(
     """
     return _shooting(
         sim, q0, v0, controls, target_q, target_v, state_weight, control_weight, terminal_weight, lower, upper,
-        max_iterations, callback,
+        max_iterations, callback, costs,
     )
 
 
