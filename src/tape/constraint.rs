@@ -60,6 +60,10 @@ pub(crate) struct ConstraintLinearization {
     pub direct: DMatrix<f64>,
     /// Bouncing clamping contacts: unit normal rows `â` (1 × nv) and restitution.
     pub bounces: Vec<(DVector<f64>, f64)>,
+    /// The approach rate `â·v` of each bounce (negative) and the free acceleration
+    /// `a = (v_f − v)/h` of the step, for the saltation term of
+    /// [`ConstraintLinearization::saltation_velocity_term`].
+    pub approach: (Vec<f64>, DVector<f64>),
     /// `∂ℓ/∂f = J M̃⁻¹ ∂ℓ/∂v⁺` (one entry per row), when an adjoint `∂ℓ/∂v⁺` was given.
     pub dl_df: Option<DVector<f64>>,
 }
@@ -337,18 +341,22 @@ pub(crate) fn linearize_constraints_with(
     }
 
     let mut bounces = vec![];
+    let mut rates = vec![];
     if c.options.bounce_gradients == BounceGradients::ContinuousTime {
         for (i, info) in c.info.iter().enumerate() {
             if info.bounce && states[3 * i] == RowState::Clamping {
                 let a = asm.j.row(3 * i).transpose();
                 let norm = a.norm();
-                if norm > 0.0 {
+                let rate = a.dot(&rec.v) / norm;
+                if norm > 0.0 && rate < 0.0 {
                     bounces.push((a / norm, info.restitution));
+                    rates.push(rate);
                 }
             }
         }
     }
-    Ok(ConstraintLinearization { g, jc, direct, bounces, dl_df })
+    let free_acceleration = (&c.v_free - &rec.v) / h;
+    Ok(ConstraintLinearization { g, jc, direct, bounces, approach: (rates, free_acceleration), dl_df })
 }
 
 /// The loss-driven classification of DiffDART §4.4 ("updated version", the second
@@ -397,6 +405,25 @@ impl ConstraintLinearization {
     /// `(I − G J_C) dv_f/dx` (the direct columns are added by the caller).
     pub(crate) fn project(&self, dvf: &DMatrix<f64>) -> DMatrix<f64> {
         dvf - &self.g * (&self.jc * dvf)
+    }
+
+    /// The velocity row of the saltation matrix of an impact, which DiffDART §6 leaves
+    /// out: when the impact time moves with the configuration, the body spends that time
+    /// accelerating before the impact instead of after it. For a guard `â·q = 0` reached
+    /// at approach rate `â·v⁻ < 0`, with reset `R = ∂v⁺/∂v` and the same free
+    /// acceleration `a` on both sides, the continuous-time Jacobian gains
+    /// `∂v⁺/∂q += (a − R a) âᵀ / (â·v⁻)`: for a ball falling under gravity onto the
+    /// ground, `−(1 + e) g / v⁻` (zero without external forces, as in §6's examples).
+    /// Summed over the bouncing contacts.
+    pub(crate) fn saltation_velocity_term(&self, dv_dv: &DMatrix<f64>, dv_dq: &mut DMatrix<f64>) {
+        let (rates, a) = &self.approach;
+        if self.bounces.is_empty() {
+            return;
+        }
+        let jump = a - dv_dv * a;
+        for ((ai, _), rate) in self.bounces.iter().zip(rates) {
+            *dv_dq += &jump * ai.transpose() / *rate;
+        }
     }
 
     /// DiffDART §6: corrects `∂q⁺/∂q` so that `âᵢᵀ X âᵢ = −eᵢ` for each bouncing

@@ -216,6 +216,8 @@ impl StepRecord {
         add_config_blocks(model, &ws.jq, &mut dq_dq);
         if let Some(lin) = lin {
             lin.bounce_correction(&mut dq_dq)?;
+            // After dq⁺/dq is formed: the impact-time shift acts within the step's instant.
+            lin.saltation_velocity_term(&dv_dv, &mut dv_dq);
         }
         let dq_dv = config_rows(model, &ws.jw, h, &dv_dv);
         let dq_dtau = config_rows(model, &ws.jw, h, &dv_dtau);
