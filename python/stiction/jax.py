@@ -23,9 +23,13 @@ reverse mode (``jax.grad``, ``jax.vjp``, ``jax.jacrev``).
 from functools import partial
 from typing import Tuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
+
+try:
+    import jax
+    import jax.numpy as jnp
+except ImportError as e:  # pragma: no cover - exercised by test_optional_imports
+    raise ImportError("stiction.jax needs JAX: pip install jax") from e
 
 from . import _autodiff
 

@@ -32,7 +32,11 @@ Conventions:
 from typing import Optional, Tuple
 
 import numpy as np
-import torch
+
+try:
+    import torch
+except ImportError as e:  # pragma: no cover - exercised by test_optional_imports
+    raise ImportError("stiction.torch needs PyTorch: pip install torch") from e
 
 from . import _autodiff
 
