@@ -1,7 +1,8 @@
 """Cartpole swing-up with iLQR from Python (the Rust example `cargo run --release --example
-cartpole_swingup` does the same): from hanging to upright in 2.5 s with |force| ≤ 20 N on the cart.
+cartpole_swingup` does the same): from hanging to upright in 2.5 s with |force| ≤ 20 N on the cart,
+then the same problem by single shooting (L-BFGS on Tape.backward gradients) for comparison.
 
-Run: python python/examples/cartpole_swingup.py [--fd] [--csv PATH] [--plot PATH.png | --no-plot]
+Run: python python/examples/cartpole_swingup.py [--fd] [--no-shooting] [--csv PATH] [--plot PATH.png | --no-plot]
 """
 
 import argparse
@@ -17,21 +18,27 @@ from _plotting import add_plot_arguments, plot_path, pyplot, save
 DT = 0.02
 
 
+# The swing-up problem: 125 steps of 20 ms, cart force within ±20 N, the pole unactuated.
+STEPS = 125
+PROBLEM = dict(
+    target_q=[0.0, np.pi],
+    control_weight=[1e-2, 1.0],
+    terminal_weight=[100.0, 1000.0, 100.0, 100.0],
+    lower=[-20.0, 0.0],
+    upper=[20.0, 0.0],
+)
+
+
 def swing_up(jacobians="analytic", verbose=True):
     model = stiction.samples.cartpole()
     sim = stiction.Simulator(model, dt=DT, contact=False)
-    steps = 125
     start = time.perf_counter()
     result = trajopt.ilqr(
         sim,
         model.neutral(),
         np.zeros(2),
-        np.zeros((steps, 2)),
-        target_q=[0.0, np.pi],
-        control_weight=[1e-2, 1.0],
-        terminal_weight=[100.0, 1000.0, 100.0, 100.0],
-        lower=[-20.0, 0.0],
-        upper=[20.0, 0.0],
+        np.zeros((STEPS, 2)),
+        **PROBLEM,
         jacobians=jacobians,
         callback=(lambda p: print(f"  iter {int(p['iteration']):3d}  cost {p['cost']:.6e}")
                   if verbose and int(p["iteration"]) % 25 == 0 else None),
@@ -43,6 +50,22 @@ def swing_up(jacobians="analytic", verbose=True):
               f"cost {result['cost_history'][0]:.4e} -> {result['cost']:.4e}, {elapsed:.3f} s")
         print(f"  final: |theta - pi| = {abs(q[1] - np.pi):.2e} rad, |thetadot| = {abs(v[1]):.2e} rad/s, "
               f"cart x = {q[0]:+.3f} m, max |force| = {np.abs(result['controls'][:, 0]).max():.2f} N")
+    return result
+
+
+def shoot(verbose=True):
+    """The same problem by single shooting: L-BFGS over all 125 controls, one reverse pass over the
+    recorded rollout per gradient. It makes slower progress than iLQR on this swing-up."""
+    model = stiction.samples.cartpole()
+    sim = stiction.Simulator(model, dt=DT, contact=False)
+    result = trajopt.shooting(sim, model.neutral(), np.zeros(2), np.zeros((STEPS, 2)), **PROBLEM, max_iterations=500)
+    q, v = result["q"][-1], result["v"][-1]
+    if verbose:
+        print(f"single shooting (L-BFGS, Tape.backward gradients): {result['iterations']} iterations "
+              f"({result['stop']}), cost {result['cost_history'][0]:.4e} -> {result['cost']:.4e}, "
+              f"{result['wall_time']:.3f} s ({result['cost_evaluations']} rollouts, "
+              f"{result['gradient_evaluations']} gradients)")
+        print(f"  final: |theta - pi| = {abs(q[1] - np.pi):.2e} rad, |thetadot| = {abs(v[1]):.2e} rad/s")
     return result
 
 
@@ -77,12 +100,15 @@ def plot(result, path):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--fd", action="store_true", help="also run with finite-difference Jacobians")
+    parser.add_argument("--no-shooting", action="store_true", help="skip the single-shooting comparison")
     parser.add_argument("--csv", help="write t, x, theta, xdot, thetadot, force to this file")
     add_plot_arguments(parser, "cartpole_swingup")
     args = parser.parse_args(argv)
     result = swing_up("analytic")
     if args.fd:
         swing_up("finite_difference")
+    if not args.no_shooting:
+        result["shooting"] = shoot()
     if args.csv:
         t = np.arange(len(result["q"])) * DT
         force = np.append(result["controls"][:, 0], 0.0)

@@ -47,7 +47,11 @@ def test_cartpole_swingup_main_writes_csv_and_plot(tmp_path, capsys):
     assert abs(r["q"][-1, 1] - np.pi) < 0.05
     assert csv.read_text().splitlines()[0] == "t,x,theta,xdot,thetadot,force"
     check_plot(r["plot"], png)
-    assert "final: |theta - pi|" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "final: |theta - pi|" in out and "single shooting" in out
+    # Shooting lowers the cost of the zero-force first guess by more than 90 % within its budget.
+    s = r["shooting"]
+    assert s["cost"] < 0.1 * s["cost_history"][0] and s["iterations"] <= 500
 
 
 def test_sysid_pendulum_example():
