@@ -14,7 +14,8 @@ use stiction::Model;
 /// `"stiffness:JOINT"`, `"rest:JOINT"`, `"armature:JOINT"`, `"placement:JOINT"`,
 /// `"gravity"`, `"friction:LINK"`, `"restitution:LINK"` (the material of the link's
 /// collision shapes; `LINK = "world"` for world shapes); blocks are laid out in θ in the
-/// order given.
+/// order given. Values by name: `get`, `set` (a new model), `as_dict`, `slice`. A spec
+/// belongs to the model it was made for (or one with the same link and joint names).
 #[pyclass(name = "ParamSpec", module = "stiction", frozen)]
 #[derive(Clone)]
 pub struct PyParamSpec {

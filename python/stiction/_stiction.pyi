@@ -526,6 +526,10 @@ class ParamSpec:
         theta = spec.values(model)
         theta[0] += 0.5
         heavier = spec.apply(model, theta)
+
+    or by name: ``spec.get(model, "mass:link3")``, ``spec.set(model, {"mass:link3": 2.0})``
+    (a new model), ``spec.as_dict(model)``, ``theta[spec.slice("gravity")]``. A spec
+    belongs to the model it was made for (or one with the same link and joint names).
     """
 
     def __init__(self, model: Model, names: Union[Sequence[str], str]) -> None:

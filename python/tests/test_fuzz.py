@@ -471,3 +471,21 @@ def test_own_counts_raise_input_error_not_overflow():
     with pytest.raises(TypeError, match="tape indices must be integers"):
         tape["0"]
     assert tape[np.int64(-1)].dt == sim.dt
+
+
+def test_model_without_degrees_of_freedom():
+    # A welded body: nq = nv = 0. Every call works on empty arrays (found by the audit:
+    # the recorded step's Jacobians used to panic on zero-length chunks).
+    m = ModelBuilder("welded").add_link("a", mass=1.0, inertia=[0.1, 0, 0, 0.1, 0, 0.1])
+    m = m.add_joint("weld", "fixed", "world", "a").build()
+    assert (m.nq, m.nv) == (0, 0)
+    sim = Simulator(m, params=["mass:a", "gravity"])
+    q1, v1, rec = sim.step([], [], [], record=True)
+    assert q1.shape == v1.shape == (0,)
+    jac = rec.jacobians()
+    assert jac["dv_dq"].shape == (0, 0) and jac["dv_dtheta"].shape == (0, 4)
+    assert rec.vjp([], [])["theta"].shape == (4,)
+    _, _, tape = sim.rollout([], [], np.zeros((3, 0)), record=True)
+    assert tape.backward()["tau"].shape == (3, 0)
+    assert stiction.gradcheck(m, [], [], [], params=["mass:a", "gravity"]).passed
+    assert sim.rollout_batch(np.zeros((2, 0)), np.zeros((2, 0)), np.zeros((2, 3, 0)))[0].shape == (2, 3, 0)
