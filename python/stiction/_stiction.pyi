@@ -128,9 +128,16 @@ class Model:
     def random_configuration(self, seed: int = 0) -> Vector:
         """A random configuration reproducible from ``seed``, shape (nq,)."""
     def integrate(self, q: ArrayLike, v: ArrayLike, dt: float) -> Vector:
-        """``q ⊕ v·dt`` on the configuration manifold, shape (nq,)."""
+        """``q ⊕ v·dt`` on the configuration manifold, shape (nq,).
+
+        :raises InputError: wrong lengths, NaN/inf, or a quaternion of ``q`` far from unit
+            length (norm outside [0.5, 2]; :meth:`normalize` fixes small drift).
+        """
     def difference(self, q0: ArrayLike, q1: ArrayLike) -> Vector:
-        """``q1 ⊖ q0``: the velocity taking ``q0`` to ``q1`` in unit time, shape (nv,)."""
+        """``q1 ⊖ q0``: the velocity taking ``q0`` to ``q1`` in unit time, shape (nv,).
+
+        :raises InputError: wrong lengths, NaN/inf, or a quaternion far from unit length.
+        """
     def normalize(self, q: ArrayLike) -> Vector:
         """``q`` with every quaternion normalised, shape (nq,)."""
     def mass_matrix(self, q: ArrayLike) -> Matrix:

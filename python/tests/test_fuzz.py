@@ -489,3 +489,18 @@ def test_model_without_degrees_of_freedom():
     assert tape.backward()["tau"].shape == (3, 0)
     assert stiction.gradcheck(m, [], [], [], params=["mass:a", "gravity"]).passed
     assert sim.rollout_batch(np.zeros((2, 0)), np.zeros((2, 0)), np.zeros((2, 3, 0)))[0].shape == (2, 3, 0)
+
+
+def test_zero_quaternions_raise():
+    # Model.difference used to return NaN for a zero quaternion (audit finding).
+    h = samples.humanoid()
+    q = h.neutral()
+    for call in (
+        lambda: h.difference(np.zeros(h.nq), q),
+        lambda: h.difference(q, np.zeros(h.nq)),
+        lambda: h.integrate(np.zeros(h.nq), np.zeros(h.nv), 0.1),
+        lambda: h.normalize(np.zeros(h.nq)),
+        lambda: h.mass_matrix(np.zeros(h.nq)),
+    ):
+        with pytest.raises(stiction.InputError, match="expected a unit quaternion"):
+            call()
