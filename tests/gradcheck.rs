@@ -92,3 +92,27 @@ fn check_step_reports_errors() {
     let bad_config = GradcheckConfig { rel_tol: 0.0, ..Default::default() };
     assert!(check_step(&model, &options, &params, &state, &control, &bad_config).is_err());
 }
+
+/// A model without degrees of freedom: every block is empty (0 rows) and passes, with
+/// both finite-difference methods; no panic on the empty blocks.
+#[test]
+fn gradcheck_of_a_model_without_dofs() {
+    use stiction::{Body, Joint, JointType, ModelBuilder};
+    let mut b = ModelBuilder::new("welded");
+    b.add_link(Body::from_mass_properties(
+        "a",
+        1.0,
+        stiction::math::Vec3::zeros(),
+        nalgebra::Matrix3::identity() * 0.1,
+    ));
+    b.add_joint("world", "a", Joint::new("weld", JointType::Fixed));
+    let model = b.build().unwrap();
+    let params = ParamSpec::parse(&model, &["mass:a", "gravity"]).unwrap();
+    let state = State { q: DVector::zeros(0), v: DVector::zeros(0) };
+    let control = Control::torques(DVector::zeros(0));
+    let config = GradcheckConfig { method: FdMethod::Both, ..Default::default() };
+    let report = check_step(&model, &SimOptions::default(), &params, &state, &control, &config).unwrap();
+    assert!(!report.blocks.is_empty());
+    assert!(report.blocks.iter().all(|b| b.shape.0 == 0 && b.passed), "{report}");
+    assert!(report.passed());
+}

@@ -142,3 +142,27 @@ fn step_jacobians_match_ridders_explicit() {
         eprintln!("explicit {:<20} nv {:3}: worst {w:.1e}", model.name(), model.nv());
     }
 }
+
+/// A model without degrees of freedom (one welded body): the recorded step's Jacobians
+/// are empty blocks (0 × 0, 0 × np) and its VJP empty vectors, not a panic.
+#[test]
+fn step_jacobians_of_a_model_without_dofs() {
+    use stiction::model::ParamSpec;
+    use stiction::{Body, Joint, JointType, ModelBuilder};
+    let mut b = ModelBuilder::new("welded");
+    b.add_link(Body::from_mass_properties("a", 1.0, Vec3::zeros(), nalgebra::Matrix3::identity() * 0.1));
+    b.add_joint("world", "a", Joint::new("weld", JointType::Fixed));
+    let model = b.build().unwrap();
+    assert_eq!(model.nv(), 0);
+    let mut s = sim(&model, VelocityProducts::Midpoint);
+    s.set_params(ParamSpec::parse(&model, &["mass:a", "gravity"]).unwrap());
+    let state = State { q: DVector::zeros(0), v: DVector::zeros(0) };
+    let (_, rec) = s.step_recorded(&state, &Control::torques(DVector::zeros(0))).unwrap();
+    let j = rec.jacobians().unwrap();
+    assert_eq!(j.dv_dq.shape(), (0, 0));
+    assert_eq!(j.dq_dtheta.shape(), (0, 4));
+    assert_eq!(j.dv_dtheta.shape(), (0, 4));
+    let g = rec.vjp(&DVector::zeros(0), &DVector::zeros(0)).unwrap();
+    assert_eq!((g.q.len(), g.tau.len(), g.theta.len()), (0, 0, 4));
+    assert!(g.theta.iter().all(|x| *x == 0.0));
+}

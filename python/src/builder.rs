@@ -52,6 +52,20 @@ fn joint_type(kind: &str, axis: Vec3, axis2: Option<Vec3>, pitch: f64, name: &st
     })
 }
 
+/// A 32-bit collision filter (`group` or `mask`): an integer in `0..2**32`.
+fn bits32(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<u32> {
+    let n = crate::convert::count(obj, name, 0)?;
+    u32::try_from(n).map_err(|_| input_error(format!("{name} must be an integer in 0..2**32 (32 bits), got {n}")))
+}
+
+fn group_arg(obj: &Bound<'_, PyAny>) -> PyResult<u32> {
+    bits32(obj, "group")
+}
+
+fn mask_arg(obj: &Bound<'_, PyAny>) -> PyResult<u32> {
+    bits32(obj, "mask")
+}
+
 fn required(x: Option<f64>, what: &str, shape: &str) -> PyResult<f64> {
     x.ok_or_else(|| input_error(format!("a {shape} collision shape needs `{what}`")))
 }
@@ -208,8 +222,8 @@ impl PyModelBuilder {
         origin_rpy: Option<&Bound<'py, PyAny>>,
         friction: f64,
         restitution: f64,
-        group: u32,
-        mask: u32,
+        #[pyo3(from_py_with = group_arg)] group: u32,
+        #[pyo3(from_py_with = mask_arg)] mask: u32,
         name: Option<String>,
         viscous_friction: f64,
     ) -> PyResult<PyRefMut<'py, Self>> {

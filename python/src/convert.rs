@@ -5,7 +5,6 @@ use nalgebra::{DMatrix, DVector, Dim, Matrix, RawStorage};
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayDyn, PyArrayMethods};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 use stiction::math::{Force, Mat3, Vec3, SE3};
 
 /// An owned float64 array with its shape, copied out of any array-like.
@@ -15,33 +14,94 @@ pub struct Array {
     pub data: Vec<f64>,
 }
 
-fn shape_str(shape: &[usize]) -> String {
+/// A shape as numpy prints it: `(3,)`, `(2, 3)`, `()`.
+pub fn shape_str(shape: &[usize]) -> String {
     match shape {
         [n] => format!("({n},)"),
         _ => format!("({})", shape.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")),
     }
 }
 
-/// Converts any array-like to a float64 array (`numpy.asarray(obj, dtype=float64)`).
+/// Converts an array-like to a float64 array.
+///
+/// * A float64 numpy array (any strides, C or Fortran order, views) is read in place:
+///   no intermediate numpy array is made.
+/// * Other real numeric inputs are converted like `numpy.asarray(obj).astype(float64)`:
+///   Python numbers and (nested) lists/tuples of them, numpy arrays of any integer,
+///   unsigned or floating dtype (float16/float32 are widened exactly).
+/// * Refused with `InputError`: bool arrays (`True` is almost always a slip for a
+///   number), complex arrays (the imaginary part would be dropped), strings, bytes,
+///   `None`, dicts and other object arrays, ragged nested sequences.
+///
+/// NaN and infinities pass through here; the core checks finiteness where it matters.
 pub fn array(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Array> {
     let py = obj.py();
-    let arr: Bound<'_, PyArrayDyn<f64>> = match obj.cast::<PyArrayDyn<f64>>() {
-        Ok(a) => a.clone(),
-        Err(_) => {
-            let kwargs = PyDict::new(py);
-            kwargs.set_item("dtype", "float64")?;
-            let converted = py
-                .import("numpy")?
-                .call_method("asarray", (obj,), Some(&kwargs))
-                .map_err(|e| input_error(format!("{name} cannot be converted to a float64 array: {}", e.value(py))))?;
-            converted
-                .cast_into::<PyArrayDyn<f64>>()
-                .map_err(|_| input_error(format!("{name} cannot be converted to a float64 array")))?
+    if let Ok(a) = obj.cast::<PyArrayDyn<f64>>() {
+        return read(a, name);
+    }
+    let what = || type_name(obj);
+    let raw = py
+        .import("numpy")?
+        .call_method1("asarray", (obj,))
+        .map_err(|e| input_error(format!("{name} cannot be converted to an array ({}): {}", what(), e.value(py))))?;
+    let dtype = raw.getattr("dtype")?;
+    let kind: String = dtype.getattr("kind")?.extract()?;
+    let dtype_str = dtype.str()?.to_string();
+    match kind.as_str() {
+        "f" | "i" | "u" => {}
+        "b" => {
+            return Err(input_error(format!(
+                "{name} must be numeric, got booleans ({}); convert explicitly, e.g. with .astype(float)",
+                what()
+            )))
         }
-    };
+        "c" => {
+            return Err(input_error(format!(
+                "{name} must be real, got complex numbers (dtype {dtype_str}); pass .real explicitly if intended"
+            )))
+        }
+        _ => {
+            return Err(input_error(format!(
+                "{name} must be a real numeric array-like, got {} (numpy dtype {dtype_str})",
+                what()
+            )))
+        }
+    }
+    let converted = raw
+        .call_method1("astype", ("float64",))
+        .map_err(|e| input_error(format!("{name} cannot be converted to float64: {}", e.value(py))))?;
+    let arr = converted
+        .cast_into::<PyArrayDyn<f64>>()
+        .map_err(|_| input_error(format!("{name} cannot be converted to a float64 array")))?;
+    read(&arr, name)
+}
+
+/// The name of the type of `obj` (e.g. `"list"`, `"ndarray"`).
+pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
+}
+
+/// Copies a float64 numpy array out (one pass; a plain memcpy when contiguous).
+fn read(arr: &Bound<'_, PyArrayDyn<f64>>, name: &str) -> PyResult<Array> {
     let ro = arr.try_readonly().map_err(|e| input_error(format!("{name}: {e}")))?;
     let view = ro.as_array();
-    Ok(Array { shape: view.shape().to_vec(), data: view.iter().copied().collect() })
+    let data = match view.as_slice() {
+        Some(s) => s.to_vec(),
+        None => view.iter().copied().collect(),
+    };
+    Ok(Array { shape: view.shape().to_vec(), data })
+}
+
+/// An integer argument that must be at least `min`: a Python `int` or numpy integer
+/// (not a bool, not a float). Out-of-range and wrong-typed values raise `InputError`
+/// naming the argument (instead of pyo3's `OverflowError`/`TypeError`).
+pub fn count(obj: &Bound<'_, PyAny>, name: &str, min: usize) -> PyResult<usize> {
+    let bad = || input_error(format!("{name} must be an integer >= {min}, got {} ({obj})", type_name(obj)));
+    if obj.is_instance_of::<pyo3::types::PyBool>() || type_name(obj).starts_with("bool") {
+        return Err(bad());
+    }
+    let n: i128 = obj.extract().map_err(|_| bad())?;
+    usize::try_from(n).ok().filter(|n| *n >= min).ok_or_else(bad)
 }
 
 /// A 1-D float64 vector of length `expected`; `what` names the expected length

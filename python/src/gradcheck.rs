@@ -2,16 +2,19 @@
 //! finite differences.
 
 use crate::contact_options::contact_options;
-use crate::convert::{dvector, wrenches};
+use crate::convert::{dvector, out_vec, wrenches};
 use crate::errors::{input_error, IntoPyResult};
 use crate::model::PyModel;
 use crate::params::params_arg;
+use crate::params::PyParamSpec;
 use crate::simulator::velocity_products;
+use crate::simulator::PySimulator;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use stiction::gradcheck::{check_step, FdMethod, GradReport, GradcheckConfig};
+use std::path::PathBuf;
+use stiction::gradcheck::{check_step, FdMethod, GradReport, GradcheckConfig, Scene};
 use stiction::step::IntegratorOptions;
-use stiction::{Control, SimOptions, State};
+use stiction::{Control, SimOptions, Simulator, State};
 
 /// The result of `stiction.gradcheck`: one comparison per Jacobian block (and per
 /// method with `method="both"`). `str(report)` is a table of the blocks.
@@ -138,4 +141,34 @@ pub fn gradcheck(
     let config = GradcheckConfig { method, step, rel_tol, abs_floor };
     let report = py.detach(|| check_step(m, &options, &params, &state, &control, &config)).py_err()?;
     Ok(PyGradReport { report })
+}
+
+/// Loads a scene file (the JSON format of `stiction gradcheck` and `examples/scenes`,
+/// see `docs/gradients.md`): a model source (`"sample"`, `"urdf"` or `"model"`),
+/// simulation options, an optional state and control, parameter names and a tolerance.
+/// Returns a dict: `model` (`Model`), `simulator` (a `Simulator` with the scene's
+/// options and `params`), `params` (`ParamSpec`), `dt`, `q`, `v`, `tau` (arrays, or None
+/// when the scene gives no state/control), `tolerance` (float or None) and
+/// `description` (str or None). Raises `InputError` for a missing or malformed file.
+#[pyfunction]
+pub fn load_scene<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
+    let scene = py.detach(|| Scene::load(&path)).py_err()?;
+    let Scene { description, model, options, state, control, params, tolerance } = scene;
+    let d = PyDict::new(py);
+    d.set_item("description", description)?;
+    d.set_item("dt", options.dt)?;
+    d.set_item("params", PyParamSpec::wrap(params.clone(), &model)?)?;
+    d.set_item("model", PyModel::new(model.clone()))?;
+    let mut sim = Simulator::new(model, options).py_err()?;
+    sim.set_params(params);
+    d.set_item("simulator", PySimulator::from_simulator(py, sim)?)?;
+    let (q, v) = match &state {
+        Some(s) => (Some(out_vec(py, s.q.as_slice())), Some(out_vec(py, s.v.as_slice()))),
+        None => (None, None),
+    };
+    d.set_item("q", q)?;
+    d.set_item("v", v)?;
+    d.set_item("tau", control.as_ref().map(|c| out_vec(py, c.tau.as_slice())))?;
+    d.set_item("tolerance", tolerance)?;
+    Ok(d)
 }

@@ -39,6 +39,19 @@ pub fn velocity_products(s: &str) -> PyResult<VelocityProducts> {
     }
 }
 
+/// The `max_iterations` argument: an integer >= 1.
+fn max_iterations_arg(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
+    crate::convert::count(obj, "max_iterations", 1)
+}
+
+/// The `threads` argument: `None` (all cores) or an integer >= 1.
+fn threads_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+    if obj.is_none() {
+        return Ok(None);
+    }
+    crate::convert::count(obj, "threads", 1).map(Some)
+}
+
 /// `(Q, V)` of a rollout, as row-major data.
 type Trajectory = (Vec<f64>, Vec<f64>);
 
@@ -67,7 +80,7 @@ impl PySimulator {
         gravity: Option<&Bound<'_, PyAny>>,
         velocity_products: &str,
         tolerance: f64,
-        max_iterations: usize,
+        #[pyo3(from_py_with = max_iterations_arg)] max_iterations: usize,
         params: Option<&Bound<'_, PyAny>>,
         contact: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
@@ -95,6 +108,27 @@ impl PySimulator {
     #[getter]
     fn dt(&self) -> f64 {
         self.lock().dt()
+    }
+
+    /// Every option of this simulator as a dict: `dt`, `gravity` (the override, or None
+    /// for the model's), `velocity_products`, `tolerance`, `max_iterations` (the
+    /// constructor's arguments) and `contact` (as `contact_options`);
+    /// `Simulator(model, **sim.options, params=sim.params)` makes an equal simulator.
+    #[getter]
+    fn options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let o = self.lock().options().clone();
+        let d = pyo3::types::PyDict::new(py);
+        d.set_item("dt", o.dt)?;
+        d.set_item("gravity", o.gravity.map(|g| out_vec(py, g.as_slice())))?;
+        let vp = match o.integrator.velocity_products {
+            VelocityProducts::Midpoint => "midpoint",
+            VelocityProducts::Explicit => "explicit",
+        };
+        d.set_item("velocity_products", vp)?;
+        d.set_item("tolerance", o.integrator.tolerance)?;
+        d.set_item("max_iterations", o.integrator.max_iterations)?;
+        d.set_item("contact", contact_options_dict(py, &o.contact)?)?;
+        Ok(d)
     }
 
     /// The constraint stage's options, as the dict the `contact` argument accepts (every
@@ -246,7 +280,7 @@ impl PySimulator {
         taus: &Bound<'py, PyAny>,
         thetas: Option<&Bound<'py, PyAny>>,
         record: bool,
-        threads: Option<usize>,
+        #[pyo3(from_py_with = threads_arg)] threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let (nq, nv) = (self.nq, self.nv);
         let (model, options, params) = {
@@ -340,6 +374,14 @@ impl PySimulator {
 }
 
 impl PySimulator {
+    /// Wraps a Rust simulator (its model, options and parameters as they are).
+    pub(crate) fn from_simulator(py: Python<'_>, sim: Simulator) -> PyResult<Self> {
+        let m = sim.model();
+        let (nq, nv, nbodies) = (m.nq(), m.nv(), m.nbodies());
+        let model = Py::new(py, PyModel::new(m.clone()))?;
+        Ok(Self { sim: Mutex::new(sim), model, nq, nv, nbodies })
+    }
+
     /// The simulator, locked (a poisoned lock is taken over: the simulator holds no
     /// invariant a panic could break half-way).
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Simulator> {

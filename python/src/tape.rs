@@ -181,9 +181,15 @@ impl PyTape {
     }
 
     /// The record of step `t` (negative indices count from the end).
-    fn __getitem__(&self, t: isize) -> PyResult<PyStepRecord> {
+    fn __getitem__(&self, t: &Bound<'_, PyAny>) -> PyResult<PyStepRecord> {
+        let t: i128 = t.extract().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err(format!(
+                "tape indices must be integers, got {}",
+                crate::convert::type_name(t)
+            ))
+        })?;
         let tape = self.lock();
-        let n = tape.len() as isize;
+        let n = tape.len() as i128;
         let i = if t < 0 { t + n } else { t };
         if !(0..n).contains(&i) {
             return Err(pyo3::exceptions::PyIndexError::new_err(format!("step {t} out of range (tape has {n} steps)")));

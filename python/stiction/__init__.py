@@ -27,6 +27,7 @@ from ._stiction import (
     Tape,
     __version__,
     gradcheck,
+    load_scene,
 )
 
 __all__ = [
@@ -45,5 +46,6 @@ __all__ = [
     "Tape",
     "__version__",
     "gradcheck",
+    "load_scene",
     "samples",
 ]

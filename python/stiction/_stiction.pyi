@@ -1,11 +1,16 @@
 """Type stubs of the compiled extension ``stiction._stiction``.
 
-Array arguments accept any array-like convertible to float64 (lists, tuples,
-numpy arrays of any numeric dtype); results are new float64 numpy arrays.
+Array arguments accept real numeric array-likes: float64 numpy arrays are read in
+place (any strides or order); lists, tuples and numpy arrays of integer, unsigned or
+floating dtypes (float16/float32) are converted to float64. Boolean, complex, string,
+bytes and object inputs and ragged nested sequences raise :class:`InputError`, as do
+wrong shapes and, where a finite value is required, NaN and infinities. Results are
+new float64 numpy arrays (C order).
 """
 
+import builtins
 import os
-from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -123,9 +128,16 @@ class Model:
     def random_configuration(self, seed: int = 0) -> Vector:
         """A random configuration reproducible from ``seed``, shape (nq,)."""
     def integrate(self, q: ArrayLike, v: ArrayLike, dt: float) -> Vector:
-        """``q ⊕ v·dt`` on the configuration manifold, shape (nq,)."""
+        """``q ⊕ v·dt`` on the configuration manifold, shape (nq,).
+
+        :raises InputError: wrong lengths, NaN/inf, or a quaternion of ``q`` far from unit
+            length (norm outside [0.5, 2]; :meth:`normalize` fixes small drift).
+        """
     def difference(self, q0: ArrayLike, q1: ArrayLike) -> Vector:
-        """``q1 ⊖ q0``: the velocity taking ``q0`` to ``q1`` in unit time, shape (nv,)."""
+        """``q1 ⊖ q0``: the velocity taking ``q0`` to ``q1`` in unit time, shape (nv,).
+
+        :raises InputError: wrong lengths, NaN/inf, or a quaternion far from unit length.
+        """
     def normalize(self, q: ArrayLike) -> Vector:
         """``q`` with every quaternion normalised, shape (nq,)."""
     def tangent_gradient(self, q: ArrayLike, g: ArrayLike) -> np.ndarray:
@@ -384,7 +396,7 @@ class Simulator:
             fixed-point iterations per step), ``"explicit"`` at ``v`` (one ABA per step).
         :param tolerance: convergence threshold of the midpoint iteration.
         :param max_iterations: midpoint iterations before falling back to the explicit
-            evaluation (counted in :attr:`stats`).
+            evaluation (counted in :attr:`stats`); an integer >= 1.
 
         :param params: the differentiable parameters θ that recorded steps differentiate
             against: a :class:`ParamSpec` or parameter names (parsed on the simulated model).
@@ -418,6 +430,11 @@ class Simulator:
     @property
     def params(self) -> "ParamSpec":
         """The differentiable parameters θ of recorded steps (empty by default)."""
+    @property
+    def options(self) -> Dict[str, Any]:
+        """Every option: ``dt``, ``gravity`` (the override or None), ``velocity_products``,
+        ``tolerance``, ``max_iterations`` and ``contact`` (as :attr:`contact_options`);
+        ``Simulator(model, **sim.options, params=sim.params)`` makes an equal simulator."""
     @property
     def contact_options(self) -> Dict[str, Any]:
         """The constraint stage's options: every key the ``contact`` argument accepts."""
@@ -511,7 +528,7 @@ class Simulator:
         ``(Q, V, tapes)``, a :class:`Tape` per rollout.
 
         :raises InputError: wrong shapes, NaN, an invalid ``theta`` (the message names the
-            rollout), ``threads=0``.
+            rollout), ``threads`` not an integer >= 1.
         """
 
 class ParamSpec:
@@ -530,6 +547,10 @@ class ParamSpec:
         theta = spec.values(model)
         theta[0] += 0.5
         heavier = spec.apply(model, theta)
+
+    or by name: ``spec.get(model, "mass:link3")``, ``spec.set(model, {"mass:link3": 2.0})``
+    (a new model), ``spec.as_dict(model)``, ``theta[spec.slice("gravity")]``. A spec
+    belongs to the model it was made for (or one with the same link and joint names).
     """
 
     def __init__(self, model: Model, names: Union[Sequence[str], str]) -> None:
@@ -557,7 +578,44 @@ class ParamSpec:
         :raises InputError: ``theta`` has the wrong length or is not finite.
         :raises ModelError: the resulting model is invalid (e.g. a negative mass).
         """
+    def get(self, model: Model, name: str) -> Union[float, Vector]:
+        """The value of one parameter of ``model`` by name: a float for a one-number name
+        (``"mass:link1"``, ``"com:link1.y"``, ``"damping:hip[1]"``, ``"gravity.z"``), a
+        float64 array for a vector block (``"com:link1"`` (3,), ``"inertia:link1"`` (6,),
+        ``"gravity"`` (3,), ``"damping:hip"`` (the joint's nv,)).
+
+        ``name`` is one of :attr:`entries` or :attr:`names`.
+
+        :raises InputError: ``name`` is not in this spec (the message suggests the
+            closest names, or says how to add a valid name of the model), or the spec
+            was made for another model.
+        """
+    def set(self, model: Model, values: Mapping[str, Union[float, ArrayLike]]) -> Model:
+        """A copy of ``model`` with the named parameters replaced (models are immutable;
+        ``model`` is unchanged)::
+
+            spec = ParamSpec(model, ["mass:link1", "com:link1"])
+            heavier = spec.set(model, {"mass:link1": 2.0, "com:link1.z": 0.1})
+
+        Keys are names of :attr:`entries` or :attr:`names`; values are numbers for
+        one-number names and arrays of the block's length otherwise. Parameters not named
+        keep their values.
+
+        :raises InputError: an unknown name, a value of the wrong shape or not finite.
+        :raises ModelError: the resulting model is invalid (e.g. a negative mass).
+        """
+    def as_dict(self, model: Model) -> Dict[str, Union[float, Vector]]:
+        """``{entry: value}`` for every block of this spec in ``model`` (see :meth:`get`);
+        :meth:`set` accepts it back."""
+    def slice(self, name: str) -> "builtins.slice":
+        """The slice of θ holding parameter ``name`` (an entry or a per-scalar name), e.g.
+        ``theta[spec.slice("com:link1")]``.
+
+        :raises InputError: ``name`` is not in this spec.
+        """
     def __len__(self) -> int: ...
+    def __contains__(self, name: object) -> bool:
+        """Whether ``name`` is one of :attr:`entries` or :attr:`names`."""
     def __eq__(self, other: object) -> bool: ...
 
 class StepRecord:
@@ -708,6 +766,23 @@ def gradcheck(
     :param rel_tol: an entry passes when ``|a − f| / max(|f|, abs_floor·max(s, 1)) <= rel_tol``,
         with ``s`` the block's largest ``|f|``.
     :raises InputError: wrong shapes, an unknown option or parameter name, invalid settings.
+    """
+
+def load_scene(path: PathLike) -> Dict[str, Any]:
+    """Loads a scene file: the JSON format of ``stiction gradcheck`` and
+    ``examples/scenes`` (docs/gradients.md, "Scene files"), with one model source
+    (``"sample"``, ``"urdf"`` relative to the file, or ``"model"``), simulation options,
+    an optional state and control, parameter names and a tolerance.
+
+    Returns a dict: ``model`` (:class:`Model`), ``simulator`` (a :class:`Simulator` with
+    the scene's ``dt``, gravity, velocity products and ``params``), ``params``
+    (:class:`ParamSpec`), ``dt``, ``q``, ``v``, ``tau`` (arrays, or None where the scene
+    gives no state or control), ``tolerance`` (float or None) and ``description``
+    (str or None).
+
+    :raises InputError: a missing file, malformed JSON, unknown fields, wrong lengths,
+        unknown parameter names, or a scene URDF that cannot be loaded (the message
+        names the scene file and the cause).
     """
 
 def pendulum_chain(n: int, length: float = 1.0, mass: float = 1.0) -> Model:

@@ -119,3 +119,21 @@ def test_velocity_products_option_and_stats():
         stiction.Simulator(model, velocity_products="rk4")
     with pytest.raises(stiction.InputError, match="tolerance"):
         stiction.Simulator(model, tolerance=-1.0)
+
+
+def test_options_round_trip():
+    model = stiction.samples.bodies_on_plane(1)
+    sim = stiction.Simulator(
+        model, dt=2e-3, gravity=[0.0, 0.0, -5.0], velocity_products="explicit", tolerance=1e-10,
+        max_iterations=7, params=["gravity"], contact={"erp": 0.5, "model": "viscous"},
+    )
+    o = sim.options
+    assert sorted(o) == ["contact", "dt", "gravity", "max_iterations", "tolerance", "velocity_products"]
+    assert o["dt"] == 2e-3 and o["velocity_products"] == "explicit" and o["max_iterations"] == 7
+    np.testing.assert_array_equal(o["gravity"], [0.0, 0.0, -5.0])
+    assert o["contact"] == sim.contact_options and o["contact"]["erp"] == 0.5
+    assert stiction.Simulator(model, dt=1e-3).options["gravity"] is None
+    twin = stiction.Simulator(model, **o, params=sim.params)
+    q, v, tau = model.neutral(), np.full(model.nv, 0.1), np.zeros(model.nv)
+    for a, b in zip(sim.step(q, v, tau), twin.step(q, v, tau)):
+        np.testing.assert_array_equal(a, b)

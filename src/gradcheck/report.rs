@@ -125,7 +125,7 @@ impl BlockReport {
             worst,
             analytic: if empty { 0.0 } else { analytic[worst] },
             fd: if empty { 0.0 } else { fd[worst] },
-            fd_error_estimate: fd_error.map(|e| e[worst.1]),
+            fd_error_estimate: if empty { None } else { fd_error.and_then(|e| e.get(worst.1).copied()) },
             scale,
             labels: None,
             passed: finite && max_rel <= config.rel_tol,

@@ -132,6 +132,9 @@ pub fn lu_solve_and_invert(
     inv: &mut DMatrix<f64>,
     s: f64,
 ) {
+    if lu.nrows() == 0 {
+        return; // n = 0 (a model without degrees of freedom): X and A⁻¹ are empty
+    }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         #[target_feature(enable = "avx2")]

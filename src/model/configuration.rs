@@ -46,10 +46,12 @@ impl Model {
     }
 
     /// `q ⊕ v·dt`: integrates the configuration along the velocity for a time `dt`
-    /// (the exponential map on ball and free joints).
+    /// (the exponential map on ball and free joints). Errors: wrong lengths, non-finite
+    /// values, or a quaternion far from unit length (norm outside [0.5, 2]).
     pub fn integrate(&self, q: &DVector<f64>, v: &DVector<f64>, dt: f64) -> Result<DVector<f64>> {
         check_vector("q", q.as_slice(), self.nq)?;
         check_vector("v", v.as_slice(), self.nv)?;
+        self.check_quaternions(q.as_slice())?;
         let mut out = DVector::zeros(self.nq);
         self.integrate_into(q.as_slice(), v.as_slice(), dt, out.as_mut_slice());
         Ok(out)
@@ -68,9 +70,12 @@ impl Model {
     }
 
     /// `q1 ⊖ q0`: the tangent vector (length nv) that takes `q0` to `q1` in unit time.
+    /// Errors: wrong lengths, non-finite values, or a quaternion far from unit length.
     pub fn difference(&self, q0: &DVector<f64>, q1: &DVector<f64>) -> Result<DVector<f64>> {
         check_vector("q0", q0.as_slice(), self.nq)?;
         check_vector("q1", q1.as_slice(), self.nq)?;
+        self.check_quaternions(q0.as_slice())?;
+        self.check_quaternions(q1.as_slice())?;
         let mut out = DVector::zeros(self.nv);
         self.difference_into(q0.as_slice(), q1.as_slice(), out.as_mut_slice());
         Ok(out)

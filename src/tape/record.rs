@@ -356,6 +356,9 @@ fn jacobian_vjp(jac: &StepJacobians, gq: &DVector<f64>, gv: &DVector<f64>) -> St
 /// Writes `bᵀ` into the rows `first..first + b.ncols()` of `zt`.
 fn transpose_into(b: &DMatrix<f64>, zt: &mut DMatrix<f64>, first: usize) {
     let (n, m) = (b.nrows(), zt.nrows());
+    if n == 0 {
+        return; // a model without degrees of freedom: nothing to write
+    }
     let z = zt.as_mut_slice();
     for (j, col) in b.as_slice().chunks_exact(n).enumerate() {
         for (k, x) in col.iter().enumerate() {
@@ -369,6 +372,9 @@ fn scaled_transpose(zt: &DMatrix<f64>, first: usize, cols: usize, s: f64) -> DMa
     let (m, n) = (zt.nrows(), zt.ncols());
     let z = zt.as_slice();
     let mut out = DMatrix::zeros(n, cols);
+    if n == 0 {
+        return out;
+    }
     for (c, col) in out.as_mut_slice().chunks_exact_mut(n).enumerate() {
         let zc = &z[first + c..];
         for (r, x) in col.iter_mut().enumerate() {
