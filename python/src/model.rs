@@ -14,11 +14,42 @@ use stiction::dynamics::{self, Data, DerivativeData, ReferenceFrame};
 use stiction::io::UrdfOptions;
 use stiction::{Model, ModelBuilder};
 
+/// One path (str or os.PathLike) or a sequence of them.
+fn path_list(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<PathBuf>> {
+    if let Ok(p) = obj.extract::<PathBuf>() {
+        return Ok(vec![p]);
+    }
+    obj.extract::<Vec<PathBuf>>().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err(format!("{name} must be a path or a list of paths (str or os.PathLike)"))
+    })
+}
+
 /// A body given by index or by name.
-#[derive(FromPyObject)]
 pub enum BodyRef {
-    Index(usize),
+    Index(i64),
     Name(String),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for BodyRef {
+    type Error = PyErr;
+
+    fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if let Ok(name) = obj.extract::<String>() {
+            return Ok(BodyRef::Name(name));
+        }
+        if !obj.is_instance_of::<pyo3::types::PyBool>() {
+            if let Ok(i) = obj.extract::<i64>() {
+                return Ok(BodyRef::Index(i));
+            }
+            if obj.is_instance_of::<pyo3::types::PyInt>() {
+                return Ok(BodyRef::Index(i64::MAX)); // beyond i64: out of range
+            }
+        }
+        Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "body must be a body name (str) or index (int), got {}",
+            obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "an unknown type".into())
+        )))
+    }
 }
 
 /// An articulated rigid-body model. Immutable; build one with `ModelBuilder`,
@@ -162,7 +193,7 @@ impl PyModel {
 
     fn body(&self, body: BodyRef) -> PyResult<usize> {
         match body {
-            BodyRef::Index(i) if i < self.model.nbodies() => Ok(i),
+            BodyRef::Index(i) if (0..self.model.nbodies() as i64).contains(&i) => Ok(i as usize),
             BodyRef::Index(i) => {
                 Err(input_error(format!("body index {i} out of range (model has {} bodies)", self.model.nbodies())))
             }
@@ -184,15 +215,19 @@ fn reference_frame(frame: &str) -> PyResult<ReferenceFrame> {
 impl PyModel {
     /// Loads a URDF file. Loader warnings are issued as `stiction.LoadWarning`.
     #[staticmethod]
-    #[pyo3(signature = (path, floating_base=false, package_dirs=Vec::new(), load_collision_meshes=true, strict=false))]
+    #[pyo3(signature = (path, floating_base=false, package_dirs=None, load_collision_meshes=true, strict=false))]
     fn from_urdf(
         py: Python<'_>,
         path: PathBuf,
         floating_base: bool,
-        package_dirs: Vec<PathBuf>,
+        package_dirs: Option<&Bound<'_, PyAny>>,
         load_collision_meshes: bool,
         strict: bool,
     ) -> PyResult<Self> {
+        let package_dirs = match package_dirs.filter(|p| !p.is_none()) {
+            Some(p) => path_list(p, "package_dirs")?,
+            None => vec![],
+        };
         let options = UrdfOptions { floating_base, package_dirs, load_collision_meshes, strict };
         let loaded = py.detach(|| Model::from_urdf(&path, &options)).map_err(load_err)?;
         let category = py.get_type::<LoadWarning>();

@@ -58,14 +58,14 @@ class Model:
     def from_urdf(
         path: PathLike,
         floating_base: bool = False,
-        package_dirs: Sequence[PathLike] = [],
+        package_dirs: Union[PathLike, Sequence[PathLike], None] = None,
         load_collision_meshes: bool = True,
         strict: bool = False,
     ) -> "Model":
         """Loads a URDF file.
 
         :param floating_base: attach the root link with a free joint instead of welding it.
-        :param package_dirs: directories searched for ``package://NAME/...`` URIs.
+        :param package_dirs: one directory or a list of directories searched for ``package://NAME/...`` URIs.
         :param load_collision_meshes: ``False`` drops mesh collision shapes (with a warning each).
         :param strict: unsupported elements are errors instead of warnings.
         :raises LoadError: the file is missing, unreadable, malformed or describes an invalid model.
@@ -707,6 +707,26 @@ class Tape:
         :returns: the total derivatives ``{"q0" (nv,), "v0" (nv,), "tau" (T, nv), "theta" (np,)}``.
         :raises InputError: the tape is empty or a shape is wrong.
         :raises StictionError: the records come from different models or parameter specs.
+        """
+    @staticmethod
+    def vjp_batch(
+        tapes: Sequence["Tape"],
+        grad_q: Optional[ArrayLike] = None,
+        grad_v: Optional[ArrayLike] = None,
+        q0: Optional[ArrayLike] = None,
+        threads: Optional[int] = None,
+    ) -> Dict[str, np.ndarray]:
+        """Vector-Jacobian products of B recorded rollouts of T steps at once, on coordinates, in
+        parallel (rayon, GIL released); the reverse pass of ``stiction.torch`` and ``stiction.jax``.
+
+        :param tapes: B tapes of the same model, parameters and length (a tape may repeat).
+        :param grad_q: ``∂L/∂q_t`` on the coordinates of the states after each step, (B, T, nq);
+            mapped to the tangent space at the recorded states. None: zero.
+        :param grad_v: ``∂L/∂v_t``, (B, T, nv). None: zero.
+        :param q0: the start coordinates as given by the caller (any quaternion length), (B, nq);
+            default: the tapes' own start states.
+        :returns: ``{"q0" (B, nq) on coordinates, "v0" (B, nv), "tau" (B, T, nv), "theta" (B, np)}``.
+        :raises InputError: no tapes, empty or mismatched tapes, wrong shapes, non-finite input.
         """
 
 class GradReport:

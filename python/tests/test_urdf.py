@@ -74,5 +74,24 @@ def test_from_urdf_missing_file(tmp_path):
 
 
 def test_from_urdf_argument_types(tmp_path):
-    with pytest.raises(TypeError):
-        stiction.Model.from_urdf(tmp_path / "x.urdf", package_dirs=str(tmp_path))
+    # One directory may be given alone (str or PathLike); the missing file is then the error.
+    for one in [str(tmp_path), tmp_path]:
+        with pytest.raises(stiction.LoadError, match="x.urdf"):
+            stiction.Model.from_urdf(tmp_path / "x.urdf", package_dirs=one)
+    with pytest.raises(TypeError, match="package_dirs must be a path or a list of paths"):
+        stiction.Model.from_urdf(tmp_path / "x.urdf", package_dirs=5)
+    with pytest.raises(TypeError, match="package_dirs must be a path or a list of paths"):
+        stiction.Model.from_urdf(tmp_path / "x.urdf", package_dirs=[tmp_path, 3.0])
+
+
+def test_body_arguments_name_or_index():
+    m = stiction.samples.arm7()
+    q = m.neutral()
+    np.testing.assert_array_equal(m.body_jacobian(q, "link3"), m.body_jacobian(q, m.body_index("link3")))
+    np.testing.assert_array_equal(m.body_jacobian(q, np.int64(2)), m.body_jacobian(q, 2))
+    for bad in [-1, m.nbodies, 10**30]:
+        with pytest.raises(stiction.InputError, match="out of range"):
+            m.body_jacobian(q, bad)
+    for bad in [1.5, None, True, [1]]:
+        with pytest.raises(TypeError, match=r"body must be a body name \(str\) or index \(int\)"):
+            m.body_jacobian(q, bad)
