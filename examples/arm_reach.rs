@@ -8,6 +8,8 @@
 //! dt = 10 ms, T = 1.5 s (150 steps), torques within ±87 N·m; the initial guess holds the
 //! start configuration with gravity-compensating torques.
 
+#[path = "support/csv.rs"]
+mod csv;
 use nalgebra::DVector;
 use std::time::Duration;
 use stiction::dynamics::gravity_forces;
@@ -181,28 +183,8 @@ fn main() -> stiction::Result<()> {
             let rows: Vec<Vec<f64>> = (r.tool_path.iter().zip(&r.clearances).enumerate())
                 .map(|(t, (e, c))| vec![t as f64 * DT, e.x, e.y, e.z, *c])
                 .collect();
-            write_csv("arm_reach", "t,ee_x,ee_y,ee_z,clearance", &rows, " --xy ee_x,ee_y --xy ee_y,ee_z");
+            csv::write_csv("arm_reach", "t,ee_x,ee_y,ee_z,clearance", &rows, " --xy ee_x,ee_y --xy ee_y,ee_z");
         }
     }
     Ok(())
-}
-
-/// Writes `rows` under the CSV `header` to `target/{name}.csv` and prints the command that plots it.
-#[allow(dead_code)]
-fn write_csv(name: &str, header: &str, rows: &[Vec<f64>], plot_args: &str) {
-    let path = std::path::Path::new("target").join(format!("{name}.csv"));
-    let mut text = format!("{header}\n");
-    for row in rows {
-        let cell =
-            |x: &f64| if *x != 0.0 && (x.abs() < 1e-4 || x.abs() >= 1e9) { format!("{x:e}") } else { x.to_string() };
-        text += &row.iter().map(cell).collect::<Vec<_>>().join(",");
-        text.push('\n');
-    }
-    match std::fs::create_dir_all("target").and_then(|_| std::fs::write(&path, text)) {
-        Ok(()) => {
-            println!("wrote {}; plot it with", path.display());
-            println!("  python3 scripts/plot_example.py {}{plot_args} --out target/{name}.png", path.display());
-        }
-        Err(e) => println!("could not write {}: {e}", path.display()),
-    }
 }

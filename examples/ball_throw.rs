@@ -17,6 +17,8 @@
 //! horizontal throw (1, 0, 0) m/s it is 0.05 against a secant of 0.25 and Gauss–Newton
 //! stalls 16 cm from the target. See docs/trajopt.md.
 
+#[path = "support/csv.rs"]
+mod csv;
 use nalgebra::{DVector, Matrix3, UnitQuaternion, Vector3};
 use std::time::{Duration, Instant};
 use stiction::math::{Inertia, Vec3, SE3};
@@ -278,7 +280,7 @@ fn main() -> stiction::Result<()> {
                 x = sim.step(&x, &Control::torques(DVector::zeros(6)))?;
                 rows.push(vec![k as f64 * DT, x.q[0], x.q[1], x.q[2]]);
             }
-            write_csv("ball_throw", "t,x,y,z", &rows, " --xy x,z --xy x,y");
+            csv::write_csv("ball_throw", "t,x,y,z", &rows, " --xy x,z --xy x,y");
         }
         summary.push((label, t));
     }
@@ -292,24 +294,4 @@ fn main() -> stiction::Result<()> {
         );
     }
     Ok(())
-}
-
-/// Writes `rows` under the CSV `header` to `target/{name}.csv` and prints the command that plots it.
-#[allow(dead_code)]
-fn write_csv(name: &str, header: &str, rows: &[Vec<f64>], plot_args: &str) {
-    let path = std::path::Path::new("target").join(format!("{name}.csv"));
-    let mut text = format!("{header}\n");
-    for row in rows {
-        let cell =
-            |x: &f64| if *x != 0.0 && (x.abs() < 1e-4 || x.abs() >= 1e9) { format!("{x:e}") } else { x.to_string() };
-        text += &row.iter().map(cell).collect::<Vec<_>>().join(",");
-        text.push('\n');
-    }
-    match std::fs::create_dir_all("target").and_then(|_| std::fs::write(&path, text)) {
-        Ok(()) => {
-            println!("wrote {}; plot it with", path.display());
-            println!("  python3 scripts/plot_example.py {}{plot_args} --out target/{name}.png", path.display());
-        }
-        Err(e) => println!("could not write {}: {e}", path.display()),
-    }
 }

@@ -10,6 +10,8 @@
 //! fixed at zero. The initial control guess pushes +x with 4 N for 0.6 s (the box starts
 //! sliding), then nothing; iLQR shapes the push.
 
+#[path = "support/csv.rs"]
+mod csv;
 use nalgebra::DVector;
 use std::time::Duration;
 use stiction::math::{Inertia, Vec3, SE3};
@@ -217,28 +219,8 @@ fn main() -> stiction::Result<()> {
                     vec![t as f64 * DT, x.q[2], x.q[3], x.q[0], x.q[1], u[0], u[1]]
                 })
                 .collect();
-            write_csv("box_push", "t,box_x,box_y,pusher_x,pusher_y,force_x,force_y", &rows, "");
+            csv::write_csv("box_push", "t,box_x,box_y,pusher_x,pusher_y,force_x,force_y", &rows, "");
         }
     }
     Ok(())
-}
-
-/// Writes `rows` under the CSV `header` to `target/{name}.csv` and prints the command that plots it.
-#[allow(dead_code)]
-fn write_csv(name: &str, header: &str, rows: &[Vec<f64>], plot_args: &str) {
-    let path = std::path::Path::new("target").join(format!("{name}.csv"));
-    let mut text = format!("{header}\n");
-    for row in rows {
-        let cell =
-            |x: &f64| if *x != 0.0 && (x.abs() < 1e-4 || x.abs() >= 1e9) { format!("{x:e}") } else { x.to_string() };
-        text += &row.iter().map(cell).collect::<Vec<_>>().join(",");
-        text.push('\n');
-    }
-    match std::fs::create_dir_all("target").and_then(|_| std::fs::write(&path, text)) {
-        Ok(()) => {
-            println!("wrote {}; plot it with", path.display());
-            println!("  python3 scripts/plot_example.py {}{plot_args} --out target/{name}.png", path.display());
-        }
-        Err(e) => println!("could not write {}: {e}", path.display()),
-    }
 }

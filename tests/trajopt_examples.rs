@@ -1,6 +1,9 @@
 //! The contact trajectory-optimization examples as tests: the ball throw (one bounce,
 //! target within 2 cm), the box push (within 1 cm of the goal) and the arm reach (within
 //! 2 cm of the target, no penalised point inside the obstacle).
+// Each example (its own crate when built as an example) brings `examples/support/csv.rs`;
+// included here side by side, the three copies are separate modules on purpose.
+#![allow(clippy::duplicate_mod)]
 
 #[path = "../examples/arm_reach.rs"]
 #[allow(dead_code)]

@@ -116,7 +116,8 @@ def backward(sim, q0: np.ndarray, Q: np.ndarray, tapes, gQ: Optional[np.ndarray]
 
 
 def reduce_to(grad: np.ndarray, shape: Sequence[int]) -> np.ndarray:
-    """Sums a gradient of a broadcast input back to the input's own ``shape``."""
+    """Sums a gradient of a broadcast input back to the input's own ``shape`` (numpy or JAX
+    arrays: only ``ndim``, ``shape``, ``sum`` and ``reshape`` are used)."""
     shape = tuple(shape)
     extra = grad.ndim - len(shape)
     if extra:

@@ -101,17 +101,7 @@ def _rollout_bwd(sim, residuals, cotangents):
         q0, v0, taus, theta, gQ, gV, vmap_method="expand_dims",
     )
     # The host returns gradients of the broadcast inputs; sum them back to each input's shape.
-    return tuple(_reduce_to(g, jnp.shape(a)) for g, a in zip(grads, residuals))
-
-
-def _reduce_to(grad, shape):
-    extra = grad.ndim - len(shape)
-    if extra:
-        grad = grad.sum(axis=tuple(range(extra)))
-    axes = tuple(i for i, (g, s) in enumerate(zip(grad.shape, shape)) if s == 1 and g != 1)
-    if axes:
-        grad = grad.sum(axis=axes, keepdims=True)
-    return grad.reshape(shape)
+    return tuple(_autodiff.reduce_to(g, jnp.shape(a)) for g, a in zip(grads, residuals))
 
 
 _rollout.defvjp(_rollout_fwd, _rollout_bwd)

@@ -1,0 +1,35 @@
+//! CSV output shared by the examples: they write their trajectories or loss histories to
+//! `target/NAME.csv` and print the `scripts/plot_example.py` command that draws them.
+#![allow(dead_code)] // each example uses a part
+
+/// Writes the cost per iteration of every fit (one column each) to `target/{name}.csv` and
+/// prints the command that plots it.
+pub fn write_losses(name: &str, losses: &[(String, Vec<f64>)]) {
+    let header = std::iter::once("iteration".to_string()).chain(losses.iter().map(|(n, _)| n.clone()));
+    let longest = losses.iter().map(|(_, h)| h.len()).max().unwrap_or(0);
+    let rows: Vec<Vec<f64>> = (0..longest)
+        .map(|i| {
+            std::iter::once(i as f64).chain(losses.iter().map(|(_, h)| h.get(i).copied().unwrap_or(f64::NAN))).collect()
+        })
+        .collect();
+    write_csv(name, &header.collect::<Vec<_>>().join(","), &rows, "");
+}
+
+/// Writes `rows` under the CSV `header` to `target/{name}.csv` and prints the command that plots it.
+pub fn write_csv(name: &str, header: &str, rows: &[Vec<f64>], plot_args: &str) {
+    let path = std::path::Path::new("target").join(format!("{name}.csv"));
+    let mut text = format!("{header}\n");
+    for row in rows {
+        let cell =
+            |x: &f64| if *x != 0.0 && (x.abs() < 1e-4 || x.abs() >= 1e9) { format!("{x:e}") } else { x.to_string() };
+        text += &row.iter().map(cell).collect::<Vec<_>>().join(",");
+        text.push('\n');
+    }
+    match std::fs::create_dir_all("target").and_then(|_| std::fs::write(&path, text)) {
+        Ok(()) => {
+            println!("wrote {}; plot it with", path.display());
+            println!("  python3 scripts/plot_example.py {}{plot_args} --out target/{name}.png", path.display());
+        }
+        Err(e) => println!("could not write {}: {e}", path.display()),
+    }
+}
