@@ -149,7 +149,8 @@ pub fn gradcheck(
 /// Returns a dict: `model` (`Model`), `simulator` (a `Simulator` with the scene's
 /// options and `params`), `params` (`ParamSpec`), `dt`, `q`, `v`, `tau` (arrays, or None
 /// when the scene gives no state/control), `tolerance` (float or None) and
-/// `description` (str or None). Raises `InputError` for a missing or malformed file.
+/// `description` (str or None). Raises `InputError` for a missing or malformed file and
+/// `LoadError` when the scene's URDF (or a mesh of it) cannot be loaded.
 #[pyfunction]
 pub fn load_scene<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
     let scene = py.detach(|| Scene::load(&path)).py_err()?;

@@ -800,9 +800,10 @@ def load_scene(path: PathLike) -> Dict[str, Any]:
     gives no state or control), ``tolerance`` (float or None) and ``description``
     (str or None).
 
-    :raises InputError: a missing file, malformed JSON, unknown fields, wrong lengths,
-        unknown parameter names, or a scene URDF that cannot be loaded (the message
-        names the scene file and the cause).
+    :raises InputError: a missing file, malformed JSON, unknown fields, wrong lengths or
+        unknown parameter names (the message names the scene file and the cause).
+    :raises LoadError: the scene's URDF (or one of its meshes) cannot be loaded (the message
+        names that file).
     """
 
 def pendulum_chain(n: int, length: float = 1.0, mass: float = 1.0) -> Model:

@@ -147,3 +147,6 @@ def test_load_scene_errors(tmp_path):
     bad.write_text('{"sample": "arm7", "bogus": 1}')
     with pytest.raises(stiction.InputError, match="bogus"):
         stiction.load_scene(str(bad))
+    bad.write_text('{"urdf": "nowhere.urdf"}')
+    with pytest.raises(stiction.LoadError, match="nowhere.urdf"):
+        stiction.load_scene(bad)

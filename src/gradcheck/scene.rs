@@ -141,6 +141,8 @@ impl Scene {
         Scene::parse(&text, dir).map_err(|e| match e {
             Error::InvalidInput(m) => Error::InvalidInput(format!("scene '{}': {m}", path.display())),
             Error::Serde(m) => Error::Serde(format!("scene '{}': {m}", path.display())),
+            // A model file that fails to load stays a load error (it names that file).
+            Error::Load(e) => Error::Load(e),
             other => Error::InvalidInput(format!("scene '{}': {other}", path.display())),
         })
     }
