@@ -6,7 +6,26 @@ use nalgebra::DVector;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use std::sync::{Mutex, MutexGuard};
-use stiction::tape::{StepRecord, Tape};
+use stiction::tape::{BackwardOptions, ContactGradientStrategy, StepRecord, StrategyStats, Tape};
+
+/// Parses the `strategy` argument of the backward passes.
+fn strategy(s: &str) -> PyResult<BackwardOptions> {
+    let contact_strategy = match s {
+        "exact" => ContactGradientStrategy::Exact,
+        "loss_driven" => ContactGradientStrategy::LossDriven,
+        other => return Err(input_error(format!("strategy must be 'exact' or 'loss_driven', got '{other}'"))),
+    };
+    Ok(BackwardOptions { contact_strategy })
+}
+
+/// The counters of a backward pass's contact strategy as a dict.
+fn strategy_stats<'py>(py: Python<'py>, s: &StrategyStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("constrained_steps", s.constrained_steps)?;
+    d.set_item("loss_driven_tried", s.loss_driven_tried)?;
+    d.set_item("loss_driven_used", s.loss_driven_used)?;
+    Ok(d)
+}
 
 /// One recorded simulator step (`Simulator.step(..., record=True)`): its inputs,
 /// outputs and everything its Jacobians and vector-Jacobian products need.
@@ -41,18 +60,34 @@ impl PyStepRecord {
 
     /// Vector-Jacobian product: given `grad_q_next = ∂ℓ/∂q⁺` (tangent, nv) and
     /// `grad_v_next = ∂ℓ/∂v⁺` (nv), returns `{"q", "v", "tau", "theta"}`, the gradients
-    /// of ℓ with respect to the step's inputs (q in the tangent space).
+    /// of ℓ with respect to the step's inputs (q in the tangent space). `strategy`:
+    /// `"exact"` (default: the derivatives of the recorded step) or `"loss_driven"`
+    /// (DiffDART §4.4: where the loss would rather see another contact mode, the VJP in
+    /// that mode when it is larger — a search direction, not a derivative; see
+    /// `docs/contact.md`); the latter adds `"strategy"`, the counters
+    /// `{"constrained_steps", "loss_driven_tried", "loss_driven_used"}`.
+    #[pyo3(signature = (grad_q_next, grad_v_next, strategy="exact"))]
     fn vjp<'py>(
         &self,
         py: Python<'py>,
         grad_q_next: &Bound<'py, PyAny>,
         grad_v_next: &Bound<'py, PyAny>,
+        strategy: &str,
     ) -> PyResult<Bound<'py, PyDict>> {
         let nv = self.record.model().nv();
         let gq = dvector(grad_q_next, "grad_q_next", nv, "model.nv")?;
         let gv = dvector(grad_v_next, "grad_v_next", nv, "model.nv")?;
-        let g = py.detach(|| self.record.vjp(&gq, &gv)).py_err()?;
+        let options = self::strategy(strategy)?;
+        let (g, stats) = py
+            .detach(|| {
+                let mut ws = stiction::tape::Workspace::new(self.record.model());
+                self.record.vjp_with_options(&mut ws, &gq, &gv, &options)
+            })
+            .py_err()?;
         let d = PyDict::new(py);
+        if options.contact_strategy == ContactGradientStrategy::LossDriven {
+            d.set_item("strategy", strategy_stats(py, &stats)?)?;
+        }
         d.set_item("q", out_vec(py, g.q.as_slice()))?;
         d.set_item("v", out_vec(py, g.v.as_slice()))?;
         d.set_item("tau", out_vec(py, g.tau.as_slice()))?;
@@ -201,15 +236,19 @@ impl PyTape {
     /// partial derivatives: `grad_states = (gq, gv)`, two arrays of shape (T+1, nv)
     /// holding ∂L/∂q_t (tangent) and ∂L/∂v_t for t = 0..T, and `grad_controls`, shape
     /// (T, nv), holding ∂L/∂τ_t; `None` means zero. Returns `{"q0", "v0", "tau", "theta"}`
-    /// with the total derivatives (q0 tangent, tau of shape (T, nv)).
-    /// Raises `InputError` on an empty tape or wrong shapes.
-    #[pyo3(signature = (grad_states=None, grad_controls=None))]
+    /// with the total derivatives (q0 tangent, tau of shape (T, nv)); `strategy="loss_driven"`
+    /// opts into the loss-driven contact strategy and adds its counters under `"strategy"`
+    /// (see `StepRecord.vjp`).
+    /// Raises `InputError` on an empty tape, wrong shapes or an unknown strategy.
+    #[pyo3(signature = (grad_states=None, grad_controls=None, strategy="exact"))]
     fn backward<'py>(
         &self,
         py: Python<'py>,
         grad_states: Option<&Bound<'py, PyAny>>,
         grad_controls: Option<&Bound<'py, PyAny>>,
+        strategy: &str,
     ) -> PyResult<Bound<'py, PyDict>> {
+        let options = self::strategy(strategy)?;
         let (steps, nv) = {
             let tape = self.lock();
             (tape.len(), tape.records().first().map_or(0, |r| r.model().nv()))
@@ -239,8 +278,11 @@ impl PyTape {
             }
         };
         let controls = rows_arg(grad_controls, "grad_controls", steps, nv)?;
-        let g = py.detach(|| self.lock().backward(&states, &controls)).py_err()?;
+        let (g, stats) = py.detach(|| self.lock().backward_with(&states, &controls, &options)).py_err()?;
         let d = PyDict::new(py);
+        if options.contact_strategy == ContactGradientStrategy::LossDriven {
+            d.set_item("strategy", strategy_stats(py, &stats)?)?;
+        }
         d.set_item("q0", out_vec(py, g.q0.as_slice()))?;
         d.set_item("v0", out_vec(py, g.v0.as_slice()))?;
         let tau: Vec<f64> = g.tau.iter().flat_map(|t| t.iter().copied()).collect();

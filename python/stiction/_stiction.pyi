@@ -629,10 +629,19 @@ class StepRecord:
         """The Jacobian blocks: ``"dq_dq"``, ``"dq_dv"``, ``"dq_dtau"``, ``"dv_dq"``,
         ``"dv_dv"``, ``"dv_dtau"`` (nv × nv) and ``"dq_dtheta"``, ``"dv_dtheta"`` (nv × np),
         where ``dq`` rows are ``q⁺`` and ``dv`` rows ``v⁺``."""
-    def vjp(self, grad_q_next: ArrayLike, grad_v_next: ArrayLike) -> Dict[str, Vector]:
+    def vjp(
+        self, grad_q_next: ArrayLike, grad_v_next: ArrayLike, strategy: Literal["exact", "loss_driven"] = "exact"
+    ) -> Dict[str, Any]:
         """Vector-Jacobian product: given ``∂ℓ/∂q⁺`` (tangent, nv) and ``∂ℓ/∂v⁺`` (nv),
         returns ``{"q", "v", "tau", "theta"}``, the gradients of ℓ with respect to the
-        step's inputs (``Jᵀλ`` without forming J)."""
+        step's inputs (``Jᵀλ`` without forming J); with ``strategy="loss_driven"`` also
+        ``"strategy"``, the counters ``{"constrained_steps", "loss_driven_tried", "loss_driven_used"}``.
+
+        :param strategy: ``"exact"`` (the derivatives of the recorded step) or
+            ``"loss_driven"`` (DiffDART §4.4: where the loss would rather see another contact
+            mode, the VJP in that mode when it is larger; a search direction, not a derivative).
+        :raises InputError: wrong shapes or an unknown strategy.
+        """
     @property
     def q(self) -> Vector:
         """Configuration before the step, shape (nq,)."""
@@ -698,14 +707,17 @@ class Tape:
         self,
         grad_states: Optional[Tuple[ArrayLike, ArrayLike]] = None,
         grad_controls: Optional[ArrayLike] = None,
-    ) -> Dict[str, Vector]:
+        strategy: Literal["exact", "loss_driven"] = "exact",
+    ) -> Dict[str, Any]:
         """Backpropagates ``L = Σ_t ℓ_t(x_t, τ_t) + ℓ_T(x_T)`` through the tape.
 
         :param grad_states: ``(gq, gv)``, two arrays of shape (T+1, nv): the partial
             derivatives ``∂L/∂q_t`` (tangent) and ``∂L/∂v_t`` for t = 0..T; None: zero.
         :param grad_controls: the partials ``∂L/∂τ_t``, shape (T, nv); None: zero.
-        :returns: the total derivatives ``{"q0" (nv,), "v0" (nv,), "tau" (T, nv), "theta" (np,)}``.
-        :raises InputError: the tape is empty or a shape is wrong.
+        :param strategy: the contact strategy, as in :meth:`StepRecord.vjp`.
+        :returns: the total derivatives ``{"q0" (nv,), "v0" (nv,), "tau" (T, nv), "theta" (np,)}``
+            and, with ``strategy="loss_driven"``, ``"strategy"``: its counters summed over the steps.
+        :raises InputError: the tape is empty, a shape is wrong or the strategy is unknown.
         :raises StictionError: the records come from different models or parameter specs.
         """
     @staticmethod
