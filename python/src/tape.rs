@@ -362,45 +362,37 @@ impl PyTape {
             Some(obj) => Some(matrix(obj, "q0", Some(batch), nq)?.1),
             None => None,
         };
-        let out = py
-            .detach(|| -> stiction::Result<Vec<f64>> {
-                // Cotangents in the tangent space: row 0 (the start state) is zero.
-                let mut cotangents = Vec::with_capacity(batch);
-                for (b, tape) in records.iter().enumerate() {
-                    let mut states = vec![(DVector::zeros(nv), DVector::zeros(nv))];
-                    for (t, rec) in tape.records().iter().enumerate() {
-                        let at = (b * steps + t) * nq;
-                        let q = match &gq {
-                            Some(g) => {
-                                model.tangent_gradient(rec.outputs().0, &DVector::from_column_slice(&g[at..at + nq]))?
-                            }
-                            None => DVector::zeros(nv),
-                        };
-                        let at = (b * steps + t) * nv;
-                        let v = gv
-                            .as_ref()
-                            .map_or_else(|| DVector::zeros(nv), |g| DVector::from_column_slice(&g[at..at + nv]));
-                        states.push((q, v));
-                    }
-                    cotangents.push(stiction::step::BatchCotangent { grad_states: states, grad_controls: vec![] });
-                }
-                let grads = stiction::step::backward_batch(&records, &cotangents, threads)?;
-                // Flat output: per rollout q0 (nq), v0 (nv), tau (T·nv), theta (np).
-                let width = nq + nv + steps * nv + np;
-                let mut flat = Vec::with_capacity(batch * width);
-                for (b, g) in grads.iter().enumerate() {
-                    let start = match &q0 {
-                        Some(q0) => DVector::from_column_slice(&q0[b * nq..(b + 1) * nq]),
-                        None => records[b].records()[0].inputs().0.clone(),
-                    };
-                    flat.extend_from_slice(model.coordinate_gradient(&start, &g.q0)?.as_slice());
-                    flat.extend_from_slice(g.v0.as_slice());
-                    g.tau.iter().for_each(|t| flat.extend_from_slice(t.as_slice()));
-                    flat.extend_from_slice(g.theta.as_slice());
-                }
-                Ok(flat)
-            })
-            .py_err()?;
+        // Per rollout, in parallel: tangent cotangents (row 0, the start state, is zero), the
+        // tape sweep, and the start gradient on coordinates; flattened as q0 (nq), v0 (nv),
+        // tau (T·nv), theta (np).
+        let one = |b: usize| -> stiction::Result<Vec<f64>> {
+            let tape = records[b];
+            let mut states = Vec::with_capacity(steps + 1);
+            states.push((DVector::zeros(nv), DVector::zeros(nv)));
+            for (t, rec) in tape.records().iter().enumerate() {
+                let at = (b * steps + t) * nq;
+                let q = match &gq {
+                    Some(g) => model.tangent_gradient(rec.outputs().0, &DVector::from_column_slice(&g[at..at + nq]))?,
+                    None => DVector::zeros(nv),
+                };
+                let at = (b * steps + t) * nv;
+                let v = gv.as_ref().map_or_else(|| DVector::zeros(nv), |g| DVector::from_column_slice(&g[at..at + nv]));
+                states.push((q, v));
+            }
+            let g = tape.backward(&states, &[])?;
+            let start = match &q0 {
+                Some(q0) => DVector::from_column_slice(&q0[b * nq..(b + 1) * nq]),
+                None => tape.records()[0].inputs().0.clone(),
+            };
+            let mut flat = Vec::with_capacity(nq + nv + steps * nv + np);
+            flat.extend_from_slice(model.coordinate_gradient(&start, &g.q0)?.as_slice());
+            flat.extend_from_slice(g.v0.as_slice());
+            g.tau.iter().for_each(|t| flat.extend_from_slice(t.as_slice()));
+            flat.extend_from_slice(g.theta.as_slice());
+            Ok(flat)
+        };
+        let out: Vec<f64> =
+            py.detach(|| stiction::step::map_rollouts(batch, threads, one)).py_err()?.into_iter().flatten().collect();
         let width = nq + nv + steps * nv + np;
         let column = |offset: usize, n: usize| -> Vec<f64> {
             (0..batch).flat_map(|b| out[b * width + offset..b * width + offset + n].iter().copied()).collect()

@@ -114,12 +114,20 @@ pub fn backward_batch(
             got: cotangents.len(),
         });
     }
+    map_rollouts(tapes.len(), threads, |i| tapes[i].backward(&cotangents[i].grad_states, &cotangents[i].grad_controls))
+}
+
+/// Runs `f(i)` for every rollout `i < n` in parallel (rayon's global pool for `None`, else a
+/// pool of `threads`), for per-rollout work around a batch (e.g. building each rollout's
+/// cotangents and sweeping its tape in one task). Results in index order; the error reported
+/// is that of the first failing rollout, naming it.
+pub fn map_rollouts<T: Send>(
+    n: usize,
+    threads: Option<usize>,
+    f: impl Fn(usize) -> Result<T> + Sync + Send,
+) -> Result<Vec<T>> {
     in_pool(threads, || {
-        let results: Vec<Result<TapeGradients>> = tapes
-            .par_iter()
-            .zip(cotangents.par_iter())
-            .map(|(tape, c)| tape.backward(&c.grad_states, &c.grad_controls))
-            .collect();
+        let results: Vec<Result<T>> = (0..n).into_par_iter().map(&f).collect();
         results.into_iter().enumerate().map(|(i, r)| r.map_err(|e| in_rollout(i, e))).collect()
     })
 }

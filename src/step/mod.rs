@@ -6,7 +6,7 @@ mod semi_implicit_euler;
 mod simulator;
 
 pub mod contact;
-pub use batch::{backward_batch, rollout_batch, BatchCotangent, BatchOptions, BatchResult, BatchRollout};
+pub use batch::{backward_batch, map_rollouts, rollout_batch, BatchCotangent, BatchOptions, BatchResult, BatchRollout};
 pub use contact::{
     BounceGradients, ConstraintRecord, ContactInfo, ContactModel, ContactOptions, ContactSolver, RowKind,
 };
