@@ -10,6 +10,8 @@
 
 #[path = "support/csv.rs"]
 mod csv;
+#[path = "support/progress.rs"]
+mod progress;
 use nalgebra::DVector;
 use std::time::Duration;
 use stiction::dynamics::gravity_forces;
@@ -150,18 +152,7 @@ fn main() -> stiction::Result<()> {
     );
     for jacobians in [JacobianSource::Analytic, JacobianSource::FiniteDifference] {
         println!("iLQR, {jacobians:?} Jacobians:");
-        let mut log = |p: &IlqrProgress| {
-            if p.iteration % 10 == 0 {
-                println!(
-                    "    iter {:3}  cost {:.6e}  step {:.3}  mu {:.1e}  {:.3} s",
-                    p.iteration,
-                    p.cost,
-                    p.step,
-                    p.regularization,
-                    p.elapsed.as_secs_f64()
-                );
-            }
-        };
+        let mut log = |p: &IlqrProgress| progress::print_ilqr(p, 10);
         let r = solve(jacobians, Some(&mut log))?;
         println!(
             "  {} iterations ({:?}), cost {:.4e} -> {:.4e}, wall time {:.3} s (Jacobians {:.3} s)",

@@ -12,6 +12,8 @@
 
 #[path = "support/csv.rs"]
 mod csv;
+#[path = "support/progress.rs"]
+mod progress;
 use nalgebra::DVector;
 use std::time::Duration;
 use stiction::math::{Inertia, Vec3, SE3};
@@ -179,18 +181,7 @@ fn main() -> stiction::Result<()> {
     );
     for jacobians in [JacobianSource::Analytic, JacobianSource::FiniteDifference] {
         println!("iLQR, {jacobians:?} Jacobians:");
-        let mut log = |p: &IlqrProgress| {
-            if p.iteration % 5 == 0 {
-                println!(
-                    "    iter {:3}  cost {:.6e}  step {:.3}  mu {:.1e}  {:.3} s",
-                    p.iteration,
-                    p.cost,
-                    p.step,
-                    p.regularization,
-                    p.elapsed.as_secs_f64()
-                );
-            }
-        };
+        let mut log = |p: &IlqrProgress| progress::print_ilqr(p, 5);
         let p = solve(jacobians, Some(&mut log))?;
         println!(
             "  {} iterations ({:?}), cost {:.4e} -> {:.4e}, wall time {:.3} s (Jacobians {:.3} s)",

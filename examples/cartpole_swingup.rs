@@ -4,6 +4,8 @@
 //! Run: `cargo run --release --example cartpole_swingup`. Writes the iLQR trajectory
 //! to `target/cartpole_swingup.csv` (columns t, x, theta, xdot, thetadot, force).
 
+#[path = "support/progress.rs"]
+mod progress;
 use nalgebra::DVector;
 use std::f64::consts::PI;
 use std::io::Write;
@@ -54,18 +56,7 @@ fn main() -> stiction::Result<()> {
     let mut results = Vec::new();
     for source in [JacobianSource::Analytic, JacobianSource::FiniteDifference] {
         let options = IlqrOptions { bounds: Some(bounds.clone()), jacobians: source, ..Default::default() };
-        let mut log = |p: &IlqrProgress| {
-            if p.iteration % 10 == 0 {
-                println!(
-                    "    iter {:3}  cost {:.6e}  step {:.3}  mu {:.1e}  {:.3} s",
-                    p.iteration,
-                    p.cost,
-                    p.step,
-                    p.regularization,
-                    p.elapsed.as_secs_f64()
-                );
-            }
-        };
+        let mut log = |p: &IlqrProgress| progress::print_ilqr(p, 10);
         println!("iLQR, {source:?} Jacobians:");
         let r = ilqr(&mut sim, &x0, &u0, &cost, &options, Some(&mut log))?;
         println!(
