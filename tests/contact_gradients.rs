@@ -7,10 +7,10 @@
 
 mod common;
 
-use common::contact::{check_scenes, free_body, ground, material, options, pose_q, Scene};
+use common::contact::{capsule_x, check_scenes, free_body, ground, material, options, pose_q, Scene};
 use nalgebra::DVector;
 use stiction::math::{Inertia, Vec3, SE3};
-use stiction::model::{CollisionShape, Geometry, Material, WORLD};
+use stiction::model::{Geometry, WORLD};
 use stiction::{Joint, ModelBuilder, State};
 
 fn box_scene(name: &'static str, mu: f64, push: f64, vx: f64) -> Scene {
@@ -248,15 +248,6 @@ fn box_sliding_spinning_scene() -> Scene {
     s.state.v[4] = 0.8 * (c - sn);
     s.state.v[2] = 1.5;
     s
-}
-
-/// A capsule of `radius` along the body's x axis, covering `[from, to]` of it.
-fn capsule_x(radius: f64, from: f64, to: f64, m: Material) -> CollisionShape {
-    let pose = SE3::new(
-        SE3::from_axis_angle(&Vec3::y(), std::f64::consts::FRAC_PI_2).rot,
-        Vec3::new(0.5 * (from + to), 0.0, 0.0),
-    );
-    CollisionShape::new(Geometry::Capsule { radius, length: to - from }, pose).with_material(m)
 }
 
 /// An inverted pendulum (a 0.6 m pole on a hinge about y, tilted by 0.2 rad) on a 2 kg

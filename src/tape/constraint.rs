@@ -165,10 +165,21 @@ pub(crate) fn linearize_constraints_with(
         if let (RowState::AtBound { sign }, RowBound::Friction { normal, mu }) = (s, asm.bounds[r]) {
             match pos_in_c(normal) {
                 Some(ci) => u_friction.push((r, ci, f64::from(*sign) * mu)),
+                // A friction row "at its bound" under a normal row that is not clamping
+                // sits in a collapsed box: f_n = 0 and stays 0 inside the mode (the normal
+                // separates, or is tied and differentiated as separating), so its impulse
+                // ±μ f_n is identically zero — exactly a separating row, which contributes
+                // nothing to the linearization. Only a nonzero impulse there would be an
+                // inconsistent record.
+                None if f[r] == 0.0 && f[normal] == 0.0 => {}
                 None => {
                     return Err(Error::Numerical {
                         algorithm: "contact backward",
-                        detail: format!("friction row {r} is at its bound but its normal row {normal} is not clamping"),
+                        detail: format!(
+                            "friction row {r} carries an impulse {:e} at its bound but its normal row {normal} is not \
+                             clamping ({:?}, f_n = {:e})",
+                            f[r], states[normal], f[normal]
+                        ),
                     })
                 }
             }

@@ -33,6 +33,15 @@ pub fn free_body(b: &mut ModelBuilder, name: &str, geometry: Geometry, inertia: 
     );
 }
 
+/// A capsule of `radius` along the body's x axis, covering `[from, to]` of it.
+pub fn capsule_x(radius: f64, from: f64, to: f64, m: Material) -> CollisionShape {
+    let pose = SE3::new(
+        SE3::from_axis_angle(&Vec3::y(), std::f64::consts::FRAC_PI_2).rot,
+        Vec3::new(0.5 * (from + to), 0.0, 0.0),
+    );
+    CollisionShape::new(Geometry::Capsule { radius, length: to - from }, pose).with_material(m)
+}
+
 /// A cartpole whose cart (1 kg, on a rail along x) has position limits at ±1 m; a 0.3 kg,
 /// 0.6 m pole on a hinge about y.
 pub fn limited_cartpole() -> Model {

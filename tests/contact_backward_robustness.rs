@@ -1,0 +1,134 @@
+//! The backward pass of ordinary contact rollouts never refuses a step: random-torque
+//! rollouts of bodies resting on a plane (boxes, spheres, capsules) and of a planar arm
+//! sweeping two boxes across the ground — every step's Jacobians and the whole tape's
+//! backward pass succeed and are finite, with the contact warm start on and off.
+//!
+//! A step whose friction row is reported at its (collapsed) bound while its normal row
+//! separates used to be refused ("friction row … is at its bound but its normal row …
+//! is not clamping"); such a row carries `±μ f_n = 0` throughout the mode and is now
+//! differentiated as separating.
+
+mod common;
+
+use common::contact::{capsule_x, free_body, ground, material};
+use nalgebra::DVector;
+use stiction::math::{Inertia, SplitMix64, Vec3, SE3};
+use stiction::model::samples::{bodies_on_plane, rod, RestingShape};
+use stiction::model::{Geometry, WORLD};
+use stiction::tape::Tape;
+use stiction::{Control, Joint, Model, ModelBuilder, SimOptions, Simulator, State};
+
+/// Runs `rollouts` rollouts of `steps` steps from `start` under random torques
+/// (σ = `sigma` on the dofs `actuated`), checks every step's Jacobians and the tape's
+/// backward pass; returns (steps, steps with constraint rows).
+fn check(
+    model: &Model,
+    start: &State,
+    actuated: &[usize],
+    sigma: f64,
+    rollouts: u64,
+    warm_start: bool,
+) -> (usize, usize) {
+    const STEPS: usize = 300;
+    let mut options = SimOptions::default();
+    options.contact.warm_start = warm_start;
+    let (mut records, mut contact_steps) = (0, 0);
+    for seed in 0..rollouts {
+        let mut sim = Simulator::new(model.clone(), options.clone()).unwrap();
+        let mut rng = SplitMix64::new(seed + 1);
+        let mut state = start.clone();
+        let mut tape = Tape::new();
+        for k in 0..STEPS {
+            let mut tau = DVector::zeros(model.nv());
+            for &i in actuated {
+                tau[i] = sigma * rng.normal();
+            }
+            let (next, rec) = sim.step_recorded(&state, &Control::torques(tau)).unwrap();
+            let jac = rec.jacobians().unwrap_or_else(|e| panic!("{} seed {seed} step {k}: {e}", model.name()));
+            assert!(
+                jac.dq_dq.iter().chain(jac.dv_dq.iter()).chain(jac.dv_dv.iter()).all(|x| x.is_finite()),
+                "{} seed {seed} step {k}: non-finite Jacobian",
+                model.name()
+            );
+            contact_steps += rec.constraints().is_some() as usize;
+            tape.push(rec);
+            state = next;
+        }
+        let ones = DVector::from_element(model.nv(), 1.0);
+        let grads = vec![(ones.clone(), ones); STEPS + 1];
+        let out = tape.backward(&grads, &[]).unwrap_or_else(|e| panic!("{} seed {seed}: backward: {e}", model.name()));
+        assert!(out.q0.iter().chain(out.v0.iter()).all(|x| x.is_finite()));
+        records += STEPS;
+    }
+    (records, contact_steps)
+}
+
+#[test]
+fn random_torque_rollouts_of_boxes_on_a_plane_differentiate_every_step() {
+    let model = bodies_on_plane(4, RestingShape::Box);
+    let all: Vec<usize> = (0..model.nv()).collect();
+    for (warm_start, rollouts) in [(true, 100), (false, 20)] {
+        let (records, contact) = check(&model, &State::neutral(&model), &all, 3.6, rollouts, warm_start);
+        assert!(2 * contact >= records, "only {contact} of {records} steps had contact rows");
+    }
+}
+
+#[test]
+fn random_torque_rollouts_of_spheres_and_capsules_differentiate_every_step() {
+    for shape in [RestingShape::Sphere, RestingShape::Capsule] {
+        let model = bodies_on_plane(4, shape);
+        let all: Vec<usize> = (0..model.nv()).collect();
+        for warm_start in [true, false] {
+            let (records, contact) = check(&model, &State::neutral(&model), &all, 3.6, 10, warm_start);
+            assert!(4 * contact >= records, "{shape:?}: only {contact} of {records} steps had contact rows");
+        }
+    }
+}
+
+/// A fixed-base planar arm of three 0.25 m capsule links (hinges about z, 8 cm above the
+/// ground) and two 1 kg boxes in its reach, resting on the ground (friction 0.5).
+fn arm_and_boxes() -> (Model, State) {
+    let mut b = ModelBuilder::new("arm3_two_boxes");
+    ground(&mut b, material(0.5, 0.0), 0.0);
+    let (length, height, r) = (0.25, 0.08, 0.02);
+    let mut parent = WORLD.to_string();
+    for k in 0..3 {
+        let at = if k == 0 { Vec3::new(0.0, 0.0, height) } else { Vec3::new(length, 0.0, 0.0) };
+        let link = format!("link{k}");
+        b.add_body(
+            &parent,
+            Joint::revolute(format!("joint{k}"), Vec3::z()).with_placement(SE3::from_translation(at)),
+            rod(&link, 0.5, length, r, Vec3::x()).with_collision(capsule_x(r, 0.0, length, material(0.8, 0.0))),
+        );
+        parent = link;
+    }
+    let h = Vec3::new(0.06, 0.06, 0.06);
+    for name in ["box_a", "box_b"] {
+        free_body(
+            &mut b,
+            name,
+            Geometry::Box { half_extents: h },
+            Inertia::solid_box(1.0, h * 2.0),
+            material(0.5, 0.0),
+        );
+    }
+    let model = b.build().unwrap();
+    let mut q = model.neutral();
+    q.rows_mut(0, 3).copy_from_slice(&[0.3, -0.4, 0.2]);
+    for (k, centre) in [Vec3::new(0.55, 0.25, h.z - 1e-4), Vec3::new(0.45, -0.2, h.z - 1e-4)].iter().enumerate() {
+        let a = 3 + 7 * k;
+        q[a] = centre.x;
+        q[a + 1] = centre.y;
+        q[a + 2] = centre.z;
+    }
+    (model, State { q, v: DVector::zeros(15) })
+}
+
+#[test]
+fn random_torque_rollouts_of_an_arm_sweeping_boxes_differentiate_every_step() {
+    let (model, start) = arm_and_boxes();
+    for (warm_start, rollouts) in [(true, 100), (false, 20)] {
+        let (records, contact) = check(&model, &start, &[0, 1, 2], 4.0, rollouts, warm_start);
+        assert_eq!(contact, records, "the boxes rest on the ground throughout");
+    }
+}
