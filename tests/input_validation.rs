@@ -3,9 +3,12 @@
 //! errors with clear messages, never panics or aborts.
 
 use nalgebra::{DMatrix, DVector};
+use stiction::dynamics::{Data, DerivativeData};
 use stiction::model::samples;
 use stiction::model::ParamSpec;
-use stiction::step::{rollout_batch, BatchOptions, BatchRollout, ContactOptions};
+use stiction::step::{
+    rollout_batch, semi_implicit_euler, BatchOptions, BatchRollout, ContactOptions, IntegratorOptions,
+};
 use stiction::tape::Tape;
 use stiction::{Control, Error, SimOptions, Simulator, State};
 
@@ -32,7 +35,28 @@ fn time_step_must_be_finite_positive_and_at_most_one_second() {
     assert!(SimOptions::default().validate().is_ok());
     // The bound itself is accepted.
     assert!(Simulator::new(model.clone(), SimOptions { dt: SimOptions::MAX_DT, ..Default::default() }).is_ok());
-    assert!(Simulator::new(model, SimOptions { dt: 1e-3, ..Default::default() }).is_ok());
+    assert!(Simulator::new(model.clone(), SimOptions { dt: 1e-3, ..Default::default() }).is_ok());
+    // The bare integrator applies the same bound.
+    let (mut data, mut deriv) = (Data::new(&model), DerivativeData::new(&model));
+    let (q, v) = (model.neutral(), DVector::zeros(2));
+    let (mut q_out, mut v_out) = (vec![0.0; 2], vec![0.0; 2]);
+    let mut step = |dt: f64| {
+        semi_implicit_euler(
+            &model,
+            &mut data,
+            &mut deriv,
+            q.as_slice(),
+            v.as_slice(),
+            &[0.0, 0.0],
+            None,
+            dt,
+            &IntegratorOptions::default(),
+            &mut q_out,
+            &mut v_out,
+        )
+    };
+    assert!(matches!(step(1e9), Err(Error::InvalidInput(_))));
+    assert!(step(1e-3).is_ok());
 }
 
 #[test]
@@ -64,8 +88,7 @@ fn batch_rollout_errors_name_the_rollout_and_the_step() {
     let item = BatchRollout { state: State::neutral(&model), controls: DMatrix::zeros(600, 4), theta: None };
     let mut batch = vec![item; 3];
     batch[2].controls[(500, 3)] = f64::NAN;
-    let e = rollout_batch(&model, &no_contact(1e-3), &ParamSpec::new(), &batch, &BatchOptions::default())
-        .unwrap_err();
+    let e = rollout_batch(&model, &no_contact(1e-3), &ParamSpec::new(), &batch, &BatchOptions::default()).unwrap_err();
     assert!(matches!(e, Error::InvalidInput(_)), "{e:?}");
     assert_eq!(e.to_string(), "invalid input: batch rollout 2: step 500: controls[3] is not finite (NaN)");
 }
