@@ -129,7 +129,7 @@ pub fn throw(sim: &mut Simulator, v0: &Vec3, record: bool) -> stiction::Result<(
         let next = match tape.as_mut() {
             Some(t) => {
                 let (next, rec) = sim.step_recorded(&x, &control)?;
-                t.push(rec);
+                t.push(rec)?;
                 next
             }
             None => sim.step(&x, &control)?,

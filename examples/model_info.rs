@@ -45,7 +45,7 @@ fn main() {
         samples::pendulum_chain(2, 1.0, 1.0),
         samples::arm7(),
         samples::spatial_chain(30),
-        samples::binary_tree(5),
+        samples::binary_tree(5).expect("depth 5 is valid"),
         samples::humanoid(),
         samples::all_joint_types(),
         samples::random_tree(40, 6, true),

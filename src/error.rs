@@ -204,6 +204,31 @@ pub enum Error {
     /// Serialization to or from JSON failed.
     #[error("serialization: {0}")]
     Serde(String),
+    /// The error of one step of a multi-step computation (e.g. step 500 of
+    /// [`crate::Simulator::rollout`]), naming the step: `step 500: tau[3] is not finite (NaN)`.
+    /// [`Error::root`] gives the underlying error to match on.
+    #[error("step {step}: {error}")]
+    AtStep {
+        /// The index of the failing step (0-based).
+        step: usize,
+        /// What went wrong in that step.
+        error: Box<Error>,
+    },
+}
+
+impl Error {
+    /// `self` as the error of step `step` ([`Error::AtStep`]).
+    pub fn at_step(self, step: usize) -> Error {
+        Error::AtStep { step, error: Box::new(self) }
+    }
+    /// The underlying error, without [`Error::AtStep`] context: match on this to tell
+    /// error kinds apart whatever context was added.
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::AtStep { error, .. } => error.root(),
+            other => other,
+        }
+    }
 }
 
 /// Result with the crate error.

@@ -81,7 +81,7 @@ fn batched_tapes_backpropagate_like_sequential_ones() {
         let mut st = item.state.clone();
         for t in 0..30 {
             let (next, rec) = sim.step_recorded(&st, &Control::torques(item.controls.row(t).transpose())).unwrap();
-            seq.push(rec);
+            seq.push(rec).unwrap();
             st = next;
         }
         let zero = (DVector::zeros(2), DVector::zeros(2));

@@ -51,7 +51,7 @@ fn position_gradients(bounce: BounceGradients, gap: f64, steps: usize) -> ([[f64
     for _ in 0..steps {
         let (next, rec) = sim.step_recorded(&state, &Control::torques(DVector::zeros(12))).unwrap();
         bounces += rec.constraints().map_or(0, |c| c.info.iter().filter(|i| i.bounce).count());
-        tape.push(rec);
+        tape.push(rec).unwrap();
         state = next;
     }
     assert!(state.v[3] < -0.99 && state.v[9] > 0.99, "the balls exchanged velocities: {}", state.v);
@@ -141,7 +141,7 @@ fn thrown_ball_gradients_under_gravity_match_the_continuous_time_answer() {
         for _ in 0..steps {
             let (next, rec) = sim.step_recorded(&state, &Control::torques(DVector::zeros(6))).unwrap();
             bounces += rec.constraints().map_or(0, |c| c.info.iter().filter(|i| i.bounce).count());
-            tape.push(rec);
+            tape.push(rec).unwrap();
             state = next;
         }
         assert_eq!(bounces, 1, "one bounce before t_end (z0 {z0}, v0 {v0})");

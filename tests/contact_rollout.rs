@@ -157,7 +157,7 @@ fn rollout(
         x = match tape.as_mut() {
             Some(t) => {
                 let (next, rec) = sim.step_recorded(&x, &control).unwrap();
-                t.push(rec);
+                t.push(rec).unwrap();
                 next
             }
             None => sim.step(&x, &control).unwrap(),
@@ -752,7 +752,7 @@ fn loss_driven_strategy_over_a_tape() {
     let (model, state, tau) = resting_ball();
     let mut tape = Tape::new();
     for rec in record_steps(&model, &state, &tau, 10) {
-        tape.push(rec);
+        tape.push(rec).unwrap();
     }
     let mut grad_states = vec![(DVector::zeros(6), DVector::zeros(6)); 11];
     grad_states[10].1[5] = -1.0;

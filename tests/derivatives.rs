@@ -140,7 +140,7 @@ fn derivative_workspace_follows_the_model_tree() {
     // A workspace made for one model and reused for another of the same size but
     // another tree gives the same derivatives as a fresh one.
     use stiction::model::samples::{binary_tree, spatial_chain};
-    let (chain, tree) = (spatial_chain(15), binary_tree(4));
+    let (chain, tree) = (spatial_chain(15), binary_tree(4).unwrap());
     assert_eq!((chain.nbodies(), chain.nv()), (tree.nbodies(), tree.nv()));
     let mut data = Data::new(&chain);
     let mut shared = DerivativeData::new(&chain);

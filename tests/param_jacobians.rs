@@ -182,7 +182,7 @@ fn rollout_vjp_matches_finite_differences_of_the_loss() {
     let mut states = vec![State { q: q0.clone(), v: v0.clone() }];
     for tau in &taus {
         let (next, rec) = sim.step_recorded(states.last().unwrap(), &Control::torques(tau.clone())).unwrap();
-        tape.push(rec);
+        tape.push(rec).unwrap();
         states.push(next);
     }
     let grad_states: Vec<(DVector<f64>, DVector<f64>)> = states

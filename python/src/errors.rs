@@ -74,13 +74,16 @@ pub fn input_error(msg: impl Into<String>) -> PyErr {
 /// Maps a Rust error to its Python exception; the message is the Rust message.
 pub fn to_py(e: Error) -> PyErr {
     let msg = e.to_string();
-    match e {
+    // The class is that of the underlying error; the message keeps the context (e.g. the step).
+    match e.root() {
         Error::Model(_) => ModelError::new_err(msg),
         Error::Load(_) => LoadError::new_err(msg),
         Error::Numerical { .. } => NumericalError::new_err(msg),
         Error::Dimension { .. } | Error::NonFinite { .. } | Error::InvalidInput(_) | Error::Serde(_) => {
             input_error(msg)
         }
+        // Not returned by `root`; kept for an exhaustive match.
+        Error::AtStep { .. } => input_error(msg),
     }
 }
 

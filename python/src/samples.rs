@@ -1,6 +1,6 @@
 //! Ready-made models (`stiction.samples`).
 
-use crate::errors::input_error;
+use crate::errors::{input_error, IntoPyResult};
 use crate::model::PyModel;
 use pyo3::prelude::*;
 use stiction::model::samples;
@@ -48,10 +48,11 @@ fn cartpole() -> PyModel {
     PyModel::new(samples::cartpole())
 }
 
-/// A binary tree of revolute joints of the given depth.
+/// A binary tree of revolute joints of the given depth (2^depth - 1 bodies; depth at
+/// most 16, else `InputError`).
 #[pyfunction]
 fn binary_tree(depth: usize) -> PyResult<PyModel> {
-    Ok(PyModel::new(samples::binary_tree(at_least_one(depth, "depth")?)))
+    Ok(PyModel::new(samples::binary_tree(at_least_one(depth, "depth")?).py_err()?))
 }
 
 /// A floating-base humanoid-like tree.

@@ -228,8 +228,8 @@ impl PySimulator {
                     let mut control = Control::torques(DVector::zeros(nv));
                     for t in 0..steps {
                         control.tau.as_mut_slice().copy_from_slice(&taus[t * nv..(t + 1) * nv]);
-                        let (next, rec) = sim.step_recorded(&state, &control)?;
-                        tape.push(rec);
+                        let (next, rec) = sim.step_recorded(&state, &control).map_err(|e| e.at_step(t))?;
+                        tape.push(rec)?;
                         state = next;
                         qs.extend_from_slice(state.q.as_slice());
                         vs.extend_from_slice(state.v.as_slice());
@@ -252,7 +252,7 @@ impl PySimulator {
                 let mut control = Control::torques(DVector::zeros(nv));
                 for t in 0..steps {
                     control.tau.as_mut_slice().copy_from_slice(&taus[t * nv..(t + 1) * nv]);
-                    sim.step_into(&state, &control, &mut next)?;
+                    sim.step_into(&state, &control, &mut next).map_err(|e| e.at_step(t))?;
                     std::mem::swap(&mut state, &mut next);
                     qs.extend_from_slice(state.q.as_slice());
                     vs.extend_from_slice(state.v.as_slice());

@@ -206,9 +206,10 @@ impl PyTape {
         Self::default()
     }
 
-    /// Appends the record of the next step.
-    fn append(&self, record: &PyStepRecord) {
-        self.lock().push(record.record.clone());
+    /// Appends the record of the next step; `InputError` unless it continues the tape
+    /// (same model and time step, start state exactly the last record's end state).
+    fn append(&self, record: &PyStepRecord) -> PyResult<()> {
+        self.lock().push(record.record.clone()).py_err()
     }
 
     fn __len__(&self) -> usize {

@@ -699,7 +699,10 @@ class Tape:
 
     def __init__(self) -> None: ...
     def append(self, record: StepRecord) -> None:
-        """Appends the record of the next step."""
+        """Appends the record of the next step.
+
+        Raises ``InputError`` unless ``record`` continues the tape: same model and time
+        step, and its start state ``(q, v)`` exactly the last record's ``(q_next, v_next)``."""
     def __len__(self) -> int: ...
     def __getitem__(self, t: int) -> StepRecord:
         """The record of step ``t`` (negative indices count from the end)."""
@@ -832,7 +835,9 @@ def cartpole() -> Model:
     y joint, hanging at q = 0 (upright at θ = π); no limits, no collision shapes."""
 
 def binary_tree(depth: int) -> Model:
-    """A binary tree of revolute joints ``depth`` levels deep (2**depth - 1 bodies)."""
+    """A binary tree of revolute joints ``depth`` levels deep (2**depth - 1 bodies).
+
+    Raises ``InputError`` unless ``1 <= depth <= 16``."""
 
 def humanoid() -> Model:
     """A floating-base humanoid-like tree with 50 degrees of freedom."""

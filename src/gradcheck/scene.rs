@@ -124,7 +124,7 @@ pub fn sample_model(spec: &str) -> Result<Model> {
         "all_joint_types" => no_arg(samples::all_joint_types),
         "chain" => Ok(samples::spatial_chain(count("N", 1000)?)),
         "pendulum" => Ok(samples::pendulum_chain(count("N", 1000)?, 1.0, 1.0)),
-        "binary_tree" => Ok(samples::binary_tree(count("D", 10)?)),
+        "binary_tree" => samples::binary_tree(count("D", 10)?),
         _ => Err(Error::InvalidInput(format!(
             "unknown sample model '{spec}' (known: arm7, humanoid, all_joint_types, chain:N, pendulum:N, binary_tree:D)"
         ))),
@@ -177,8 +177,12 @@ impl Scene {
             if let Some(dt) = o.dt {
                 options.dt = dt;
             }
-            if !(options.dt.is_finite() && options.dt > 0.0) {
-                return Err(Error::InvalidInput(format!("\"dt\" must be positive, got {}", options.dt)));
+            if !(options.dt.is_finite() && options.dt > 0.0 && options.dt <= SimOptions::MAX_DT) {
+                return Err(Error::InvalidInput(format!(
+                    "\"dt\" must be positive and at most {} s, got {}",
+                    SimOptions::MAX_DT,
+                    options.dt
+                )));
             }
             if let Some(g) = o.gravity {
                 options.gravity = Some(Vec3::from(g));

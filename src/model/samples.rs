@@ -3,6 +3,7 @@
 //! model holding every joint type, random trees, a cartpole and a two-finger grasp.
 
 use super::{Body, CollisionShape, Geometry, Joint, JointType, Material, Model, ModelBuilder, WORLD};
+use crate::error::{Error, Result};
 use crate::math::{Inertia, Mat3, SplitMix64, Vec3, SE3};
 use nalgebra::DVector;
 
@@ -198,8 +199,22 @@ pub fn arm7() -> Model {
     b.build().expect("sample model is valid")
 }
 
+/// The deepest [`binary_tree`]: 16 levels, 2^16 − 1 = 65,535 bodies. The body count
+/// doubles with each level, so a deeper tree would exhaust memory (depth 40 asks for a
+/// trillion bodies) and even this one is far beyond what the dense `nv × nv` matrices of
+/// the dynamics handle comfortably.
+pub const MAX_BINARY_TREE_DEPTH: usize = 16;
+
 /// A binary tree of revolute joints `depth` levels deep (2^depth − 1 bodies).
-pub fn binary_tree(depth: usize) -> Model {
+///
+/// Errors: [`Error::InvalidInput`] for `depth` 0 (no bodies) or above
+/// [`MAX_BINARY_TREE_DEPTH`].
+pub fn binary_tree(depth: usize) -> Result<Model> {
+    if !(1..=MAX_BINARY_TREE_DEPTH).contains(&depth) {
+        return Err(Error::InvalidInput(format!(
+            "binary_tree depth must be in 1..={MAX_BINARY_TREE_DEPTH} (the tree has 2^depth - 1 bodies), got {depth}"
+        )));
+    }
     let mut b = ModelBuilder::new(format!("binary_tree{depth}"));
     let mut frontier = vec![WORLD.to_string()];
     let mut count = 0;
@@ -224,7 +239,7 @@ pub fn binary_tree(depth: usize) -> Model {
         }
         frontier = next;
     }
-    b.build().expect("sample model is valid")
+    Ok(b.build()?)
 }
 
 /// A floating-base humanoid-like tree with 50 degrees of freedom: free root (6),

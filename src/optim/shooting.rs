@@ -177,7 +177,9 @@ fn cost_and_gradient(
     }
     grad_states.push(split(&cost.terminal_derivatives(model, &roll.states[steps])?.lx));
     let mut tape = Tape::new();
-    roll.records.into_iter().for_each(|r| tape.push(r));
+    for r in roll.records {
+        tape.push(r)?;
+    }
     let g = tape.backward(&grad_states, &grad_controls)?;
     Ok((roll.cost, g.tau))
 }

@@ -54,7 +54,9 @@ pub struct BatchOptions {
 ///
 /// Errors: a rollout whose sizes do not match the model (state, controls, θ), non-finite
 /// inputs, an invalid θ for the model (through [`ParamSpec::apply`]), or a simulator
-/// failure; the error names the first failing rollout in batch order. A zero thread count is an
+/// failure; the error names the first failing rollout in batch order, and the step for
+/// non-finite controls and simulator failures (`batch rollout 2: step 500: controls[3] is
+/// not finite (NaN)`). A zero thread count is an
 /// [`Error::InvalidInput`].
 pub fn rollout_batch(
     model: &Model,
@@ -132,13 +134,18 @@ pub fn map_rollouts<T: Send>(
     })
 }
 
-/// `e` with the index of the rollout that failed (numerical failures stay numerical).
+/// `e` with the index of the rollout that failed, and of the step when `e` names one
+/// ([`Error::AtStep`]): `batch rollout 2: step 500: ...` (numerical failures stay numerical).
 fn in_rollout(i: usize, e: Error) -> Error {
+    let mut context = format!("batch rollout {i}: ");
+    let mut e = e;
+    while let Error::AtStep { step, error } = e {
+        context.push_str(&format!("step {step}: "));
+        e = *error;
+    }
     match e {
-        Error::Numerical { algorithm, detail } => {
-            Error::Numerical { algorithm, detail: format!("batch rollout {i}: {detail}") }
-        }
-        other => Error::InvalidInput(format!("batch rollout {i}: {other}")),
+        Error::Numerical { algorithm, detail } => Error::Numerical { algorithm, detail: format!("{context}{detail}") },
+        other => Error::InvalidInput(format!("{context}{other}")),
     }
 }
 
@@ -153,7 +160,12 @@ fn run_one(
     if item.controls.ncols() != nv {
         return Err(Error::Dimension { what: "controls (columns)", expected: nv, got: item.controls.ncols() });
     }
-    check_vector("controls", item.controls.as_slice(), item.controls.len())?;
+    // Row t of the controls is step t's torques: a non-finite entry names its step and dof.
+    for (t, row) in item.controls.row_iter().enumerate() {
+        if let Some((index, &value)) = row.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+            return Err(Error::NonFinite { what: "controls", index, value }.at_step(t));
+        }
+    }
     check_vector("state.q", item.state.q.as_slice(), model.nq())?;
     check_vector("state.v", item.state.v.as_slice(), nv)?;
     let mut sim = match &item.theta {
@@ -172,11 +184,11 @@ fn run_one(
         control.tau.copy_from(&item.controls.row(t).transpose());
         state = match tape.as_mut() {
             Some(tape) => {
-                let (next, rec) = sim.step_recorded(&state, &control)?;
-                tape.push(rec);
+                let (next, rec) = sim.step_recorded(&state, &control).map_err(|e| e.at_step(t))?;
+                tape.push(rec)?;
                 next
             }
-            None => sim.step(&state, &control)?,
+            None => sim.step(&state, &control).map_err(|e| e.at_step(t))?,
         };
         states.push(state.clone());
     }

@@ -73,6 +73,7 @@ pub struct StepStats {
 /// Advances `(q, v)` by one step of length `dt` under joint torques `tau` and
 /// optional world-frame body wrenches, writing `q⁺` and `v⁺` into `q_out`, `v_out`.
 /// `data` and `deriv` are the workspaces ([`Data::new`], [`DerivativeData::new`]).
+/// `dt` must be finite, positive and at most [`super::SimOptions::MAX_DT`].
 #[allow(clippy::too_many_arguments)]
 pub fn semi_implicit_euler(
     model: &Model,
@@ -90,9 +91,7 @@ pub fn semi_implicit_euler(
     check_q(model, q)?;
     check_vector("v", v, model.nv())?;
     check_vector("tau", tau, model.nv())?;
-    if !(dt.is_finite() && dt > 0.0) {
-        return Err(Error::InvalidInput(format!("time step must be positive and finite, got {dt}")));
-    }
+    super::simulator::check_dt(dt)?;
     if q_out.len() != model.nq() || v_out.len() != model.nv() {
         return Err(Error::Dimension {
             what: "output state",

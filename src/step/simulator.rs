@@ -12,10 +12,10 @@ use nalgebra::DVector;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-/// Simulation options.
+/// Simulation options. [`SimOptions::validate`] lists what [`Simulator::new`] accepts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SimOptions {
-    /// Time step in seconds.
+    /// Time step in seconds: finite, positive and at most [`SimOptions::MAX_DT`].
     pub dt: f64,
     /// Gravity override; `None` keeps the model's gravity.
     pub gravity: Option<Vec3>,
@@ -24,6 +24,41 @@ pub struct SimOptions {
     /// Contact and joint-limit settings.
     #[serde(default)]
     pub contact: ContactOptions,
+}
+
+impl SimOptions {
+    /// The largest accepted time step, 1 s. The step is semi-implicit Euler: the
+    /// contact stage's speculative contacts (gaps closed within one step) and the
+    /// explicitly evaluated velocity products are only meaningful for steps far below a
+    /// second; beyond that a resting body sinks through the ground (at `dt = 1e9` a box on
+    /// a plane ends metres below it) instead of failing, so such steps are refused.
+    pub const MAX_DT: f64 = 1.0;
+
+    /// Checks the options: `dt` finite, positive and at most [`SimOptions::MAX_DT`]; the
+    /// integrator tolerance positive with at least one iteration; the contact options
+    /// ([`ContactOptions::validate`]). Errors are [`Error::InvalidInput`] naming the field.
+    pub fn validate(&self) -> Result<()> {
+        check_dt(self.dt)?;
+        let it = &self.integrator;
+        if !(it.tolerance.is_finite() && it.tolerance > 0.0) || it.max_iterations == 0 {
+            return Err(Error::InvalidInput(format!(
+                "integrator tolerance must be positive and max_iterations at least 1, got {} and {}",
+                it.tolerance, it.max_iterations
+            )));
+        }
+        self.contact.validate()
+    }
+}
+
+/// Checks a time step: finite, positive and at most [`SimOptions::MAX_DT`].
+pub(crate) fn check_dt(dt: f64) -> Result<()> {
+    if !(dt.is_finite() && dt > 0.0 && dt <= SimOptions::MAX_DT) {
+        return Err(Error::InvalidInput(format!(
+            "time step dt must be finite, positive and at most {} s, got dt = {dt}",
+            SimOptions::MAX_DT
+        )));
+    }
+    Ok(())
 }
 
 impl Default for SimOptions {
@@ -111,23 +146,14 @@ pub struct Simulator {
 }
 
 impl Simulator {
-    /// A simulator for `model` with `options` (checked: `dt` positive, gravity finite).
+    /// A simulator for `model` with `options` (checked by [`SimOptions::validate`]:
+    /// `dt` finite, positive and at most [`SimOptions::MAX_DT`]; gravity finite).
     pub fn new(model: Model, options: SimOptions) -> Result<Simulator> {
-        if !(options.dt.is_finite() && options.dt > 0.0) {
-            return Err(Error::InvalidInput(format!("time step must be positive and finite, got {}", options.dt)));
-        }
-        let it = &options.integrator;
-        if !(it.tolerance.is_finite() && it.tolerance > 0.0) || it.max_iterations == 0 {
-            return Err(Error::InvalidInput(format!(
-                "integrator tolerance must be positive and max_iterations at least 1, got {} and {}",
-                it.tolerance, it.max_iterations
-            )));
-        }
+        options.validate()?;
         let model = match options.gravity {
             Some(g) => model.with_gravity(g)?,
             None => model,
         };
-        options.contact.validate()?;
         let data = Data::new(&model);
         let deriv = DerivativeData::new(&model);
         let constraints = ConstraintWorkspace::new(&model);
@@ -271,11 +297,13 @@ impl Simulator {
     }
 
     /// Steps `controls.len()` times from `state`; returns the states after each step.
+    /// A failing step's error is wrapped in [`Error::AtStep`] naming the step
+    /// (`step 500: tau[3] is not finite (NaN)`); [`Error::root`] gives the step's error.
     pub fn rollout(&mut self, state: &State, controls: &[Control]) -> Result<Vec<State>> {
         let mut out = Vec::with_capacity(controls.len());
         let mut cur = state.clone();
-        for c in controls {
-            let next = self.step(&cur, c)?;
+        for (t, c) in controls.iter().enumerate() {
+            let next = self.step(&cur, c).map_err(|e| e.at_step(t))?;
             out.push(next.clone());
             cur = next;
         }

@@ -441,9 +441,48 @@ impl Tape {
     pub fn new() -> Tape {
         Tape::default()
     }
-    /// Appends the record of the next step.
-    pub fn push(&mut self, record: StepRecord) {
+    /// Appends the record of the next step, checking that it continues the rollout: it
+    /// must come from the same model and time step as the last record, and start exactly
+    /// (bit for bit) at the last record's end state — `(q, v) == (q_next, v_next)`, as a
+    /// [`crate::Simulator`] hands them over (the step uses its start `q` as given, so no
+    /// re-normalisation is allowed for). Otherwise the record is not appended and the error
+    /// is an [`Error::InvalidInput`] naming the step, so that [`Tape::backward`] never
+    /// back-propagates through a rollout that never happened.
+    pub fn push(&mut self, record: StepRecord) -> Result<()> {
+        if let Some(last) = self.records.last() {
+            let t = self.records.len();
+            if !Arc::ptr_eq(&last.model, &record.model) && *last.model != *record.model {
+                return Err(Error::InvalidInput(format!(
+                    "tape record {t} comes from model '{}', but the tape records model '{}'",
+                    record.model.name(),
+                    last.model.name()
+                )));
+            }
+            if last.dt.to_bits() != record.dt.to_bits() {
+                return Err(Error::InvalidInput(format!(
+                    "tape record {t} has time step dt = {}, but the tape records dt = {}",
+                    record.dt, last.dt
+                )));
+            }
+            let differs = |a: &DVector<f64>, b: &DVector<f64>| {
+                a.len() != b.len() || a.iter().zip(b.iter()).any(|(x, y)| x.to_bits() != y.to_bits())
+            };
+            for (what, start, end) in [("q", &record.q, &last.q_next), ("v", &record.v, &last.v_next)] {
+                if differs(start, end) {
+                    let at = start.iter().zip(end.iter()).position(|(x, y)| x.to_bits() != y.to_bits());
+                    let detail = match at {
+                        Some(i) => format!("{what}[{i}] = {} but step {} ended at {}", start[i], t - 1, end[i]),
+                        None => format!("{what} has length {}, expected {}", start.len(), end.len()),
+                    };
+                    return Err(Error::InvalidInput(format!(
+                        "tape record {t} does not start where step {} ended: {detail}",
+                        t - 1
+                    )));
+                }
+            }
+        }
         self.records.push(record);
+        Ok(())
     }
     /// The records, in time order.
     pub fn records(&self) -> &[StepRecord] {

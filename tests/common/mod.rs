@@ -63,8 +63,8 @@ pub fn test_models() -> Vec<stiction::Model> {
         pendulum_chain(5, 0.5, 0.7),
         spatial_chain(30),
         arm7(),
-        binary_tree(4),
-        binary_tree(5),
+        binary_tree(4).unwrap(),
+        binary_tree(5).unwrap(),
         humanoid(),
         all_joint_types(),
     ];
