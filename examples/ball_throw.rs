@@ -19,7 +19,7 @@
 
 #[path = "support/csv.rs"]
 mod csv;
-use nalgebra::{DVector, Matrix3, UnitQuaternion, Vector3};
+use nalgebra::{DVector, Matrix3, Vector3};
 use std::time::{Duration, Instant};
 use stiction::math::{Inertia, Vec3, SE3};
 use stiction::model::{Body, CollisionShape, Geometry, Material, WORLD};
@@ -105,15 +105,14 @@ fn initial_state(v0: &Vec3) -> State {
     q.rows_mut(0, 3).copy_from_slice(&START);
     q[3] = 1.0;
     let mut v = DVector::zeros(6);
-    // The free joint's velocity is a body twist [ω; v]; the ball starts unrotated.
+    // The free joint's velocity is [ω; ṗ]: body angular, world linear velocity.
     v.rows_mut(3, 3).copy_from(v0);
     State { q, v }
 }
 
 /// World linear velocity of the ball centre.
 fn world_velocity(x: &State) -> Vec3 {
-    let rot = UnitQuaternion::from_quaternion(nalgebra::Quaternion::new(x.q[3], x.q[4], x.q[5], x.q[6]));
-    rot * Vector3::new(x.v[3], x.v[4], x.v[5])
+    Vector3::new(x.v[3], x.v[4], x.v[5])
 }
 
 /// A rollout from `v0`: final state, number of bounces (the vertical velocity turning
@@ -147,19 +146,16 @@ fn position(x: &State) -> Vec3 {
 }
 
 /// `∂p_T/∂v0` by three reverse passes: the seed of row k at x_T is the tangent-space
-/// gradient of `p_k` (for the free joint's body twist, `Rᵀ e_k` on the linear part).
-pub fn analytic_jacobian(x_t: &State, tape: &Tape) -> stiction::Result<Matrix3<f64>> {
-    let rot = UnitQuaternion::from_quaternion(nalgebra::Quaternion::new(x_t.q[3], x_t.q[4], x_t.q[5], x_t.q[6]));
+/// gradient of `p_k` (`e_k` on the free joint's linear part: `p(q ⊕ δ) = p + δ_p`).
+pub fn analytic_jacobian(tape: &Tape) -> stiction::Result<Matrix3<f64>> {
     let mut jac = Matrix3::zeros();
     for k in 0..3 {
         let mut seed_q = DVector::zeros(6);
-        // p(q ⊕ δ) = p + R δ_lin: ∂p_k/∂δ_lin = row k of R.
-        let row = rot.to_rotation_matrix().matrix().row(k).transpose();
-        seed_q.rows_mut(3, 3).copy_from(&row);
+        seed_q[3 + k] = 1.0;
         let mut grad_states = vec![(DVector::zeros(6), DVector::zeros(6)); tape.len() + 1];
         grad_states[tape.len()].0 = seed_q;
         let g = tape.backward(&grad_states, &[])?;
-        // v0 is the linear part of the initial body twist (identity orientation).
+        // v0's linear part is the initial world-frame velocity.
         jac.row_mut(k).copy_from(&g.v0.rows(3, 3).transpose());
     }
     Ok(jac)
@@ -202,7 +198,7 @@ pub fn optimise(
     while r.norm() >= tol && iterations < max_iterations {
         iterations += 1;
         let jac = match gradients {
-            Gradients::Analytic => analytic_jacobian(&x_t, tape.as_ref().expect("a recorded rollout"))?,
+            Gradients::Analytic => analytic_jacobian(tape.as_ref().expect("a recorded rollout"))?,
             Gradients::FiniteDifference => fd_jacobian(sim, &v0, &mut rollouts)?,
         };
         let jtj = jac.transpose() * jac;

@@ -51,7 +51,7 @@ fn check(
                 model.name()
             );
             contact_steps += rec.constraints().is_some() as usize;
-            tape.push(rec);
+            tape.push(rec).expect("records chain");
             state = next;
         }
         let ones = DVector::from_element(model.nv(), 1.0);

@@ -5,14 +5,15 @@
 use crate::errors::{input_error, IntoPyResult};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyString};
-use stiction::step::{BounceGradients, ContactModel, ContactOptions, ContactSolver};
+use stiction::step::{BounceGradients, ContactModel, ContactOptions, ContactSolver, PenetrationRecovery};
 
 /// The keys a `contact` dict accepts, in the order `Simulator.contact_options` lists them.
-pub const KEYS: [&str; 15] = [
+pub const KEYS: [&str; 16] = [
     "enabled",
     "model",
     "solver",
     "margin",
+    "penetration",
     "erp",
     "restitution_threshold",
     "joint_limit_margin",
@@ -89,6 +90,11 @@ fn contact_model(value: &Bound<'_, PyAny>) -> PyResult<ContactModel> {
     choice("model", value, &choices)
 }
 
+fn penetration(value: &Bound<'_, PyAny>) -> PyResult<PenetrationRecovery> {
+    let choices = [PenetrationRecovery::Velocity, PenetrationRecovery::Split].map(|m| (m.name(), m));
+    choice("penetration", value, &choices)
+}
+
 fn contact_solver(value: &Bound<'_, PyAny>) -> PyResult<ContactSolver> {
     let choices = [ContactSolver::Auto, ContactSolver::BoxedLcp].map(|m| (m.name(), m));
     choice("solver", value, &choices)
@@ -123,6 +129,7 @@ pub fn contact_options(obj: Option<&Bound<'_, PyAny>>) -> PyResult<ContactOption
             "model" => o.model = contact_model(&value)?,
             "solver" => o.solver = contact_solver(&value)?,
             "margin" => o.margin = real(&key, &value)?,
+            "penetration" => o.penetration = penetration(&value)?,
             "erp" => o.erp = real(&key, &value)?,
             "restitution_threshold" => o.restitution_threshold = real(&key, &value)?,
             "joint_limit_margin" => o.joint_limit_margin = real(&key, &value)?,
@@ -154,6 +161,7 @@ pub fn contact_options_dict<'py>(py: Python<'py>, o: &ContactOptions) -> PyResul
     d.set_item("model", o.model.name())?;
     d.set_item("solver", o.solver.name())?;
     d.set_item("margin", o.margin)?;
+    d.set_item("penetration", o.penetration.name())?;
     d.set_item("erp", o.erp)?;
     d.set_item("restitution_threshold", o.restitution_threshold)?;
     d.set_item("joint_limit_margin", o.joint_limit_margin)?;

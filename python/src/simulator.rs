@@ -141,8 +141,10 @@ impl PySimulator {
 
     /// Counters since construction: `{"steps", "midpoint_iterations",
     /// "midpoint_fallbacks", "lcp_solves", "warm_start_hits", "lcp_fallbacks",
-    /// "unstandardized_solves", "ppm_solves"}` (`lcp_solves`: steps that had constraint rows;
-    /// `ppm_solves`: those solved by the pivoting solver of the no-slip and viscous models).
+    /// "unstandardized_solves", "ppm_solves", "position_corrections"}` (`lcp_solves`: steps
+    /// that had constraint rows; `ppm_solves`: those solved by the pivoting solver of the
+    /// no-slip and viscous models; `position_corrections`: steps whose position stage removed
+    /// a penetration).
     #[getter]
     fn stats(&self) -> std::collections::HashMap<&'static str, u64> {
         let s = *self.lock().stats();
@@ -155,6 +157,7 @@ impl PySimulator {
             ("lcp_fallbacks", s.lcp_fallbacks),
             ("unstandardized_solves", s.unstandardized_solves),
             ("ppm_solves", s.ppm_solves),
+            ("position_corrections", s.position_corrections),
         ]
         .into_iter()
         .collect()

@@ -411,6 +411,9 @@ class Simulator:
             - ``solver`` (``"auto"`` or ``"boxed_lcp"``; ``"auto"``): ``"auto"`` uses the
               pivoting solver of the no-slip and viscous models where it applies;
             - ``margin`` (m, 5e-3): contacts are created below this signed distance;
+            - ``penetration`` (``"velocity"`` or ``"split"``; ``"velocity"``): remove
+              penetrations by a separating velocity, or by a position stage that adds
+              no kinetic energy (see docs/contact.md);
             - ``erp`` (in (0, 1], 1.0): fraction of a penetration removed per step;
             - ``restitution_threshold`` (m/s, 0.05): slower approaches do not bounce;
             - ``joint_limit_margin`` (1e-2): limit rows within this distance of a limit;
@@ -446,7 +449,8 @@ class Simulator:
         ``lcp_fallbacks`` (a solver method failed and the next was tried),
         ``unstandardized_solves`` (boxed-LCP solutions that are not the minimum-norm one),
         ``ppm_solves`` (constraint solves by the pivoting solver of the ``"no_slip"`` and
-        ``"viscous"`` contact models)."""
+        ``"viscous"`` contact models), ``position_corrections`` (steps whose position stage
+        removed a penetration without adding velocity)."""
     def last_constraints(self) -> Optional[Dict[str, Any]]:
         """The constraint stage of the last step, recorded or not (see
         :attr:`StepRecord.constraints`); None when it had no rows or before any step."""

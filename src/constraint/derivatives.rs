@@ -9,9 +9,10 @@
 //! `ε S_k^w`, so the world-frame motion subspace of every dof j they carry rotates with
 //! them, `∂S_j^w/∂ε_k = S_k^w × S_j^w`. "Carried by k" means: every dof of a descendant
 //! body, and within k's own joint every dof when the joint's subspace is constant in the
-//! child frame (ball, free), or the dofs from k on for the serial joints (universal:
+//! child frame (ball), the dofs from k on for the serial joints (universal:
 //! `R₁(q₁)R₂(q₂)`, planar: translation then rotation), whose earlier columns do not
-//! move with later coordinates. With `V_X = Σ_{j ∈ chain(X)} S_j^w u_j` this gives
+//! move with later coordinates, and the angular dofs of a free joint (translation then
+//! ball: its linear columns are fixed in the parent frame). With `V_X = Σ_{j ∈ chain(X)} S_j^w u_j` this gives
 //!
 //! ```text
 //! ∂V_X/∂ε_k = S_k^w × (V_X − V_k⁻)        (k on X's chain; V_k⁻ = velocity of the dofs not carried by k)
@@ -106,27 +107,10 @@ pub struct ContactRowDerivatives {
     nv: usize,
 }
 
-/// Whether every dof of the joint moves the subspace columns of all its other dofs:
-/// true for the joints whose subspace is constant in the child frame (ball, free),
-/// false for the serial ones and the single-dof joints.
-#[inline]
-fn whole_joint_carried(kind: &JointType) -> bool {
-    match kind {
-        JointType::Spherical | JointType::Free => true,
-        JointType::Universal { .. }
-        | JointType::Planar { .. }
-        | JointType::Fixed
-        | JointType::Revolute { .. }
-        | JointType::Continuous { .. }
-        | JointType::Prismatic { .. }
-        | JointType::Screw { .. } => false,
-    }
-}
-
-/// Whether dof offset `j` of a joint moves under its dof offset `k` (see the module docs).
+/// Whether dof offset `j` of a joint moves under its dof offset `k` ([`JointType::carries`]).
 #[inline]
 fn carries(kind: &JointType, k: usize, j: usize) -> bool {
-    whole_joint_carried(kind) || j >= k
+    kind.carries(k, j)
 }
 
 fn check_vector(what: &'static str, x: &[f64], expected: usize) -> Result<()> {
@@ -410,8 +394,13 @@ impl ContactRowDerivatives {
             let kind = &model.joints[b].kind;
             let mut acc = vp;
             for k in v0..v0 + n {
-                // the joint's dofs before k are not carried by k, unless all are
-                before[k] = if whole_joint_carried(kind) { vp } else { acc };
+                // the velocity of the joint's dofs that k does not carry
+                before[k] = vp;
+                for j in v0..v0 + n {
+                    if !carries(kind, k - v0, j - v0) {
+                        before[k] += self.s_world[j] * u[j];
+                    }
+                }
                 acc += self.s_world[k] * u[k];
             }
             vw[b] = acc;

@@ -7,8 +7,9 @@
 //! Derivation (world coordinates, spatial vectors about the world origin). A tangent
 //! perturbation `δ` of dof j moves the bodies of its subtree rigidly by the twist
 //! `u = S_j`. With `v⁻`, `a⁻` the velocity and acceleration of the frame *before* dof j
-//! (the parent body; for the serial joints — universal, planar — the intermediate
-//! frame after the joint's earlier dofs), every body i of the subtree satisfies
+//! (the parent body; for the serial joints — universal, planar, and free, whose
+//! translation precedes its rotation — the intermediate frame after the joint's earlier
+//! dofs), every body i of the subtree satisfies
 //!
 //! ```text
 //! ∂v_i/∂δ = u × (v_i − v⁻)
@@ -188,7 +189,9 @@ fn ancestor_runs(model: &Model, b: usize) -> Vec<(usize, usize)> {
 
 /// True for joints whose columns are carried by intermediate frames (serial
 /// composition of elementary motions): universal (axis 1 then axis 2) and planar
-/// (x, then y, then the rotation).
+/// (x, then y, then the rotation). The free joint (translation, then ball) is serial in
+/// its linear columns only, which precede its angular ones in the chain although they
+/// follow them in the velocity vector; [`world_quantities`] treats it on its own.
 #[inline]
 pub(crate) fn is_serial(kind: &JointType) -> bool {
     matches!(kind, JointType::Universal { .. } | JointType::Planar { .. })
@@ -308,12 +311,17 @@ pub(crate) fn world_quantities(
             None => (Motion::zero(), a0),
         };
         let serial = is_serial(&joint.kind);
-        for k in va..va + nv {
+        // A free joint is "translation, then ball": its linear columns (3..6) come first
+        // in the serial chain.
+        let free = matches!(joint.kind, JointType::Free);
+        let order: [usize; 6] = if free { [3, 4, 5, 0, 1, 2] } else { [0, 1, 2, 3, 4, 5] };
+        for &o in &order[..nv] {
+            let k = va + o;
             let s = data.x_world[i].act_motion(&data.s[k]);
             d.s[k] = s;
             d.v_pre[k] = vm;
             d.a_pre[k] = am;
-            if serial {
+            if serial || (free && o >= 3) {
                 let carrier = vm + s * v[k];
                 d.s_dot[k] = carrier.cross_motion(&s);
                 vm = carrier;
@@ -473,7 +481,6 @@ fn columns_body(model: &Model, d: &mut DerivativeData, with_q: bool, mut mass: O
     for b in 0..model.nbodies() {
         let joint = &model.joints[b];
         let (va, nv) = (model.v_idx[b], joint.nv());
-        let serial = is_serial(&joint.kind);
         for j in va..va + nv {
             let u = d.s[j];
             let p = if with_q { Some(Perturbation::new(d, b, u, &d.v_pre[j], &d.a_pre[j])) } else { None };
@@ -501,7 +508,7 @@ fn columns_body(model: &Model, d: &mut DerivativeData, with_q: bool, mut mass: O
             for k in va..va + nv {
                 dv_col[k] = d.s[k].dot(&phi);
                 if let (Some(col), Some(p)) = (dq_col.as_deref_mut(), &p) {
-                    col[k] = if !serial || k >= j { p.carried(d, k, b) } else { d.s[k].dot(&p.psi) };
+                    col[k] = if joint.kind.carries(j - va, k - va) { p.carried(d, k, b) } else { d.s[k].dot(&p.psi) };
                 }
                 if let Some(col) = m_col.as_deref_mut() {
                     if k <= j {

@@ -112,7 +112,8 @@ impl Model {
     /// free body, as a PyTorch or JAX user sees them) reaches the tangent-space backward
     /// pass of a recorded step. Scalar joints: the identity. Ball joints:
     /// `∂q/∂ω = ½ L(q)[:, 1..4]` (quaternion `q ⊗ (1, ω/2)`, body frame). Free joints: the
-    /// ball joint's block for the angular part and `∂p/∂v = R(q)` for the linear part.
+    /// ball joint's block for the angular part and the identity for the position (its
+    /// tangent is the parent-frame translation).
     pub fn tangent_gradient(&self, q: &DVector<f64>, g: &DVector<f64>) -> Result<DVector<f64>> {
         check_vector("q", q.as_slice(), self.nq)?;
         check_vector("g", g.as_slice(), self.nq)?;
@@ -135,9 +136,7 @@ impl Model {
                         out[b + k] = 0.5 * dot4(col, gq);
                     }
                     if o == 3 {
-                        let r = super::joint::quat_rotation(&quat);
-                        let gv = r.transpose() * crate::math::Vec3::new(g[a], g[a + 1], g[a + 2]);
-                        out[b + 3..b + 6].copy_from_slice(gv.as_slice());
+                        out[b + 3..b + 6].copy_from_slice(&g[a..a + 3]);
                     }
                 }
             }
@@ -149,8 +148,8 @@ impl Model {
     /// the difference to `q` with every quaternion normalised first. So the returned
     /// gradient is exact for the function `q ↦ ℓ(normalize(q))`: it has no component
     /// along a quaternion (scaling a quaternion changes nothing), and `D E = I` at unit
-    /// quaternions. Ball joints: `∂ω/∂q = (2/|q|) L(q̂)[:, 1..4]ᵀ`; free joints add
-    /// `∂v/∂p = R(q)ᵀ`; scalar joints: the identity.
+    /// quaternions. Ball joints: `∂ω/∂q = (2/|q|) L(q̂)[:, 1..4]ᵀ`; free joints add the
+    /// identity for the position; scalar joints: the identity.
     pub fn coordinate_gradient(&self, q: &DVector<f64>, g: &DVector<f64>) -> Result<DVector<f64>> {
         check_vector("q", q.as_slice(), self.nq)?;
         check_vector("g", g.as_slice(), self.nv)?;
@@ -178,9 +177,7 @@ impl Model {
                         }
                     }
                     if o == 3 {
-                        let r = super::joint::quat_rotation(&quat);
-                        let gp = r * crate::math::Vec3::new(g[b + 3], g[b + 4], g[b + 5]);
-                        out[a..a + 3].copy_from_slice(gp.as_slice());
+                        out[a..a + 3].copy_from_slice(&g[b + 3..b + 6]);
                     }
                 }
             }

@@ -15,14 +15,23 @@
 //! | universal   | 2  | 2  | angle about axis 1, then axis 2     | rates                          |
 //! | planar      | 3  | 3  | x, y in the plane, angle about normal | rates                        |
 //! | spherical   | 4  | 3  | unit quaternion `[w, x, y, z]`      | body-frame angular velocity    |
-//! | free        | 7  | 6  | position, unit quaternion `[w,x,y,z]` | body-frame twist `[ω; v]`    |
+//! | free        | 7  | 6  | position, unit quaternion `[w,x,y,z]` | `[ω; ṗ]`: body-frame angular, parent-frame linear |
 //!
-//! Ball and free joints integrate with the exact exponential map: `R⁺ = R exp(h ω)`
-//! and `T⁺ = T exp(h ξ)` on SE(3).
+//! Ball joints integrate with the exact exponential map, `R⁺ = R exp(h ω)`. Free
+//! joints live on R³ × SO(3), not SE(3): the position moves by the parent-frame
+//! (world, for a floating base) velocity of the body origin and the rotation by the
+//! exponential of the body-frame angular velocity, `p⁺ = p + h ṗ`, `R⁺ = R exp(h ω)`.
+//! A body turning about a point other than its origin (a rolling ball turns about its
+//! contact point) then moves its origin along the velocity the dynamics gave it, not
+//! along the screw of an SE(3) exponential, which would move it off that line (into
+//! the ground, for the ball) by `O(h²)` every step. The free joint is thus the serial
+//! composition "translation, then ball": its motion subspace in the child frame is
+//! `S(q) = [[I, 0], [0, Rᵀ]]` (angular columns first), with the bias
+//! `c_J = Ṡ q̇ = (0, −ω × Rᵀṗ)`; its linear columns are fixed in the parent frame, and
+//! only its angular columns move with its coordinates ([`JointType::carries`]).
 
 use crate::math::{
-    quat_integrate, se3_exp, se3_log, se3_right_jacobian, se3_right_jacobian_inv, so3_exp, so3_log, so3_right_jacobian,
-    so3_right_jacobian_inv, Mat6, Motion, Vec3, SE3,
+    quat_integrate, so3_exp, so3_log, so3_right_jacobian, so3_right_jacobian_inv, Mat6, Motion, Vec3, SE3,
 };
 use nalgebra::{Quaternion, UnitQuaternion};
 use serde::{Deserialize, Serialize};
@@ -117,6 +126,22 @@ impl JointType {
         matches!(self, JointType::Spherical | JointType::Free)
     }
 
+    /// Whether the motion-subspace column `column` of this joint (offset within the
+    /// joint, world frame) moves under a tangent perturbation of its dof `perturbed`:
+    /// every column for the joints whose subspace is constant in the child frame (ball,
+    /// single-dof joints); the columns from `perturbed` on for the serial joints
+    /// (universal `R₁(q₁)R₂(q₂)`, planar: translation then rotation); the angular
+    /// columns for the free joint (translation then ball: its linear columns are fixed in
+    /// the parent frame, and translating moves the rotation axes' line of action).
+    #[inline]
+    pub fn carries(&self, perturbed: usize, column: usize) -> bool {
+        match self {
+            JointType::Universal { .. } | JointType::Planar { .. } => column >= perturbed,
+            JointType::Free => column < 3,
+            _ => true,
+        }
+    }
+
     /// Whether the coordinate `k` of this joint is an angle-like coordinate that wraps.
     pub(crate) fn is_translation_coord(&self, k: usize) -> bool {
         match self {
@@ -164,12 +189,13 @@ impl JointType {
                 (SE3::new(quat_rotation(&q[0..4]), z), Motion::zero())
             }
             JointType::Free => {
-                for (k, col) in s.iter_mut().take(6).enumerate() {
-                    *col =
-                        if k < 3 { Motion::new(Vec3::ith(k, 1.0), z) } else { Motion::new(z, Vec3::ith(k - 3, 1.0)) };
-                }
                 let rot = quat_rotation(&q[3..7]);
-                (SE3::new(rot, Vec3::new(q[0], q[1], q[2])), Motion::zero())
+                for k in 0..3 {
+                    s[k] = Motion::new(Vec3::ith(k, 1.0), z);
+                    // Column k of Rᵀ: the parent-frame axis k seen from the child frame.
+                    s[k + 3] = Motion::new(z, rot.row(k).transpose());
+                }
+                (SE3::new(rot, Vec3::new(q[0], q[1], q[2])), self.bias(s, qd))
             }
             JointType::Universal { axis1, axis2 } => {
                 let r1 = so3_exp(&(axis1 * q[0]));
@@ -194,10 +220,15 @@ impl JointType {
 
     /// The velocity-product bias `c_J = Ṡ q̇` from the joint's current motion-subspace
     /// columns `s` (child frame). Zero for joints whose `S` is constant in the child frame;
-    /// universal: `(R₂ᵀa₁ × a₂) q̇₁ q̇₂`; planar: `−q̇_θ n × (e₁ q̇_x + e₂ q̇_y)`.
+    /// universal: `(R₂ᵀa₁ × a₂) q̇₁ q̇₂`; planar: `−q̇_θ n × (e₁ q̇_x + e₂ q̇_y)`; free:
+    /// `(0, −ω × Rᵀṗ)`.
     #[inline]
     pub fn bias(&self, s: &[Motion], qd: &[f64]) -> Motion {
         match self {
+            JointType::Free => {
+                let vlin = s[3].lin * qd[3] + s[4].lin * qd[4] + s[5].lin * qd[5];
+                Motion::new(Vec3::zeros(), -Vec3::new(qd[0], qd[1], qd[2]).cross(&vlin))
+            }
             JointType::Universal { .. } => Motion::new(s[0].ang.cross(&s[1].ang) * (qd[0] * qd[1]), Vec3::zeros()),
             JointType::Planar { .. } => {
                 let vlin = s[0].lin * qd[0] + s[1].lin * qd[1];
@@ -216,9 +247,12 @@ impl JointType {
                 out[..4].copy_from_slice(&r);
             }
             JointType::Free => {
-                let t = SE3::new(quat_rotation(&q[3..7]), Vec3::new(q[0], q[1], q[2]));
-                let t1 = t * se3_exp(&Motion::from_slice(dv));
-                write_pose(&t1, out);
+                // dv = [h ω; h ṗ]: p⁺ = p + h ṗ, R⁺ = R exp(h ω).
+                for k in 0..3 {
+                    out[k] = q[k] + dv[k + 3];
+                }
+                let r = quat_integrate(&[q[3], q[4], q[5], q[6]], &Vec3::new(dv[0], dv[1], dv[2]));
+                out[3..7].copy_from_slice(&r);
             }
             _ => {
                 for k in 0..q.len() {
@@ -230,10 +264,11 @@ impl JointType {
 
     /// Jacobians of `q⁺ = q ⊕ w` in the tangent spaces: `(∂q⁺/∂q, ∂q⁺/∂w)`, top-left
     /// `nv × nv` blocks used. Scalar coordinates: identities; ball: `exp(−w)`, `J_r(w)`
-    /// (SO(3)); free: `Ad_{exp(−w)}`, `J_r(w)` (SE(3)).
+    /// (SO(3)); free: the ball's blocks on the angular part and identities on the linear
+    /// part (R³ × SO(3)).
     pub fn integrate_jacobians(&self, w: &[f64]) -> (Mat6, Mat6) {
         match self {
-            JointType::Spherical => {
+            JointType::Spherical | JointType::Free => {
                 let wv = Vec3::new(w[0], w[1], w[2]);
                 let mut jq = Mat6::identity();
                 let mut jv = Mat6::identity();
@@ -241,24 +276,20 @@ impl JointType {
                 jv.fixed_view_mut::<3, 3>(0, 0).copy_from(&so3_right_jacobian(&wv));
                 (jq, jv)
             }
-            JointType::Free => {
-                let xi = Motion::from_slice(w);
-                (se3_exp(&-xi).action_matrix(), se3_right_jacobian(&xi))
-            }
             _ => (Mat6::identity(), Mat6::identity()),
         }
     }
 
     /// Jacobian of `d = q₁ ⊖ q₀` with respect to `q₁` (tangent), at the difference `d`:
-    /// identity for scalar coordinates, `J_r(d)⁻¹` on SO(3) and SE(3).
+    /// identity for scalar coordinates, `J_r(d)⁻¹` on SO(3) (ball joints and the angular
+    /// part of free joints).
     pub fn difference_jacobian(&self, d: &[f64]) -> Mat6 {
         match self {
-            JointType::Spherical => {
+            JointType::Spherical | JointType::Free => {
                 let mut j = Mat6::identity();
                 j.fixed_view_mut::<3, 3>(0, 0).copy_from(&so3_right_jacobian_inv(&Vec3::new(d[0], d[1], d[2])));
                 j
             }
-            JointType::Free => se3_right_jacobian_inv(&Motion::from_slice(d)),
             _ => Mat6::identity(),
         }
     }
@@ -273,10 +304,11 @@ impl JointType {
                 dv[..3].copy_from_slice(w.as_slice());
             }
             JointType::Free => {
-                let t0 = SE3::new(quat_rotation(&q0[3..7]), Vec3::new(q0[0], q0[1], q0[2]));
-                let t1 = SE3::new(quat_rotation(&q1[3..7]), Vec3::new(q1[0], q1[1], q1[2]));
-                let xi = se3_log(&(t0.inverse() * t1));
-                dv[..6].copy_from_slice(xi.to_vector().as_slice());
+                let w = so3_log(&(quat_rotation(&q0[3..7]).transpose() * quat_rotation(&q1[3..7])));
+                dv[..3].copy_from_slice(w.as_slice());
+                for k in 0..3 {
+                    dv[k + 3] = q1[k] - q0[k];
+                }
             }
             _ => {
                 for k in 0..q0.len() {
@@ -292,18 +324,6 @@ impl JointType {
 pub(crate) fn quat_rotation(q: &[f64]) -> crate::math::Mat3 {
     let uq = UnitQuaternion::from_quaternion(Quaternion::new(q[0], q[1], q[2], q[3]));
     *uq.to_rotation_matrix().matrix()
-}
-
-/// Writes a pose as `[x, y, z, w, qx, qy, qz]`.
-pub(crate) fn write_pose(t: &SE3, out: &mut [f64]) {
-    let q = t.quaternion();
-    out[0] = t.trans.x;
-    out[1] = t.trans.y;
-    out[2] = t.trans.z;
-    out[3] = q.w;
-    out[4] = q.i;
-    out[5] = q.j;
-    out[6] = q.k;
 }
 
 /// An orthonormal basis `(t1, t2)` of the plane normal to the unit vector `n`,

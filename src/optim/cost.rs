@@ -63,7 +63,7 @@ pub trait TrajectoryCost {
 ///
 /// Gradient `Gᵀ Q e` and Gauss–Newton Hessian `Gᵀ Q G`, where `G = ∂e/∂x` is the
 /// identity except on spherical and free joints, whose blocks are the inverse right
-/// Jacobians `J_r(e)⁻¹` of SO(3) / SE(3) ([`crate::JointType::difference_jacobian`]).
+/// Jacobians `J_r(e)⁻¹` of SO(3) ([`crate::JointType::difference_jacobian`]).
 /// On models with only scalar joints the Gauss–Newton Hessian is exact.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QuadraticCost {

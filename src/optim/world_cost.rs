@@ -6,8 +6,9 @@
 //! A body point `p(q)` depends on the configuration only. Its derivative along the
 //! tangent perturbation `q ⊕ δ` is the point Jacobian
 //! [`crate::dynamics::point_jacobian`] `J_p` (3 × nv): the tangent coordinates of every
-//! joint are its velocity coordinates (the free joint's `q ⊕ δ = T exp(δ)` with a body
-//! twist, the spherical joint's `R exp(δ)` with a body angular velocity), so the
+//! joint are its velocity coordinates (the free joint's `q ⊕ δ = (p + δ_p, R exp(δ_ω))`
+//! with its world-frame linear and body-frame angular velocity, the spherical joint's
+//! `R exp(δ)` with a body angular velocity), so the
 //! velocity Jacobian is the configuration Jacobian. The costs return exact gradients and
 //! Gauss–Newton Hessians `J_pᵀ W J_p` (the term with the second derivative of `p(q)` is
 //! dropped, as the iLQR literature does for task-space costs).

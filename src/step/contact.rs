@@ -36,14 +36,17 @@
 //!
 //! * normal rows that bounce (restitution `e > 0`, approach speed `−J_n v` above
 //!   `restitution_threshold`, and the contact predicted to close within the step,
-//!   `φ + h J_n v_f ≤ 0`): `β = e J_n v` (so `J_n v⁺ ≥ −e J_n v`), plus the
-//!   penetration term below when `φ < 0`;
+//!   `φ + h J_n v_f ≤ 0`): `β = e J_n v` (so `J_n v⁺ ≥ −e J_n v`), the target alone;
 //! * other normal rows and joint-limit rows: `β = φ/h` for a gap `φ ≥ 0` (a
-//!   speculative contact: the bodies may close the gap but not cross it) and
-//!   `β = erp·φ/h` for a penetration. With the default `erp = 1` the bias is one
-//!   linear function of φ, so the gradients have no kink at φ = 0; a smaller `erp`
-//!   softens the push-out of deep penetrations at the price of that kink;
+//!   speculative contact: the bodies may close the gap but not cross it) and `β = 0`
+//!   for a penetration (they stop approaching);
 //! * friction rows: `β = 0`.
+//!
+//! So every bias but a bounce's is `≥ 0`, and the stage cannot raise the kinetic
+//! energy (docs/contact.md, "Energy contract"). Penetrations are removed by the
+//! position stage ([`PositionCorrection`]): a frictionless LCP on the contact-normal
+//! and position-limit rows with `β = erp·φ/h` on penetrations, whose velocity moves
+//! `q` over the step and is then dropped.
 //!
 //! Material of a contact between shapes a and b: `μ = (μ_a + μ_b)/2` and
 //! `e = (e_a + e_b)/2` (arithmetic means: smooth in both, documented in docs/contact.md).
@@ -108,6 +111,40 @@ impl ContactModel {
     }
 }
 
+/// How the constraint stage removes penetrations (docs/contact.md, "Energy contract").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PenetrationRecovery {
+    /// In the velocity stage: a penetrating row gets the bias `β = erp·φ/h`, so the
+    /// bodies separate at up to `|φ|/h` and keep that speed (this adds kinetic energy:
+    /// a deep penetration launches them). The bias is one linear function of φ with the
+    /// default `erp = 1`, so the Jacobians have no kink at φ = 0.
+    #[default]
+    Velocity,
+    /// Split: the velocity stage gives a penetrating row `β = 0` (the bodies stop
+    /// approaching) and a bouncing row its restitution target alone, so it never raises
+    /// the kinetic energy beyond what restitution asks; a position stage
+    /// ([`PositionCorrection`]) then moves the configuration out of the penetration
+    /// (`erp` of it per step) with a velocity that is not kept. The velocity-stage bias
+    /// `max(φ, 0)/h` has a kink at φ = 0 (the Jacobians take the gap side there).
+    Split,
+}
+
+impl PenetrationRecovery {
+    /// The name used in scene files and in Python (`"velocity"`, `"split"`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            PenetrationRecovery::Velocity => "velocity",
+            PenetrationRecovery::Split => "split",
+        }
+    }
+
+    /// The recovery named `name` (see [`PenetrationRecovery::name`]).
+    pub fn from_name(name: &str) -> Option<PenetrationRecovery> {
+        [PenetrationRecovery::Velocity, PenetrationRecovery::Split].into_iter().find(|m| m.name() == name)
+    }
+}
+
 /// Which solver the constraint stage uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -162,6 +199,9 @@ pub struct ContactOptions {
     /// The solver.
     #[serde(default)]
     pub solver: ContactSolver,
+    /// How penetrations are removed.
+    #[serde(default)]
+    pub penetration: PenetrationRecovery,
 }
 
 impl Default for ContactOptions {
@@ -177,6 +217,7 @@ impl Default for ContactOptions {
             bounce_gradients: BounceGradients::Discrete,
             model: ContactModel::Coulomb,
             solver: ContactSolver::Auto,
+            penetration: PenetrationRecovery::Velocity,
         }
     }
 }
@@ -284,6 +325,30 @@ pub struct ConstraintRecord {
     pub stats: LcpStats,
     /// The options used.
     pub options: ContactOptions,
+    /// The position stage, when some contact or position limit penetrated at q.
+    pub correction: Option<PositionCorrection>,
+}
+
+/// The position stage of a step (the split penetration correction): a frictionless
+/// LCP on the contact-normal and position-limit rows, solved after the velocity stage,
+/// whose "impulse" `g` moves the configuration but not the velocity:
+///
+/// ```text
+/// w = J (v⁺ + M̃⁻¹ Jᵀ g) + β_pos ≥ 0,  g ≥ 0,  gᵀw = 0,    β_pos = φ/h (gap), erp·φ/h (penetration)
+/// q⁺ = q ⊕ h (v⁺ + M̃⁻¹ Jᵀ g),   v_next = v⁺
+/// ```
+#[derive(Clone, Debug)]
+pub struct PositionCorrection {
+    /// The bias of every row in this stage (0 on the rows other than position rows).
+    pub bias: DVector<f64>,
+    /// The pseudo-impulses g (one per row; 0 on the rows other than position rows).
+    pub impulses: DVector<f64>,
+    /// The classification of every row in this stage.
+    pub states: Vec<RowState>,
+    /// The velocity that moves the configuration, `v⁺ + M̃⁻¹ Jᵀ g`.
+    pub v_position: DVector<f64>,
+    /// The LCP solver's statistics.
+    pub stats: LcpStats,
 }
 
 impl ConstraintRecord {
@@ -344,6 +409,41 @@ pub(crate) struct Assembly {
     pub regularization: DVector<f64>,
     /// Row Jacobian (m × nv).
     pub j: DMatrix<f64>,
+    /// The gap φ of each contact-normal and position-limit row (0 on the other rows).
+    pub gap: DVector<f64>,
+}
+
+impl Assembly {
+    /// Whether row `r` is a position row (a contact normal or a joint position limit),
+    /// the rows the position stage acts on.
+    pub fn is_position_row(&self, r: usize) -> bool {
+        matches!(self.rows[r], RowKind::ContactNormal { .. } | RowKind::JointLower { .. } | RowKind::JointUpper { .. })
+    }
+
+    /// True when some position row penetrates (φ < 0): the position stage has work.
+    pub fn penetrates(&self) -> bool {
+        (0..self.rows.len()).any(|r| self.is_position_row(r) && self.gap[r] < 0.0)
+    }
+
+    /// The rows of the position stage: the position rows unilateral with the bias
+    /// `φ/h` on a gap and `erp·φ/h` on a penetration; every other row a collapsed box
+    /// (no friction, no velocity limit, no joint friction); no bounce, no regularization.
+    pub fn position_stage(&mut self, h: f64, erp: f64) {
+        for r in 0..self.rows.len() {
+            if self.is_position_row(r) {
+                let phi = self.gap[r];
+                self.bias[r] = if phi < 0.0 { erp * phi / h } else { phi / h };
+                self.bounds[r] = RowBound::Box { lo: 0.0, hi: f64::INFINITY };
+            } else {
+                self.bias[r] = 0.0;
+                self.bounds[r] = RowBound::Box { lo: 0.0, hi: 0.0 };
+            }
+            self.regularization[r] = 0.0;
+        }
+        for i in &mut self.info {
+            i.bounce = false;
+        }
+    }
 }
 
 /// The effective inertia `M̃ = M + diag(armature + h·damping)` at the poses in `data`
@@ -423,6 +523,7 @@ pub(crate) fn assemble(
     let mut rows = Vec::with_capacity(m);
     let mut bounds = Vec::with_capacity(m);
     let mut bias = DVector::zeros(m);
+    let mut gap = DVector::zeros(m);
     let mut regularization = DVector::zeros(m);
     let mut info = Vec::with_capacity(nc);
     for (i, c) in contacts.iter().enumerate() {
@@ -436,7 +537,8 @@ pub(crate) fn assemble(
         let phi = c.geometry.distance;
         let closing = phi + h * vn_free <= 0.0;
         let bounce = e > 0.0 && vn < -options.restitution_threshold && closing;
-        bias[3 * i] = normal_bias(phi, h, options.erp, if bounce { Some(e * vn) } else { None });
+        bias[3 * i] = normal_bias(phi, h, options, if bounce { Some(e * vn) } else { None });
+        gap[3 * i] = phi;
         info.push(ContactInfo { friction: mu, viscous_friction: mu_v, restitution: e, bounce, approach_velocity: vn });
         rows.push(RowKind::ContactNormal { contact: i });
         bounds.push(RowBound::Box { lo: 0.0, hi: f64::INFINITY });
@@ -462,11 +564,13 @@ pub(crate) fn assemble(
         match kind {
             RowKind::JointLower { dof } => {
                 j[(row, dof)] = 1.0;
-                bias[row] = normal_bias(phi, h, options.erp, None);
+                bias[row] = normal_bias(phi, h, options, None);
+                gap[row] = phi;
             }
             RowKind::JointUpper { dof } => {
                 j[(row, dof)] = -1.0;
-                bias[row] = normal_bias(phi, h, options.erp, None);
+                bias[row] = normal_bias(phi, h, options, None);
+                gap[row] = phi;
             }
             RowKind::VelocityUpper { dof } => {
                 j[(row, dof)] = -1.0;
@@ -482,15 +586,29 @@ pub(crate) fn assemble(
         rows.push(kind);
         bounds.push(bound);
     }
-    Ok(Assembly { contacts, info, rows, bounds, bias, regularization, j })
+    Ok(Assembly { contacts, info, rows, bounds, bias, regularization, j, gap })
 }
 
-/// The bias of a unilateral row with gap φ; `bounce` holds `e·J_n v` for a bouncing contact.
-pub(crate) fn normal_bias(phi: f64, h: f64, erp: f64, bounce: Option<f64>) -> f64 {
-    let correction = if phi < 0.0 { erp * phi / h } else { phi / h };
-    match bounce {
-        Some(target) => target + if phi < 0.0 { correction } else { 0.0 },
-        None => correction,
+/// The velocity-stage bias of a unilateral row with gap φ; `bounce` holds `e·J_n v`
+/// for a bouncing contact. A gap may close within the step (`β = φ/h`). With
+/// [`PenetrationRecovery::Split`] a penetration gets `β = 0` (the bodies stop
+/// approaching; the position stage removes the penetration without giving them
+/// velocity) and a bounce its restitution target alone; with
+/// [`PenetrationRecovery::Velocity`] a penetration gets `β = erp·φ/h`, added to a
+/// bounce's target.
+pub(crate) fn normal_bias(phi: f64, h: f64, options: &ContactOptions, bounce: Option<f64>) -> f64 {
+    match options.penetration {
+        PenetrationRecovery::Split => match bounce {
+            Some(target) => target,
+            None => phi.max(0.0) / h,
+        },
+        PenetrationRecovery::Velocity => {
+            let correction = if phi < 0.0 { options.erp * phi / h } else { phi / h };
+            match bounce {
+                Some(target) => target + if phi < 0.0 { correction } else { 0.0 },
+                None => correction,
+            }
+        }
     }
 }
 
@@ -544,6 +662,9 @@ pub(crate) fn constraint_stage(
     for k in 0..v_out.len() {
         v_out[k] += dv[k];
     }
+    let split = options.penetration == PenetrationRecovery::Split;
+    let correction =
+        if split && asm.penetrates() { Some(position_stage(model, data, &asm, h, options, v_out)?) } else { None };
     ws.previous = Some((asm.contacts.clone(), asm.rows.clone(), sol.states.clone()));
     Ok(Some(ConstraintRecord {
         contacts: asm.contacts,
@@ -557,7 +678,47 @@ pub(crate) fn constraint_stage(
         v_free,
         stats: sol.stats,
         options: *options,
+        correction,
     }))
+}
+
+/// Solves the position stage ([`PositionCorrection`]) after the velocity stage gave
+/// `v_plus`: the frictionless LCP on the position rows alone (the other rows carry no
+/// pseudo-impulse).
+fn position_stage(
+    model: &Model,
+    data: &mut Data,
+    asm: &Assembly,
+    h: f64,
+    options: &ContactOptions,
+    v_plus: &[f64],
+) -> Result<PositionCorrection> {
+    let m = asm.rows.len();
+    let used: Vec<usize> = (0..m).filter(|&r| asm.is_position_row(r)).collect();
+    let mut j = DMatrix::zeros(used.len(), asm.j.ncols());
+    for (k, &r) in used.iter().enumerate() {
+        j.row_mut(k).copy_from(&asm.j.row(r));
+    }
+    let mut bias = DVector::zeros(m);
+    for &r in &used {
+        let phi = asm.gap[r];
+        bias[r] = if phi < 0.0 { options.erp * phi / h } else { phi / h };
+    }
+    let vp = DVector::from_column_slice(v_plus);
+    let b = DVector::from_iterator(used.len(), used.iter().map(|&r| asm.j.row(r).dot(&vp.transpose()) + bias[r]));
+    let chol = effective_inertia(model, data, h)?;
+    let y = chol.solve(&j.transpose());
+    let a = &j * &y;
+    let bounds = vec![RowBound::Box { lo: 0.0, hi: f64::INFINITY }; used.len()];
+    let sol = solve(&BoxedLcp::new(a, b, bounds)?, &options.lcp, None)?;
+    let v_position = &vp + &y * &sol.f;
+    let mut impulses = DVector::zeros(m);
+    let mut states = vec![RowState::Separating; m];
+    for (k, &r) in used.iter().enumerate() {
+        impulses[r] = sol.f[k];
+        states[r] = sol.states[k];
+    }
+    Ok(PositionCorrection { bias, impulses, states, v_position, stats: sol.stats })
 }
 
 /// The rows of the pivoting solver (`None` when it does not apply): with

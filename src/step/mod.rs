@@ -8,7 +8,8 @@ mod simulator;
 pub mod contact;
 pub use batch::{backward_batch, map_rollouts, rollout_batch, BatchCotangent, BatchOptions, BatchResult, BatchRollout};
 pub use contact::{
-    BounceGradients, ConstraintRecord, ContactInfo, ContactModel, ContactOptions, ContactSolver, RowKind,
+    BounceGradients, ConstraintRecord, ContactInfo, ContactModel, ContactOptions, ContactSolver, PenetrationRecovery,
+    PositionCorrection, RowKind,
 };
 pub use semi_implicit_euler::{semi_implicit_euler, IntegratorOptions, StepStats, VelocityProducts};
 pub use simulator::{Control, SimOptions, SimStats, Simulator, State};

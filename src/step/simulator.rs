@@ -128,6 +128,21 @@ pub struct SimStats {
     /// Constraint solves by the pivoting solver of the no-slip and viscous models
     /// ([`crate::solver::ppm`]; its basic solutions are not standardized by design).
     pub ppm_solves: u64,
+    /// Steps whose position stage removed a penetration ([`crate::step::PositionCorrection`]).
+    #[serde(default)]
+    pub position_corrections: u64,
+}
+
+impl SimStats {
+    /// The fraction of constraint solves whose warm-start guess was accepted (0 when
+    /// there was none).
+    pub fn warm_start_hit_rate(&self) -> f64 {
+        if self.lcp_solves == 0 {
+            0.0
+        } else {
+            self.warm_start_hits as f64 / self.lcp_solves as f64
+        }
+    }
 }
 
 /// Steps an articulated system forward in time: semi-implicit Euler with contacts and
@@ -245,7 +260,9 @@ impl Simulator {
             next.v.as_mut_slice(),
         )?;
         if let Some(c) = &constraints {
-            self.model.integrate_into(state.q.as_slice(), next.v.as_slice(), h, next.q.as_mut_slice());
+            // The position stage moves the configuration with its own velocity.
+            let v_position = c.correction.as_ref().map_or(&next.v, |p| &p.v_position);
+            self.model.integrate_into(state.q.as_slice(), v_position.as_slice(), h, next.q.as_mut_slice());
             if let Some((k, x)) = next.q.iter().chain(next.v.iter()).enumerate().find(|(_, x)| !x.is_finite()) {
                 return Err(Error::Numerical {
                     algorithm: "contact step",
@@ -255,6 +272,10 @@ impl Simulator {
             self.stats.lcp_solves += 1;
             self.stats.warm_start_hits += c.stats.warm_start_hit as u64;
             self.stats.lcp_fallbacks += c.stats.fallbacks as u64;
+            if let Some(p) = &c.correction {
+                self.stats.position_corrections += 1;
+                self.stats.lcp_fallbacks += p.stats.fallbacks as u64;
+            }
             let ppm = c.stats.path == crate::solver::lcp::SolvePath::Ppm;
             self.stats.ppm_solves += ppm as u64;
             self.stats.unstandardized_solves += (!c.stats.standardized && !ppm) as u64;

@@ -45,7 +45,7 @@ use crate::error::{Error, Result};
 use crate::model::ParamKind;
 use crate::solver::lcp::{RowBound, RowState};
 use crate::step::contact::{assemble, effective_inertia, RowKind};
-use crate::step::{BounceGradients, ConstraintRecord};
+use crate::step::{BounceGradients, ConstraintRecord, PenetrationRecovery};
 use crate::Model;
 use nalgebra::{DMatrix, DVector};
 
@@ -117,7 +117,28 @@ fn material_weights(model: &Model, spec: &crate::model::ParamSpec, kind: ParamKi
 /// Linearizes the constraint stage of `rec` (which holds the constraint record `c`)
 /// in its recorded contact mode.
 pub(crate) fn linearize_constraints(rec: &StepRecord, c: &ConstraintRecord) -> Result<ConstraintLinearization> {
-    linearize_constraints_with(rec, c, &c.states, None)
+    linearize_constraints_with(rec, c, Stage::Velocity, &c.states, None)
+}
+
+/// Which stage of the constraint solve a linearization is of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stage {
+    /// The velocity stage: `v_f → v⁺` with the recorded impulses.
+    Velocity,
+    /// The position stage ([`crate::step::PositionCorrection`]): `v⁺ → v⁺ + M̃⁻¹Jᵀg`,
+    /// the velocity that moves the configuration; its "free" velocity is `v⁺`.
+    Position,
+}
+
+/// The linearization of the position stage of a step that has one.
+pub(crate) fn linearize_position_stage(
+    rec: &StepRecord,
+    c: &ConstraintRecord,
+) -> Result<Option<ConstraintLinearization>> {
+    match &c.correction {
+        Some(p) => Ok(Some(linearize_constraints_with(rec, c, Stage::Position, &p.states, None)?)),
+        None => Ok(None),
+    }
 }
 
 /// [`linearize_constraints`] with the row classification `states` in place of the
@@ -127,6 +148,7 @@ pub(crate) fn linearize_constraints(rec: &StepRecord, c: &ConstraintRecord) -> R
 pub(crate) fn linearize_constraints_with(
     rec: &StepRecord,
     c: &ConstraintRecord,
+    stage: Stage,
     states: &[RowState],
     adjoint: Option<&DVector<f64>>,
 ) -> Result<ConstraintLinearization> {
@@ -136,7 +158,21 @@ pub(crate) fn linearize_constraints_with(
     let q = rec.q.as_slice();
     let mut data = Data::new(model);
     forward_kinematics(model, &mut data, q)?;
-    let asm = assemble(model, &data, c.contacts.clone(), q, rec.v.as_slice(), c.v_free.as_slice(), h, &c.options)?;
+    let mut asm = assemble(model, &data, c.contacts.clone(), q, rec.v.as_slice(), c.v_free.as_slice(), h, &c.options)?;
+    // The stage's input and output velocities and impulses.
+    let (v_in, v_out, f) = match (stage, &c.correction) {
+        (Stage::Velocity, _) => (&c.v_free, &rec.v_next, &c.impulses),
+        (Stage::Position, Some(p)) => {
+            asm.position_stage(h, c.options.erp);
+            (&rec.v_next, &p.v_position, &p.impulses)
+        }
+        (Stage::Position, None) => {
+            return Err(Error::Numerical {
+                algorithm: "contact backward",
+                detail: "the record has no position stage to differentiate".into(),
+            })
+        }
+    };
     if asm.rows != c.rows {
         return Err(Error::Numerical {
             algorithm: "contact backward",
@@ -148,7 +184,6 @@ pub(crate) fn linearize_constraints_with(
     }
     let nc = c.contacts.len();
     let chol = effective_inertia(model, &mut data, h)?;
-    let f = &c.impulses;
     let dl_df = match adjoint {
         Some(g) => {
             crate::error::check_vector("dl/dv+", g.as_slice(), nv)?;
@@ -207,8 +242,8 @@ pub(crate) fn linearize_constraints_with(
     // Derivative operators at q.
     let rows = ContactRows::new(model, &data, &c.contacts)?;
     let rd = ContactRowDerivatives::new(model, &data, &c.contacts, &rows)?;
-    let v_next = rec.v_next.as_slice();
-    let dv: DVector<f64> = &rec.v_next - &c.v_free;
+    let v_next = v_out.as_slice();
+    let dv: DVector<f64> = v_out - v_in;
     let mut deriv = DerivativeData::new(model);
     let mut scratch = Data::new(model);
 
@@ -241,7 +276,7 @@ pub(crate) fn linearize_constraints_with(
     // r2 = −(∂(J_C v⁺)/∂q dq + dβ_C).
     let jv_next = if nc > 0 { Some(rd.jv_q(model, &data, &rows, v_next)?) } else { None };
     let jv_start =
-        if c.info.iter().any(|i| i.bounce) { Some(rd.jv_q(model, &data, &rows, rec.v.as_slice())?) } else { None };
+        if asm.info.iter().any(|i| i.bounce) { Some(rd.jv_q(model, &data, &rows, rec.v.as_slice())?) } else { None };
     let dphi = if nc > 0 { Some(rd.distance_q()) } else { None };
     let erp = c.options.erp;
     let mut r2 = DMatrix::zeros(nclamp, nx);
@@ -250,13 +285,8 @@ pub(crate) fn linearize_constraints_with(
         let mut row_v = DVector::zeros(nv);
         match asm.rows[r] {
             RowKind::ContactNormal { contact } => {
-                let info = &c.info[contact];
-                let phi = c.contacts[contact].geometry.distance;
-                let s = match (info.bounce, phi < 0.0) {
-                    (_, true) => erp,
-                    (true, false) => 0.0,
-                    (false, false) => 1.0,
-                };
+                let info = &asm.info[contact];
+                let s = bias_slope(stage, c.options.penetration, info.bounce, asm.gap[r], erp);
                 let dphi = dphi.as_ref().expect("contacts exist");
                 row_q += dphi.row(contact).transpose() * (s / h);
                 if info.bounce {
@@ -278,18 +308,15 @@ pub(crate) fn linearize_constraints_with(
                 }
             }
             RowKind::JointLower { dof } | RowKind::JointUpper { dof } => {
-                let phi = match asm.bias[r] {
-                    b if b < 0.0 => erp,
-                    _ => 1.0,
-                };
+                let s = bias_slope(stage, c.options.penetration, false, asm.gap[r], erp);
                 let sign = if matches!(asm.rows[r], RowKind::JointLower { .. }) { 1.0 } else { -1.0 };
-                row_q[dof] += sign * phi / h;
+                row_q[dof] += sign * s / h;
             }
             // Constant Jacobian and bias (the limit is not a parameter).
             RowKind::VelocityUpper { .. } | RowKind::VelocityLower { .. } | RowKind::JointFriction { .. } => {}
         }
         if let RowKind::ContactNormal { contact } = asm.rows[r] {
-            let info = &c.info[contact];
+            let info = &asm.info[contact];
             if info.bounce && np > 0 {
                 for (col, w) in material_weights(model, &rec.params, ParamKind::Restitution, &c.contacts[contact]) {
                     r2[(i, 2 * nv + col)] -= info.approach_velocity * w;
@@ -354,7 +381,7 @@ pub(crate) fn linearize_constraints_with(
     let mut bounces = vec![];
     let mut rates = vec![];
     if c.options.bounce_gradients == BounceGradients::ContinuousTime {
-        for (i, info) in c.info.iter().enumerate() {
+        for (i, info) in asm.info.iter().enumerate() {
             if info.bounce && states[3 * i] == RowState::Clamping {
                 let a = asm.j.row(3 * i).transpose();
                 let norm = a.norm();
@@ -368,6 +395,39 @@ pub(crate) fn linearize_constraints_with(
     }
     let free_acceleration = (&c.v_free - &rec.v) / h;
     Ok(ConstraintLinearization { g, jc, direct, bounces, approach: (rates, free_acceleration), dl_df })
+}
+
+/// `h ∂β/∂φ` of a position row (contact normal or position limit) with gap `phi` (a
+/// bounce's own terms, `β = e J_n v`, are added apart). Velocity stage with
+/// [`PenetrationRecovery::Velocity`]: 1 on a gap, `erp` on a penetration (bouncing or
+/// not), 0 on a bouncing gap. Velocity stage with [`PenetrationRecovery::Split`]: 1 on
+/// a gap, 0 on a penetration (`β = 0`) and on a bounce. Position stage: 1 on a gap,
+/// `erp` on a penetration (`β = erp·φ/h`). At `φ = 0` exactly the gap side is taken
+/// (the split velocity stage's bias has a kink there: a touching contact is a mode
+/// boundary).
+fn bias_slope(stage: Stage, recovery: PenetrationRecovery, bounce: bool, phi: f64, erp: f64) -> f64 {
+    let penetrating = phi < 0.0;
+    match (stage, recovery) {
+        (Stage::Position, _) => {
+            if penetrating {
+                erp
+            } else {
+                1.0
+            }
+        }
+        (Stage::Velocity, PenetrationRecovery::Velocity) => match (bounce, penetrating) {
+            (_, true) => erp,
+            (true, false) => 0.0,
+            (false, false) => 1.0,
+        },
+        (Stage::Velocity, PenetrationRecovery::Split) => {
+            if bounce || penetrating {
+                0.0
+            } else {
+                1.0
+            }
+        }
+    }
 }
 
 /// The loss-driven classification of DiffDART §4.4 ("updated version", the second

@@ -147,7 +147,7 @@ pub(crate) fn linearize(rec: &StepRecord, ws: &mut Workspace) -> Result<f64> {
         }
         let (va, n) = (model.v_idx[i], joint.nv());
         let mut w = [0.0; 6];
-        for (wk, vk) in w.iter_mut().zip(&rec.v_next.as_slice()[va..va + n]) {
+        for (wk, vk) in w.iter_mut().zip(&rec.v_position().as_slice()[va..va + n]) {
             *wk = h * vk;
         }
         let (q_blk, w_blk) = joint.kind.integrate_jacobians(&w[..n]);

@@ -1,7 +1,8 @@
 //! [`StepRecord`] (one recorded step) and [`Tape`] (a recorded rollout).
 
 use super::constraint::{
-    linearize_constraints, linearize_constraints_with, loss_driven_states, ConstraintLinearization,
+    linearize_constraints, linearize_constraints_with, linearize_position_stage, loss_driven_states,
+    ConstraintLinearization, Stage,
 };
 use super::linearize::{add_config_blocks, config_blocks_tr, config_rows, linearize, Workspace};
 use crate::error::{Error, Result};
@@ -153,11 +154,20 @@ impl StepRecord {
     /// [`StepRecord::jacobians`] reusing a workspace.
     pub fn jacobians_with(&self, ws: &mut Workspace) -> Result<StepJacobians> {
         let smooth = self.smooth_blocks(ws)?;
-        let lin = match &self.constraints {
-            Some(c) => Some(linearize_constraints(self, c)?),
-            None => None,
+        let (lin, pos) = match &self.constraints {
+            Some(c) => (Some(linearize_constraints(self, c)?), linearize_position_stage(self, c)?),
+            None => (None, None),
         };
-        self.assemble_jacobians(ws, &smooth, lin.as_ref())
+        self.assemble_jacobians(ws, &smooth, lin.as_ref(), pos.as_ref())
+    }
+
+    /// The velocity that moved the configuration, `q⁺ = q ⊕ h v`: the position stage's
+    /// `v⁺ + M̃⁻¹Jᵀg` when the step had one, else `v⁺`.
+    pub(crate) fn v_position(&self) -> &DVector<f64> {
+        match self.constraints.as_ref().and_then(|c| c.correction.as_ref()) {
+            Some(p) => &p.v_position,
+            None => &self.v_next,
+        }
     }
 
     /// The velocity blocks of the smooth update `v_f(q, v, τ, θ)` (before the
@@ -190,13 +200,15 @@ impl StepRecord {
     }
 
     /// The step's Jacobians from the smooth blocks and, for a step with constraints,
-    /// a linearization of the constraint stage (in the recorded mode or another one).
+    /// a linearization of the constraint stage (in the recorded mode or another one) and
+    /// of its position stage when it had one.
     /// Needs the configuration-update blocks that [`StepRecord::smooth_blocks`] left in `ws`.
     fn assemble_jacobians(
         &self,
         ws: &Workspace,
         smooth: &SmoothBlocks,
         lin: Option<&ConstraintLinearization>,
+        pos: Option<&ConstraintLinearization>,
     ) -> Result<StepJacobians> {
         let model = &*self.model;
         let nv = model.nv();
@@ -211,17 +223,28 @@ impl StepRecord {
             dv_dtau = lin.project(&dv_dtau);
             dv_dtheta = lin.project(&dv_dtheta) + lin.direct.columns(2 * nv, np);
         }
-        // dq⁺ = J_q dq + J_w h dv⁺
-        let mut dq_dq = config_rows(model, &ws.jw, h, &dv_dq);
+        // The velocity that moves q: v⁺, or the position stage's v⁺ + M̃⁻¹Jᵀg, whose
+        // linearization composes the same way with v⁺ as its free velocity.
+        let (pq, pv, ptau, ptheta) = match pos {
+            Some(p) => (
+                p.project(&dv_dq) + p.direct.columns(0, nv),
+                p.project(&dv_dv) + p.direct.columns(nv, nv),
+                p.project(&dv_dtau),
+                p.project(&dv_dtheta) + p.direct.columns(2 * nv, np),
+            ),
+            None => (dv_dq.clone(), dv_dv.clone(), dv_dtau.clone(), dv_dtheta.clone()),
+        };
+        // dq⁺ = J_q dq + J_w h dv_position
+        let mut dq_dq = config_rows(model, &ws.jw, h, &pq);
         add_config_blocks(model, &ws.jq, &mut dq_dq);
         if let Some(lin) = lin {
             lin.bounce_correction(&mut dq_dq)?;
             // After dq⁺/dq is formed: the impact-time shift acts within the step's instant.
             lin.saltation_velocity_term(&dv_dv, &mut dv_dq);
         }
-        let dq_dv = config_rows(model, &ws.jw, h, &dv_dv);
-        let dq_dtau = config_rows(model, &ws.jw, h, &dv_dtau);
-        let dq_dtheta = config_rows(model, &ws.jw, h, &dv_dtheta);
+        let dq_dv = config_rows(model, &ws.jw, h, &pv);
+        let dq_dtau = config_rows(model, &ws.jw, h, &ptau);
+        let dq_dtheta = config_rows(model, &ws.jw, h, &ptheta);
         let jac = StepJacobians { dq_dq, dq_dv, dq_dtau, dq_dtheta, dv_dq, dv_dv, dv_dtau, dv_dtheta };
         check_finite("step Jacobians", [&jac.dq_dq, &jac.dq_dv, &jac.dv_dq, &jac.dv_dv, &jac.dv_dtau, &jac.dv_dtheta])?;
         Ok(jac)
@@ -281,8 +304,9 @@ impl StepRecord {
             } else {
                 None
             };
-            let lin = linearize_constraints_with(self, c, &c.states, adjoint.as_ref())?;
-            let jac = self.assemble_jacobians(ws, &smooth, Some(&lin))?;
+            let lin = linearize_constraints_with(self, c, Stage::Velocity, &c.states, adjoint.as_ref())?;
+            let pos = linearize_position_stage(self, c)?;
+            let jac = self.assemble_jacobians(ws, &smooth, Some(&lin), pos.as_ref())?;
             let exact = jacobian_vjp(&jac, grad_q_next, grad_v_next);
             let Some(dl_df) = &lin.dl_df else {
                 return Ok((exact, stats));
@@ -293,8 +317,8 @@ impl StepRecord {
                 return Ok((exact, stats));
             }
             stats.loss_driven_tried = 1;
-            let lin2 = linearize_constraints_with(self, c, &states, None)?;
-            let jac2 = self.assemble_jacobians(ws, &smooth, Some(&lin2))?;
+            let lin2 = linearize_constraints_with(self, c, Stage::Velocity, &states, None)?;
+            let jac2 = self.assemble_jacobians(ws, &smooth, Some(&lin2), pos.as_ref())?;
             let other = jacobian_vjp(&jac2, grad_q_next, grad_v_next);
             let size = |g: &StepGradients| g.v.norm_squared() + g.tau.norm_squared();
             if size(&other) > size(&exact) {
