@@ -136,7 +136,17 @@ pub(crate) fn linearize_constraints_with(
     let q = rec.q.as_slice();
     let mut data = Data::new(model);
     forward_kinematics(model, &mut data, q)?;
-    let asm = assemble(model, &data, c.contacts.clone(), q, rec.v.as_slice(), c.v_free.as_slice(), h, &c.options)?;
+    let asm = assemble(
+        model,
+        &data,
+        c.contacts.clone(),
+        q,
+        rec.v.as_slice(),
+        c.v_free.as_slice(),
+        h,
+        &c.options,
+        &c.added_rows,
+    )?;
     if asm.rows != c.rows {
         return Err(Error::Numerical {
             algorithm: "contact backward",
@@ -277,13 +287,11 @@ pub(crate) fn linearize_constraints_with(
                     }
                 }
             }
+            // β(φ) with φ = q − lo (lower) or hi − q (upper): ∂β/∂q = ±∂β/∂φ, for rows
+            // created near the limit, predicted or added by the re-solve loop alike.
             RowKind::JointLower { dof } | RowKind::JointUpper { dof } => {
-                let phi = match asm.bias[r] {
-                    b if b < 0.0 => erp,
-                    _ => 1.0,
-                };
                 let sign = if matches!(asm.rows[r], RowKind::JointLower { .. }) { 1.0 } else { -1.0 };
-                row_q[dof] += sign * phi / h;
+                row_q[dof] += sign * asm.bias_slope[r];
             }
             // Constant Jacobian and bias (the limit is not a parameter).
             RowKind::VelocityUpper { .. } | RowKind::VelocityLower { .. } | RowKind::JointFriction { .. } => {}
