@@ -18,7 +18,7 @@ mod common;
 
 use common::contact::{free_body, material, options, pose_q};
 use common::ridders;
-use nalgebra::{DVector, Matrix3, Vector3};
+use nalgebra::DVector;
 use std::cell::RefCell;
 use stiction::math::{Inertia, SplitMix64, Vec3};
 use stiction::model::{Geometry, ParamSpec};
@@ -37,8 +37,8 @@ const TOL: f64 = 1e-5;
 /// What the state cost measures.
 #[derive(Clone, Copy)]
 enum Track {
-    /// The position of a free body (q[0..3]); its tangent derivative is `[0; Rᵀ ∂/∂p]`,
-    /// since `q ⊕ δ = T exp(δ)` moves the position by `R δ_lin` to first order.
+    /// The position of a free body (q[0..3]); its tangent derivative is `[0; ∂/∂p]`,
+    /// since `q ⊕ δ` moves the position by the world-frame `δ_lin`.
     FreeBodyPosition,
     /// Every coordinate (all joints scalar: q ⊕ δ = q + δ).
     Coordinates,
@@ -55,21 +55,6 @@ struct Cost {
     w_tau: f64,
     terminal_q: f64,
     terminal_v: f64,
-}
-
-fn rotation(q: &[f64]) -> Matrix3<f64> {
-    let (w, x, y, z) = (q[0], q[1], q[2], q[3]);
-    Matrix3::new(
-        1.0 - 2.0 * (y * y + z * z),
-        2.0 * (x * y - w * z),
-        2.0 * (x * z + w * y),
-        2.0 * (x * y + w * z),
-        1.0 - 2.0 * (x * x + z * z),
-        2.0 * (y * z - w * x),
-        2.0 * (x * z - w * y),
-        2.0 * (y * z + w * x),
-        1.0 - 2.0 * (x * x + y * y),
-    )
 }
 
 impl Cost {
@@ -89,13 +74,10 @@ impl Cost {
         let cost = wq * dp.norm_squared() + wv * dv.norm_squared();
         let gp = dp * (2.0 * wq);
         let gq = match self.track {
+            // The free joint's tangent translation is the world-frame position itself.
             Track::FreeBodyPosition => {
-                let r = rotation(&s.q.as_slice()[3..7]);
-                let lin = r.transpose() * Vector3::new(gp[0], gp[1], gp[2]);
                 let mut g = DVector::zeros(s.v.len());
-                g[3] = lin.x;
-                g[4] = lin.y;
-                g[5] = lin.z;
+                g.rows_mut(3, 3).copy_from(&gp);
                 g
             }
             Track::Coordinates => gp,
@@ -316,11 +298,8 @@ fn ball_sliding() -> Scene {
 fn ball_landing() -> Scene {
     let model = ball_model("ball_landing", 0.3, 0.0);
     let q = pose_q(&model, Vec3::new(0.0, 0.0, BALL_R + 3e-3), Vec3::y(), 0.7);
+    // The free joint's linear velocity is in the world frame (the body is turned by 0.7 rad).
     let v = DVector::from_row_slice(&[0.0, 0.0, 0.0, 2.0, 0.0, -0.1]);
-    // Body frame rotated by 0.7 rad about y: the body-frame velocity for world (2, 0, -0.1).
-    let r = rotation(&q.as_slice()[3..7]);
-    let vb = r.transpose() * Vector3::new(v[3], v[4], v[5]);
-    let v = DVector::from_row_slice(&[0.0, 0.0, 0.0, vb.x, vb.y, vb.z]);
     Scene {
         name: "ball_landing",
         state: State { q, v },

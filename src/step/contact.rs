@@ -24,29 +24,68 @@
 //!   (eqs. 29–42 taken to the velocity level). Both act only at contacts that close within
 //!   the step (`φ + h J_n v_f ≤ 0`, the bounce test below); the rows of other contacts are
 //!   collapsed boxes `[0, 0]`;
-//! * per limited 1-dof coordinate within `joint_limit_margin` of a position limit: one
-//!   unilateral row (`+e_k` at the lower limit, `−e_k` at the upper);
+//! * per limited 1-dof coordinate that is within `joint_limit_margin` of a position limit
+//!   now (`φ < margin`, φ the gap `q − lo` or `hi − q`) or is predicted to be after the
+//!   smooth update (`φ ∓ h v_f < margin`, i.e. `q + h v_f` within the margin of the limit or
+//!   past it): one unilateral row (`+e_k` at the lower limit, `−e_k` at the upper). The
+//!   prediction makes a fast joint meet its limit within the step instead of stepping over
+//!   it (without it, a joint limited to ±0.5 rad hit at 1,000 rad/s with h = 10 ms ended at
+//!   10 rad);
 //! * per dof with a finite velocity limit `v_max` whose smooth update `v_f` exceeds
 //!   `v_max/2` in magnitude: one unilateral row, `−e_k` with `β = v_max` (so `v⁺ ≤ v_max`)
 //!   or `+e_k` with `β = v_max` (`v⁺ ≥ −v_max`); the row separates while the joint is
 //!   slower than its limit;
+//! * the position- and velocity-limit rows added by the limit loop below;
 //! * per dof with Coulomb friction `F_c > 0`: one row `e_k` boxed by `±h F_c`.
+//!
+//! The limit loop (`constraint_stage`): the rows above are chosen before the solve, but
+//! the impulses of other rows move other joints (arm7 under τ = 1e4: one joint's velocity
+//! row swung a neighbour to −2.8 rad/s against its 2.5 rad/s limit, and it reached
+//! 36–40 rad/s without rows). After each solve, every position limit that `q + h v⁺`
+//! crosses and every velocity limit that `v⁺` exceeds, and that has no row, gets its row
+//! (all at once) and the LCP is solved again (warm-started from the previous pass, the new
+//! rows guessed clamping), until no limit lacks a row or [`MAX_LIMIT_PASSES`] solves were
+//! made. Rows are only added, so the loop ends. The added rows are recorded
+//! ([`ConstraintRecord::added_rows`]) and rebuilt by the backward pass; inside the step's
+//! mode they are ordinary rows, so the linearization is the usual one. Re-solves are
+//! counted in [`crate::step::SimStats::limit_resolves`].
+//!
+//! Tolerance ([`LIMIT_TOLERANCE`]): with `ε = 1e-9 · max(1, ‖v_f‖∞, ‖v⁺‖∞)` (rad/s or
+//! m/s), after the final solve every velocity limit holds as `|v⁺| ≤ v_max + ε`, and every
+//! position-limit row's condition `±v⁺ + β(φ) ≥ −ε`: a joint that starts inside its limits
+//! ends inside them up to `h ε` (rad or m). A joint that starts past a limit by `d`
+//! (`φ = −d`) is pushed back at the recovery speed `erp·d/h` (`d/h` with the default
+//! `erp = 1`: back at the limit within one step), capped at `v_max` where the dof has a
+//! velocity limit (so the position and velocity rows of one dof never ask for
+//! incompatible velocities): a limit is never passed by more than one step's worth of the
+//! recovery speed still to go, `max(0, d − h·min(erp·d/h, v_max)) + h ε`. Limits that the
+//! final solve leaves violated beyond the tolerance (the pass bound reached, or an
+//! inexact last-resort PGS solution of the LCP) are never silent: they are listed in
+//! [`ConstraintRecord::limit_violations`] and counted in
+//! [`crate::step::SimStats::limit_violations`]; LCP solutions that miss the LCP tolerance
+//! are counted in [`crate::step::SimStats::inexact_solves`].
 //!
 //! Bias β (the velocity target):
 //!
 //! * normal rows that bounce (restitution `e > 0`, approach speed `−J_n v` above
 //!   `restitution_threshold`, and the contact predicted to close within the step,
-//!   `φ + h J_n v_f ≤ 0`): `β = e J_n v` (so `J_n v⁺ ≥ −e J_n v`), the target alone;
+//!   `φ + h J_n v_f ≤ 0`): `β = e J_n v` (so `J_n v⁺ ≥ −e J_n v`), plus, with the
+//!   velocity recovery, the penetration term below when `φ < 0`;
 //! * other normal rows and joint-limit rows: `β = φ/h` for a gap `φ ≥ 0` (a
-//!   speculative contact: the bodies may close the gap but not cross it) and `β = 0`
-//!   for a penetration (they stop approaching);
+//!   speculative contact: the bodies may close the gap but not cross it; for a predicted
+//!   joint-limit row far from its limit the same bias lets the joint move up to the limit
+//!   within the step and no further). For a penetration it depends on
+//!   [`PenetrationRecovery`]: with `Velocity` (the default) `β = erp·φ/h` (for joint
+//!   limits capped at `−v_max` where the dof has a velocity limit, `limit_bias`); with
+//!   the default `erp = 1` the bias is one linear function of φ, so the gradients have
+//!   no kink at φ = 0, but the push-out speed `|φ|/h` is kept as kinetic energy. With
+//!   `Split`, `β = 0` (the bodies stop approaching), so every bias but a bounce's is
+//!   `≥ 0` and the stage cannot raise the kinetic energy (docs/contact.md, "Energy
+//!   contract"); penetrations are then removed by the position stage
+//!   ([`PositionCorrection`]): a frictionless LCP on the contact-normal and
+//!   position-limit rows with `β = erp·φ/h` on penetrations, whose velocity moves `q`
+//!   over the step and is then dropped;
 //! * friction rows: `β = 0`.
-//!
-//! So every bias but a bounce's is `≥ 0`, and the stage cannot raise the kinetic
-//! energy (docs/contact.md, "Energy contract"). Penetrations are removed by the
-//! position stage ([`PositionCorrection`]): a frictionless LCP on the contact-normal
-//! and position-limit rows with `β = erp·φ/h` on penetrations, whose velocity moves
-//! `q` over the step and is then dropped.
 //!
 //! Material of a contact between shapes a and b: `μ = (μ_a + μ_b)/2` and
 //! `e = (e_a + e_b)/2` (arithmetic means: smooth in both, documented in docs/contact.md).
@@ -184,7 +223,8 @@ pub struct ContactOptions {
     pub erp: f64,
     /// Approach speeds at or below this (m/s) do not bounce.
     pub restitution_threshold: f64,
-    /// Joint-limit rows are created within this distance of a limit (rad or m).
+    /// Joint-limit rows are created within this distance of a limit (rad or m), at the
+    /// start of the step or after the smooth update (`q + h v_f`; see the module docs).
     pub joint_limit_margin: f64,
     /// The LCP solver settings (not serialized: the defaults are restored).
     #[serde(skip)]
@@ -327,6 +367,17 @@ pub struct ConstraintRecord {
     pub options: ContactOptions,
     /// The position stage, when some contact or position limit penetrated at q.
     pub correction: Option<PositionCorrection>,
+    /// Joint-limit rows added by the re-solve loop of the step (limits that the impulses
+    /// of other rows pushed a joint over; see the module docs). The backward pass
+    /// rebuilds the rows with them.
+    pub added_rows: Vec<RowKind>,
+    /// LCP solves of the step: 1 plus the re-solves of the limit loop.
+    pub passes: usize,
+    /// Limits that the final solve leaves violated beyond [`LIMIT_TOLERANCE`], with the
+    /// violation (rad or m past the position the row allows for a position limit; rad/s
+    /// or m/s over `v_max` for a velocity limit). Empty when every limit holds; counted
+    /// in [`crate::step::SimStats::limit_violations`].
+    pub limit_violations: Vec<(RowKind, f64)>,
 }
 
 /// The position stage of a step (the split penetration correction): a frictionless
@@ -405,6 +456,8 @@ pub(crate) struct Assembly {
     pub rows: Vec<RowKind>,
     pub bounds: Vec<RowBound>,
     pub bias: DVector<f64>,
+    /// `∂β/∂φ` of each position-limit row ([`limit_bias`]; zero on the other rows).
+    pub bias_slope: DVector<f64>,
     /// Diagonal regularization of each row.
     pub regularization: DVector<f64>,
     /// Row Jacobian (m × nv).
@@ -471,7 +524,9 @@ fn effective_inertia_matrix(model: &Model, data: &mut Data, h: f64) -> DMatrix<f
 
 /// Builds the rows at the poses in `data` for the given contacts (contact detection
 /// done by the caller): Jacobian, bounds, bias. `v` is the start velocity, `v_free`
-/// the smooth update's.
+/// the smooth update's. `added` lists joint-limit rows to create beyond the predicted
+/// ones (the rows added by the re-solve loop of [`constraint_stage`]; the backward pass
+/// passes [`ConstraintRecord::added_rows`] to rebuild the same rows).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn assemble(
     model: &Model,
@@ -482,6 +537,7 @@ pub(crate) fn assemble(
     v_free: &[f64],
     h: f64,
     options: &ContactOptions,
+    added: &[RowKind],
 ) -> Result<Assembly> {
     let nv = model.nv();
     let cm = model.collision_model();
@@ -489,26 +545,43 @@ pub(crate) fn assemble(
     let nc = contacts.len();
     let lower = model.lower_limits();
     let upper = model.upper_limits();
+    let margin = options.joint_limit_margin;
+    let unilateral = RowBound::Box { lo: 0.0, hi: f64::INFINITY };
     let mut joint_rows: Vec<(RowKind, RowBound, f64)> = vec![];
+    // Position limits: a row where the joint is within the margin of the limit now or
+    // after the smooth update (`q + h v_f`), so a fast joint cannot step over its limit.
     for (c, k) in scalar_coordinates(model) {
         let lo = lower[c];
-        if lo.is_finite() && q[c] - lo < options.joint_limit_margin {
-            joint_rows.push((RowKind::JointLower { dof: k }, RowBound::Box { lo: 0.0, hi: f64::INFINITY }, q[c] - lo));
+        let kind = RowKind::JointLower { dof: k };
+        if lo.is_finite() {
+            let phi = q[c] - lo;
+            if phi < margin || phi + h * v_free[k] < margin || added.contains(&kind) {
+                joint_rows.push((kind, unilateral, phi));
+            }
         }
         let hi = upper[c];
-        if hi.is_finite() && hi - q[c] < options.joint_limit_margin {
-            joint_rows.push((RowKind::JointUpper { dof: k }, RowBound::Box { lo: 0.0, hi: f64::INFINITY }, hi - q[c]));
+        let kind = RowKind::JointUpper { dof: k };
+        if hi.is_finite() {
+            let phi = hi - q[c];
+            if phi < margin || phi - h * v_free[k] < margin || added.contains(&kind) {
+                joint_rows.push((kind, unilateral, phi));
+            }
         }
     }
-    // Velocity limits: a row only where the smooth update reaches half the limit (a row
-    // further inside would only ever separate).
+    // Velocity limits: a row where the smooth update reaches half the limit (a row
+    // further inside would only ever separate), or added by the re-solve loop.
     for k in 0..nv {
         let vmax = model.velocity_limits()[k];
-        if vmax.is_finite() && v_free[k] > 0.5 * vmax {
-            joint_rows.push((RowKind::VelocityUpper { dof: k }, RowBound::Box { lo: 0.0, hi: f64::INFINITY }, vmax));
+        if !vmax.is_finite() {
+            continue;
         }
-        if vmax.is_finite() && v_free[k] < -0.5 * vmax {
-            joint_rows.push((RowKind::VelocityLower { dof: k }, RowBound::Box { lo: 0.0, hi: f64::INFINITY }, vmax));
+        let kind = RowKind::VelocityUpper { dof: k };
+        if v_free[k] > 0.5 * vmax || added.contains(&kind) {
+            joint_rows.push((kind, unilateral, vmax));
+        }
+        let kind = RowKind::VelocityLower { dof: k };
+        if v_free[k] < -0.5 * vmax || added.contains(&kind) {
+            joint_rows.push((kind, unilateral, vmax));
         }
     }
     for k in 0..nv {
@@ -559,17 +632,15 @@ pub(crate) fn assemble(
             regularization[3 * i + 1 + d as usize] = r;
         }
     }
+    let mut bias_slope = DVector::zeros(m);
     for (r, (kind, bound, phi)) in joint_rows.into_iter().enumerate() {
         let row = 3 * nc + r;
         match kind {
-            RowKind::JointLower { dof } => {
-                j[(row, dof)] = 1.0;
-                bias[row] = normal_bias(phi, h, options, None);
-                gap[row] = phi;
-            }
-            RowKind::JointUpper { dof } => {
-                j[(row, dof)] = -1.0;
-                bias[row] = normal_bias(phi, h, options, None);
+            RowKind::JointLower { dof } | RowKind::JointUpper { dof } => {
+                j[(row, dof)] = if matches!(kind, RowKind::JointLower { .. }) { 1.0 } else { -1.0 };
+                let (b, slope) = limit_bias(phi, h, options, model.velocity_limits()[dof]);
+                bias[row] = b;
+                bias_slope[row] = slope;
                 gap[row] = phi;
             }
             RowKind::VelocityUpper { dof } => {
@@ -586,7 +657,30 @@ pub(crate) fn assemble(
         rows.push(kind);
         bounds.push(bound);
     }
-    Ok(Assembly { contacts, info, rows, bounds, bias, regularization, j, gap })
+    Ok(Assembly { contacts, info, rows, bounds, bias, bias_slope, regularization, j, gap })
+}
+
+/// The velocity-stage bias of a joint position-limit row with gap φ (`q − lo` or
+/// `hi − q`) and its slope `∂β/∂φ`: `φ/h` for a gap (speculative: the joint may close
+/// the gap within the step but not cross it). For a penetration, with
+/// [`PenetrationRecovery::Velocity`], `erp·φ/h`, the recovery speed; where the dof has a
+/// finite velocity limit `v_max` the recovery speed is capped at `v_max` (`β ≥ −v_max`,
+/// slope 0 there), so that the position row and the velocity-limit row of the dof never
+/// ask for incompatible velocities; with [`PenetrationRecovery::Split`], 0 (the position
+/// stage recovers).
+pub(crate) fn limit_bias(phi: f64, h: f64, options: &ContactOptions, vmax: f64) -> (f64, f64) {
+    if phi >= 0.0 {
+        return (phi / h, 1.0 / h);
+    }
+    if options.penetration == PenetrationRecovery::Split {
+        return (0.0, 0.0);
+    }
+    let b = options.erp * phi / h;
+    if b < -vmax {
+        (-vmax, 0.0)
+    } else {
+        (b, options.erp / h)
+    }
 }
 
 /// The velocity-stage bias of a unilateral row with gap φ; `bounce` holds `e·J_n v`
@@ -612,9 +706,31 @@ pub(crate) fn normal_bias(phi: f64, h: f64, options: &ContactOptions, bounce: Op
     }
 }
 
+/// Relative tolerance of the limits after the constraint solve. A limit counts as held
+/// when its row condition is met to within `ε = LIMIT_TOLERANCE · max(1, ‖v_f‖∞, ‖v⁺‖∞)`
+/// in velocity (rad/s or m/s): `|v⁺| ≤ v_max + ε` for a velocity limit, and
+/// `v⁺ ≥ −β(φ) − ε` (lower) or `v⁺ ≤ β(φ) + ε` (upper) for a position limit, i.e. the
+/// joint ends past the position the row allows (the limit itself when it starts inside
+/// it) by at most `h·ε` (rad or m). The scale keeps ε above the rounding of an exact
+/// LCP solve of a fast step.
+pub const LIMIT_TOLERANCE: f64 = 1e-9;
+
+/// The most LCP solves of one step: the first solve and the re-solves of the limit loop
+/// of the constraint stage (see the module docs). Each re-solve adds at least one row and
+/// rows are never removed, so the loop ends on its own, on ordinary models well before
+/// this bound (arm7 under torques of 1e6 needs at most 3 solves in a step).
+pub const MAX_LIMIT_PASSES: usize = 16;
+
 /// Runs the constraint stage: detects contacts at the poses in `data` (kinematics at
 /// q done), assembles and solves the LCP, and writes `v⁺ = v_f + M̃⁻¹Jᵀf` into
 /// `v_out` (which holds `v_f` on entry). Returns `None` when there are no rows.
+///
+/// The limit loop: after each solve, a position limit that `q + h v⁺` crosses, or a
+/// velocity limit that `v⁺` exceeds, and that has no row (the impulses of other rows
+/// moved the joint after the prediction of [`assemble`]) gets its row and the LCP is
+/// solved again, at most [`MAX_LIMIT_PASSES`] solves in all. Limits the final solve
+/// leaves violated beyond [`LIMIT_TOLERANCE`] (the pass bound reached, or an inexact
+/// last-resort PGS solution) are listed in [`ConstraintRecord::limit_violations`].
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn constraint_stage(
     model: &Model,
@@ -637,31 +753,69 @@ pub(crate) fn constraint_stage(
         detect_contacts(model, data, &CollisionOptions { margin: options.margin }, &mut ws.collision)?.to_vec()
     };
     let v_free = DVector::from_column_slice(v_out);
-    let asm = assemble(model, data, contacts, q, v, v_free.as_slice(), h, options)?;
-    if asm.rows.is_empty() {
-        ws.previous = None;
-        return Ok(None);
-    }
-    let b = &asm.j * &v_free + &asm.bias;
-    let (sol, dv) = match pivoting_rows(&asm, options) {
-        Some(kinds) => solve_pivoting(&asm, &kinds, effective_inertia_matrix(model, data, h), &b, options)?,
-        None => {
-            let chol = effective_inertia(model, data, h)?;
-            let y = chol.solve(&asm.j.transpose()); // M̃⁻¹ Jᵀ (nv × m)
-            let mut a = &asm.j * &y;
-            for (i, r) in asm.regularization.iter().enumerate() {
-                a[(i, i)] += r;
-            }
-            let problem = BoxedLcp::new(a, b, asm.bounds.clone())?;
-            let guess = if options.warm_start { warm_start_guess(ws, &asm) } else { None };
-            let sol = solve(&problem, &options.lcp, guess.as_deref())?;
-            let dv = &y * &sol.f;
-            (sol, dv)
+    let mut added: Vec<RowKind> = vec![];
+    let mut passes = 0;
+    let mut first_stats: Option<LcpStats> = None;
+    let (mut pivots, mut pgs_iterations, mut fallbacks) = (0, 0, 0);
+    let mut previous_pass: Option<(Vec<RowKind>, Vec<RowState>)> = None;
+    let (asm, sol, v_next) = loop {
+        let asm = assemble(model, data, contacts.clone(), q, v, v_free.as_slice(), h, options, &added)?;
+        if asm.rows.is_empty() {
+            ws.previous = None;
+            return Ok(None);
         }
+        let b = &asm.j * &v_free + &asm.bias;
+        let (sol, dv) = match pivoting_rows(&asm, options) {
+            Some(kinds) => solve_pivoting(&asm, &kinds, effective_inertia_matrix(model, data, h), &b, options)?,
+            None => {
+                let chol = effective_inertia(model, data, h)?;
+                let y = chol.solve(&asm.j.transpose()); // M̃⁻¹ Jᵀ (nv × m)
+                let mut a = &asm.j * &y;
+                for (i, r) in asm.regularization.iter().enumerate() {
+                    a[(i, i)] += r;
+                }
+                let problem = BoxedLcp::new(a, b, asm.bounds.clone())?;
+                let guess = match (&previous_pass, options.warm_start) {
+                    (_, false) => None,
+                    (None, true) => warm_start_guess(ws, &asm),
+                    // A re-solve: the previous pass's states (same contacts, same row
+                    // kinds); the added rows are guessed clamping.
+                    (Some((rows, states)), true) => Some(
+                        asm.rows
+                            .iter()
+                            .map(|k| rows.iter().position(|r| r == k).map_or(RowState::Clamping, |i| states[i]))
+                            .collect(),
+                    ),
+                };
+                let sol = solve(&problem, &options.lcp, guess.as_deref())?;
+                let dv = &y * &sol.f;
+                (sol, dv)
+            }
+        };
+        passes += 1;
+        pivots += sol.stats.pivots;
+        pgs_iterations += sol.stats.pgs_iterations;
+        fallbacks += sol.stats.fallbacks;
+        first_stats.get_or_insert(sol.stats);
+        let v_next = &v_free + dv;
+        let missing = missing_limit_rows(model, q, v_next.as_slice(), h, &asm.rows);
+        if missing.is_empty() || passes >= MAX_LIMIT_PASSES {
+            break (asm, sol, v_next);
+        }
+        added.extend(missing);
+        previous_pass = Some((asm.rows, sol.states));
     };
-    for k in 0..v_out.len() {
-        v_out[k] += dv[k];
-    }
+    v_out.copy_from_slice(v_next.as_slice());
+    let limit_violations = limit_violations(model, q, v_free.as_slice(), v_next.as_slice(), h, options);
+    let first = first_stats.expect("at least one solve");
+    let stats = LcpStats {
+        pivots,
+        pgs_iterations,
+        fallbacks,
+        warm_start_attempted: first.warm_start_attempted,
+        warm_start_hit: first.warm_start_hit,
+        ..sol.stats
+    };
     let split = options.penetration == PenetrationRecovery::Split;
     let correction =
         if split && asm.penetrates() { Some(position_stage(model, data, &asm, h, options, v_out)?) } else { None };
@@ -676,9 +830,12 @@ pub(crate) fn constraint_stage(
         impulses: sol.f,
         states: sol.states,
         v_free,
-        stats: sol.stats,
+        stats,
         options: *options,
         correction,
+        added_rows: added,
+        passes,
+        limit_violations,
     }))
 }
 
@@ -719,6 +876,81 @@ fn position_stage(
         states[r] = sol.states[k];
     }
     Ok(PositionCorrection { bias, impulses, states, v_position, stats: sol.stats })
+}
+
+/// The 1-dof coordinate of each dof (`None` for dofs of joints with quaternions).
+fn coordinate_of_dof(model: &Model) -> Vec<Option<usize>> {
+    let mut out = vec![None; model.nv()];
+    for (c, k) in scalar_coordinates(model) {
+        out[k] = Some(c);
+    }
+    out
+}
+
+/// The limit rows that the solution `v⁺` needs and `rows` lacks: position limits that
+/// `q + h v⁺` crosses, velocity limits that `v⁺` exceeds (in the order of [`assemble`]).
+fn missing_limit_rows(model: &Model, q: &[f64], v_next: &[f64], h: f64, rows: &[RowKind]) -> Vec<RowKind> {
+    let mut out = vec![];
+    let (lower, upper, vmax) = (model.lower_limits(), model.upper_limits(), model.velocity_limits());
+    let mut need = |kind: RowKind, violated: bool| {
+        if violated && !rows.contains(&kind) {
+            out.push(kind);
+        }
+    };
+    for (c, k) in scalar_coordinates(model) {
+        let next = q[c] + h * v_next[k];
+        need(RowKind::JointLower { dof: k }, lower[c].is_finite() && next < lower[c]);
+        need(RowKind::JointUpper { dof: k }, upper[c].is_finite() && next > upper[c]);
+    }
+    for k in 0..model.nv() {
+        need(RowKind::VelocityUpper { dof: k }, vmax[k].is_finite() && v_next[k] > vmax[k]);
+        need(RowKind::VelocityLower { dof: k }, vmax[k].is_finite() && v_next[k] < -vmax[k]);
+    }
+    out
+}
+
+/// The limits that `v⁺` violates beyond [`LIMIT_TOLERANCE`], with the violation:
+/// position limits in rad or m (how far `q + h v⁺` ends past the position its row
+/// allows, [`limit_bias`]), velocity limits in rad/s or m/s (`|v⁺| − v_max`).
+fn limit_violations(
+    model: &Model,
+    q: &[f64],
+    v_free: &[f64],
+    v_next: &[f64],
+    h: f64,
+    options: &ContactOptions,
+) -> Vec<(RowKind, f64)> {
+    let scale = v_free.iter().chain(v_next).fold(1.0f64, |s, x| s.max(x.abs()));
+    let eps = LIMIT_TOLERANCE * scale;
+    let (lower, upper, vmax) = (model.lower_limits(), model.upper_limits(), model.velocity_limits());
+    let mut out = vec![];
+    let by_dof = coordinate_of_dof(model);
+    for (k, c) in by_dof.iter().enumerate() {
+        if let Some(c) = *c {
+            // The row condition w = ±v⁺ + β(φ) ≥ 0, in position: h·w.
+            if lower[c].is_finite() {
+                let w = v_next[k] + limit_bias(q[c] - lower[c], h, options, vmax[k]).0;
+                if w < -eps {
+                    out.push((RowKind::JointLower { dof: k }, -h * w));
+                }
+            }
+            if upper[c].is_finite() {
+                let w = -v_next[k] + limit_bias(upper[c] - q[c], h, options, vmax[k]).0;
+                if w < -eps {
+                    out.push((RowKind::JointUpper { dof: k }, -h * w));
+                }
+            }
+        }
+        if vmax[k].is_finite() {
+            if v_next[k] > vmax[k] + eps {
+                out.push((RowKind::VelocityUpper { dof: k }, v_next[k] - vmax[k]));
+            }
+            if v_next[k] < -vmax[k] - eps {
+                out.push((RowKind::VelocityLower { dof: k }, -vmax[k] - v_next[k]));
+            }
+        }
+    }
+    out
 }
 
 /// The rows of the pivoting solver (`None` when it does not apply): with

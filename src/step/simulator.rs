@@ -131,6 +131,19 @@ pub struct SimStats {
     /// Steps whose position stage removed a penetration ([`crate::step::PositionCorrection`]).
     #[serde(default)]
     pub position_corrections: u64,
+    /// Re-solves of the limit loop: a joint limit that the impulses of other rows pushed
+    /// a joint over got its row and the LCP was solved again (see [`crate::step::contact`]).
+    #[serde(default)]
+    pub limit_resolves: u64,
+    /// Steps whose final solve left a joint limit violated beyond
+    /// [`crate::step::contact::LIMIT_TOLERANCE`] (listed in
+    /// [`ConstraintRecord::limit_violations`]).
+    #[serde(default)]
+    pub limit_violations: u64,
+    /// Steps whose accepted LCP solution misses the LCP tolerance (a last-resort PGS
+    /// result; its residual is in the step's [`crate::solver::lcp::LcpStats::residual`]).
+    #[serde(default)]
+    pub inexact_solves: u64,
 }
 
 impl SimStats {
@@ -279,6 +292,9 @@ impl Simulator {
             let ppm = c.stats.path == crate::solver::lcp::SolvePath::Ppm;
             self.stats.ppm_solves += ppm as u64;
             self.stats.unstandardized_solves += (!c.stats.standardized && !ppm) as u64;
+            self.stats.limit_resolves += c.passes.saturating_sub(1) as u64;
+            self.stats.limit_violations += (!c.limit_violations.is_empty()) as u64;
+            self.stats.inexact_solves += (c.stats.residual > self.options.contact.lcp.tolerance) as u64;
         }
         self.last_constraints = constraints.map(Arc::new);
         self.last = stats;

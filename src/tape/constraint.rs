@@ -158,7 +158,17 @@ pub(crate) fn linearize_constraints_with(
     let q = rec.q.as_slice();
     let mut data = Data::new(model);
     forward_kinematics(model, &mut data, q)?;
-    let mut asm = assemble(model, &data, c.contacts.clone(), q, rec.v.as_slice(), c.v_free.as_slice(), h, &c.options)?;
+    let mut asm = assemble(
+        model,
+        &data,
+        c.contacts.clone(),
+        q,
+        rec.v.as_slice(),
+        c.v_free.as_slice(),
+        h,
+        &c.options,
+        &c.added_rows,
+    )?;
     // The stage's input and output velocities and impulses.
     let (v_in, v_out, f) = match (stage, &c.correction) {
         (Stage::Velocity, _) => (&c.v_free, &rec.v_next, &c.impulses),
@@ -307,10 +317,16 @@ pub(crate) fn linearize_constraints_with(
                     }
                 }
             }
+            // β(φ) with φ = q − lo (lower) or hi − q (upper): ∂β/∂q = ±∂β/∂φ, for rows
+            // created near the limit, predicted or added by the re-solve loop alike.
             RowKind::JointLower { dof } | RowKind::JointUpper { dof } => {
-                let s = bias_slope(stage, c.options.penetration, false, asm.gap[r], erp);
                 let sign = if matches!(asm.rows[r], RowKind::JointLower { .. }) { 1.0 } else { -1.0 };
-                row_q[dof] += sign * s / h;
+                let slope = match (stage, c.options.penetration) {
+                    // The velocity recovery's limit bias, capped at v_max (its slope from `limit_bias`).
+                    (Stage::Velocity, PenetrationRecovery::Velocity) => asm.bias_slope[r],
+                    _ => bias_slope(stage, c.options.penetration, false, asm.gap[r], erp) / h,
+                };
+                row_q[dof] += sign * slope;
             }
             // Constant Jacobian and bias (the limit is not a parameter).
             RowKind::VelocityUpper { .. } | RowKind::VelocityLower { .. } | RowKind::JointFriction { .. } => {}

@@ -95,6 +95,20 @@ pub fn fd_step(s: &Scene) -> f64 {
 /// these columns are not held to the q columns' smaller step.
 pub const FD_STEP_INPUTS: f64 = 1e-3;
 
+/// The finite-difference step of the v, τ and θ columns of scene `s`: [`FD_STEP_INPUTS`],
+/// except for `block_bounce_corner`, whose inertia columns are strongly curved (its
+/// inertia is near the triangle-inequality boundary: a step of 1e-2 in `inertia:box.xy`
+/// leaves the physical set). There central differences approach the analytic value as
+/// h² (2.8 relative at 1e-3, 1.3e-2 at 3e-4, 1.4e-3 at 1e-4, 1.4e-5 at 1e-5), so Ridders
+/// starts from 1e-5.
+pub fn fd_step_inputs(s: &Scene) -> f64 {
+    if s.name == "block_bounce_corner" {
+        1e-5
+    } else {
+        FD_STEP_INPUTS
+    }
+}
+
 /// Blocks taken from the check with the q step, and from the one with the input step.
 pub const Q_BLOCKS: [&str; 2] = ["dq+/dq", "dv+/dq"];
 
@@ -165,7 +179,7 @@ pub fn check_scene(s: &Scene, states: usize) -> (String, Vec<String>) {
             continue;
         }
         let control = Control::torques(s.tau.clone());
-        for (step, q_columns) in [(fd_step(s), true), (FD_STEP_INPUTS, false)] {
+        for (step, q_columns) in [(fd_step(s), true), (fd_step_inputs(s), false)] {
             let config = GradcheckConfig { method: FdMethod::Ridders, step, rel_tol: 1e-6, abs_floor: 1e-4 };
             let report = check_step(&s.model, &s.options, &params, &state, &control, &config).unwrap();
             let mine: Vec<_> =
