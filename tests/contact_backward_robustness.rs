@@ -10,11 +10,11 @@
 
 mod common;
 
-use common::contact::{capsule_x, free_body, ground, material};
+use common::contact::{capsule_x, free_box, ground, material};
 use nalgebra::DVector;
-use stiction::math::{Inertia, SplitMix64, Vec3, SE3};
+use stiction::math::{SplitMix64, Vec3, SE3};
 use stiction::model::samples::{bodies_on_plane, rod, RestingShape};
-use stiction::model::{Geometry, WORLD};
+use stiction::model::WORLD;
 use stiction::tape::Tape;
 use stiction::{Control, Joint, Model, ModelBuilder, SimOptions, Simulator, State};
 
@@ -104,13 +104,7 @@ fn arm_and_boxes() -> (Model, State) {
     }
     let h = Vec3::new(0.06, 0.06, 0.06);
     for name in ["box_a", "box_b"] {
-        free_body(
-            &mut b,
-            name,
-            Geometry::Box { half_extents: h },
-            Inertia::solid_box(1.0, h * 2.0),
-            material(0.5, 0.0),
-        );
+        free_box(&mut b, name, h, 1.0, material(0.5, 0.0));
     }
     let model = b.build().unwrap();
     let mut q = model.neutral();

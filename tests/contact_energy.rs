@@ -11,7 +11,7 @@
 #[allow(dead_code)]
 mod contact;
 
-use contact::{free_body, ground, material};
+use contact::{free_body, free_box, ground, material};
 use nalgebra::DVector;
 use stiction::dynamics::{kinetic_energy, potential_energy, Data};
 use stiction::math::{Inertia, SplitMix64, Vec3};
@@ -206,13 +206,7 @@ fn overlapping_spawns_separate_gently() {
     ground(&mut b, material(0.5, 0.0), 0.0);
     let h = Vec3::new(0.1, 0.1, 0.1);
     for name in ["a", "b"] {
-        free_body(
-            &mut b,
-            name,
-            Geometry::Box { half_extents: h },
-            Inertia::solid_box(1.0, h * 2.0),
-            material(0.5, 0.0),
-        );
+        free_box(&mut b, name, h, 1.0, material(0.5, 0.0));
     }
     let model = b.build().unwrap();
     let mut q = model.neutral();

@@ -144,7 +144,9 @@ impl PySimulator {
     /// "unstandardized_solves", "ppm_solves", "position_corrections"}` (`lcp_solves`: steps
     /// that had constraint rows; `ppm_solves`: those solved by the pivoting solver of the
     /// no-slip and viscous models; `position_corrections`: steps whose position stage removed
-    /// a penetration).
+    /// a penetration; `limit_resolves`: re-solves of the joint-limit loop; `limit_violations`:
+    /// steps that left a limit violated beyond the documented tolerance; `inexact_solves`:
+    /// steps whose LCP solution misses the LCP tolerance).
     #[getter]
     fn stats(&self) -> std::collections::HashMap<&'static str, u64> {
         let s = *self.lock().stats();
@@ -158,6 +160,9 @@ impl PySimulator {
             ("unstandardized_solves", s.unstandardized_solves),
             ("ppm_solves", s.ppm_solves),
             ("position_corrections", s.position_corrections),
+            ("limit_resolves", s.limit_resolves),
+            ("limit_violations", s.limit_violations),
+            ("inexact_solves", s.inexact_solves),
         ]
         .into_iter()
         .collect()

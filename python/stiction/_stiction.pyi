@@ -450,7 +450,10 @@ class Simulator:
         ``unstandardized_solves`` (boxed-LCP solutions that are not the minimum-norm one),
         ``ppm_solves`` (constraint solves by the pivoting solver of the ``"no_slip"`` and
         ``"viscous"`` contact models), ``position_corrections`` (steps whose position stage
-        removed a penetration without adding velocity)."""
+        removed a penetration without adding velocity), ``limit_resolves`` (re-solves of the
+        joint-limit loop), ``limit_violations`` (steps that left a joint limit violated beyond
+        the documented tolerance), ``inexact_solves`` (steps whose LCP solution misses the LCP
+        tolerance)."""
     def last_constraints(self) -> Optional[Dict[str, Any]]:
         """The constraint stage of the last step, recorded or not (see
         :attr:`StepRecord.constraints`); None when it had no rows or before any step."""

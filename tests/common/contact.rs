@@ -33,6 +33,11 @@ pub fn free_body(b: &mut ModelBuilder, name: &str, geometry: Geometry, inertia: 
     );
 }
 
+/// A free solid box `name` of `mass` with half extents `h` and its collision box.
+pub fn free_box(b: &mut ModelBuilder, name: &str, h: Vec3, mass: f64, m: Material) {
+    free_body(b, name, Geometry::Box { half_extents: h }, Inertia::solid_box(mass, h * 2.0), m);
+}
+
 /// A capsule of `radius` along the body's x axis, covering `[from, to]` of it.
 pub fn capsule_x(radius: f64, from: f64, to: f64, m: Material) -> CollisionShape {
     let pose = SE3::new(
