@@ -68,8 +68,10 @@ pub(crate) struct ConstraintLinearization {
     pub dl_df: Option<DVector<f64>>,
 }
 
-/// Relative rank tolerance of the pseudo-inverse of `Â`.
-const RANK_TOL: f64 = 1e-9;
+/// Relative rank tolerance of the pseudo-inverse of `Â`: the forward standardization's
+/// ([`crate::solver::lcp::RANK_RTOL`]), so that the backward pass differentiates the
+/// minimum-norm solution the forward pass returned, with the same rank.
+const RANK_TOL: f64 = crate::solver::lcp::RANK_RTOL;
 
 /// Moore–Penrose pseudo-inverse by SVD, singular values below `RANK_TOL·σ_max` dropped.
 fn pinv(a: &DMatrix<f64>) -> Result<(DMatrix<f64>, usize)> {
