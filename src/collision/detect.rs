@@ -11,7 +11,7 @@
 //! `∂g/∂q = ∂g/∂δ_A · J_A + ∂g/∂δ_B · J_B`, with zero for a static side.
 
 use super::broad_phase::BroadPhase;
-use super::contact::{Contact, ContactGeometry, ContactId};
+use super::contact::{Contact, ContactGeometry, ContactGeometryDerivatives, ContactId};
 use super::feature_pair;
 use super::narrow_phase;
 use super::shape::CollisionModel;
@@ -177,6 +177,10 @@ pub struct ContactJacobians {
     pub normal: Matrix3xX<f64>,
     /// ∂distance/∂q (1 × nv).
     pub distance: RowDVector<f64>,
+    /// The same derivatives with respect to the two bodies' world-frame twists (the
+    /// factors the q columns are made from; used for perturbations that are not dofs,
+    /// such as a joint placement's translation).
+    pub twist: ContactGeometryDerivatives,
 }
 
 /// The derivatives of `contact`'s point, normal and signed distance with respect to q
@@ -217,6 +221,7 @@ pub fn contact_jacobians(model: &Model, data: &Data, contact: &Contact) -> Resul
         point: Matrix3xX::zeros(nv),
         normal: Matrix3xX::zeros(nv),
         distance: RowDVector::zeros(nv),
+        twist: d,
     };
     for (shape, offset) in [(id.shape_a, 0), (id.shape_b, 6)] {
         let Some(body) = cm.shapes[shape as usize].body else { continue };

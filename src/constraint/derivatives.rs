@@ -41,6 +41,15 @@
 //! `(S_k × X) · F = S_k · (X ×* F)` (Featherstone eq. 2.32) to move the sums over j into
 //! one subtree pass, and `Σ_j σ_c(j) z_j S_j = V_B(z) − V_A(z)`: the VJPs cost
 //! O(nc·depth + nv·depth), the matrices O(nc·depth² + nv·depth) after O(nc·nv) set-up.
+//!
+//! Joint placements (`placement:JOINT`). Moving the translation of body b's joint
+//! placement along the parent-frame axis `a` translates the subtree of b rigidly by
+//! `w = R_parent a` in the world: `X_x ← T(w) X_x` for every body x under b. This is a
+//! dof in all but name — a prismatic joint with zero velocity, world twist
+//! `S = [0; w]`, inserted above b's joint — so the same formulas hold with k replaced by
+//! it: it carries every dof of the subtree (b's own joint included), its `V⁻` is the
+//! velocity of b's parent, and the contact geometry moves by the twist `[0; w]` of each
+//! side under b ([`SubtreeTranslation`]).
 
 use super::contact_rows::{check_contact, check_data, for_each_dof, world_subspace, Chains, ContactRows};
 use super::frame::ContactFrame;
@@ -82,6 +91,36 @@ impl ContactDerivatives {
         [self.frame.normal, self.frame.t1, self.frame.t2]
     }
 
+    /// The relative motion of the contact's sides under the body velocities `vw` and
+    /// the terms of `∂(J u)_r` it enters ([`row_derivatives`]).
+    fn row_motion(&self, vw: &[Motion]) -> RowMotion {
+        let (va, vbody) = (side_velocity(vw, self.body_a), side_velocity(vw, self.body_b));
+        let dv = vbody - va;
+        let p = self.jacobians.geometry.point;
+        let d = self.directions();
+        RowMotion {
+            va,
+            vbody,
+            dv,
+            dvp: dv.lin + dv.ang.cross(&p),
+            w: d.map(|dr| Force::from_point_force(&p, &dr)),
+            dxw: d.map(|dr| dr.cross(&dv.ang)),
+        }
+    }
+
+    /// The contact force `f_c = Σ_r λ_r d_r` of the impulses `l` of its three rows.
+    fn force(&self, l: &[f64]) -> Vec3 {
+        let d = self.directions();
+        d[0] * l[0] + d[1] * l[1] + d[2] * l[2]
+    }
+
+    /// `∂F_c = [∂p × f_c + p × ∂f_c; ∂f_c]` with `∂f_c = Σ_r λ_r ∂d_r`, along a perturbation
+    /// that moves the point by `dp` and the directions by `dd`.
+    fn force_derivative(&self, l: &[f64], f: &Vec3, dp: &Vec3, dd: &[Vec3; 3]) -> Force {
+        let df = dd[0] * l[0] + dd[1] * l[1] + dd[2] * l[2];
+        Force::new(dp.cross(f) + self.jacobians.geometry.point.cross(&df), df)
+    }
+
     /// `Σ_r w_r L_rᵀ x` with `L₀ = I`.
     fn lt(&self, w: [f64; 3], x: &Vec3) -> Vec3 {
         x * w[0] + self.l1.tr_mul(x) * w[1] + self.l2.tr_mul(x) * w[2]
@@ -95,6 +134,89 @@ impl ContactDerivatives {
         for_each_dof(model, self.body_a, lca, |k| f(k, -1));
         for_each_dof(model, lca, None, |k| f(k, 0));
     }
+
+    /// How the subtree translation `t` moves this contact: the side it acts on (as in
+    /// [`Self::for_each_chain_dof`]: +1 B only, −1 A only, 0 both), `∂p`, `[∂n, ∂t₁, ∂t₂]`
+    /// and `∂distance`; `None` when neither body is under `t.body`.
+    fn translated(&self, model: &Model, t: &SubtreeTranslation) -> Option<(i8, Vec3, [Vec3; 3], f64)> {
+        let moves = |x: Option<usize>| x.is_some_and(|x| in_subtree(model, t.body, x));
+        let (a, b) = (moves(self.body_a), moves(self.body_b));
+        let side = match (a, b) {
+            (true, true) => 0,
+            (false, true) => 1,
+            (true, false) => -1,
+            (false, false) => return None,
+        };
+        let (mut dp, mut dn, mut dd) = (Vec3::zeros(), Vec3::zeros(), 0.0);
+        let g = &self.jacobians.twist;
+        for (moved, offset) in [(a, 3), (b, 9)] {
+            if moved {
+                dp += g.point.fixed_columns::<3>(offset) * t.axis;
+                dn += g.normal.fixed_columns::<3>(offset) * t.axis;
+                dd += (g.distance.fixed_columns::<3>(offset) * t.axis)[0];
+            }
+        }
+        Some((side, dp, [dn, self.l1 * dn, self.l2 * dn], dd))
+    }
+}
+
+/// A perturbation of the poses that is not a dof: the rigid translation of the subtree
+/// of `body` along `axis` (world frame). Moving the translation of joint `body`'s
+/// placement along a parent-frame axis `a` is the translation along `R_parent a`
+/// ([`crate::model::ParamKind::Placement`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SubtreeTranslation {
+    /// The body whose subtree moves (the body its joint carries).
+    pub body: usize,
+    /// World-frame direction of the translation.
+    pub axis: Vec3,
+}
+
+impl SubtreeTranslation {
+    /// The translation made by moving joint `body`'s placement along the parent-frame
+    /// axis `axis`, at the poses of `data`.
+    pub fn of_placement(model: &Model, data: &Data, body: usize, axis: &Vec3) -> SubtreeTranslation {
+        let axis = model.parents[body].map_or(*axis, |p| data.x_world[p].rot * axis);
+        SubtreeTranslation { body, axis }
+    }
+
+    /// The world twist `[0; w]`.
+    fn twist(&self) -> Motion {
+        Motion::new(Vec3::zeros(), self.axis)
+    }
+}
+
+/// Whether body `x` is `root` or one of its descendants.
+fn in_subtree(model: &Model, root: usize, x: usize) -> bool {
+    let mut b = Some(x);
+    while let Some(y) = b {
+        if y == root {
+            return true;
+        }
+        if y < root {
+            return false;
+        }
+        b = model.parents[y];
+    }
+    false
+}
+
+/// A contact's sides' velocities `V_A`, `V_B`, `ΔV = V_B − V_A`, the relative velocity
+/// `v_p` of the contact point, the row wrenches `W_r = [p × d_r; d_r]` and `d_r × ω`.
+struct RowMotion {
+    va: Motion,
+    vbody: Motion,
+    dv: Motion,
+    dvp: Vec3,
+    w: [Force; 3],
+    dxw: [Vec3; 3],
+}
+
+/// `∂(J u)_r` for the three rows of a contact along one perturbation: the kinematic
+/// term `kin · W_r`, the point term `∂p · (d_r × ω)` and the direction term `∂d_r · v_p`.
+#[inline]
+fn row_derivatives(kin: &Motion, w: &[Force; 3], dxw: &[Vec3; 3], dvp: &Vec3, dp: &Vec3, dd: &[Vec3; 3]) -> [f64; 3] {
+    std::array::from_fn(|r| kin.dot(&w[r]) + dp.dot(&dxw[r]) + dd[r].dot(dvp))
 }
 
 /// Configuration derivatives of the rows, for fixed contact features (as crate::collision::contact_jacobians).
@@ -194,13 +316,7 @@ impl ContactRowDerivatives {
         let (vw, vb) = self.velocities(model, u);
         let mut out = DMatrix::zeros(3 * self.contacts.len(), self.nv);
         for (i, c) in self.contacts.iter().enumerate() {
-            let (va, vbody) = (side_velocity(&vw, c.body_a), side_velocity(&vw, c.body_b));
-            let dv = vbody - va;
-            let p = c.jacobians.geometry.point;
-            let dvp = dv.lin + dv.ang.cross(&p);
-            let d = c.directions();
-            let w = d.map(|dr| Force::from_point_force(&p, &dr));
-            let dxw = d.map(|dr| dr.cross(&dv.ang));
+            let RowMotion { va, vbody, dv, dvp, w, dxw } = c.row_motion(&vw);
             c.for_each_chain_dof(model, |k, side| {
                 let s = &self.s_world[k];
                 let kin = match side {
@@ -208,12 +324,96 @@ impl ContactRowDerivatives {
                     -1 => -s.cross_motion(&(va - vb[k])),
                     _ => s.cross_motion(&dv),
                 };
-                let dp = c.jacobians.point.column(k);
-                let dd = [c.jacobians.normal.column(k), c.dt1.column(k), c.dt2.column(k)];
-                for r in 0..3 {
-                    out[(3 * i + r, k)] = kin.dot(&w[r]) + dp.dot(&dxw[r]) + dd[r].dot(&dvp);
+                let dp: Vec3 = c.jacobians.point.column(k).into_owned();
+                let dd = [c.jacobians.normal.column(k), c.dt1.column(k), c.dt2.column(k)].map(|x| x.into_owned());
+                for (r, x) in row_derivatives(&kin, &w, &dxw, &dvp, &dp, &dd).into_iter().enumerate() {
+                    out[(3 * i + r, k)] = x;
                 }
             });
+        }
+        Ok(out)
+    }
+
+    /// `∂distance/∂θ` along subtree translations (nc × translations.len()).
+    pub fn distance_translation(&self, model: &Model, translations: &[SubtreeTranslation]) -> DMatrix<f64> {
+        let mut out = DMatrix::zeros(self.contacts.len(), translations.len());
+        for (i, c) in self.contacts.iter().enumerate() {
+            for (col, t) in translations.iter().enumerate() {
+                if let Some((_, _, _, dd)) = c.translated(model, t) {
+                    out[(i, col)] = dd;
+                }
+            }
+        }
+        out
+    }
+
+    /// `∂(J u)/∂θ` at fixed u along subtree translations (3nc × translations.len()): the
+    /// columns of [`Self::jv_q`] for perturbations that are not dofs.
+    pub fn jv_translation(
+        &self,
+        model: &Model,
+        data: &Data,
+        rows: &ContactRows,
+        u: &[f64],
+        translations: &[SubtreeTranslation],
+    ) -> Result<DMatrix<f64>> {
+        self.check_call(model, data, rows)?;
+        check_vector("u", u, self.nv)?;
+        check_translations(model, translations)?;
+        let (vw, _) = self.velocities(model, u);
+        let mut out = DMatrix::zeros(3 * self.contacts.len(), translations.len());
+        for (i, c) in self.contacts.iter().enumerate() {
+            let RowMotion { va, vbody, dv, dvp, w, dxw } = c.row_motion(&vw);
+            for (col, t) in translations.iter().enumerate() {
+                let Some((side, dp, dd, _)) = c.translated(model, t) else { continue };
+                let s = t.twist();
+                let before = side_velocity(&vw, model.parents[t.body]);
+                let kin = match side {
+                    1 => s.cross_motion(&(vbody - before)),
+                    -1 => -s.cross_motion(&(va - before)),
+                    _ => s.cross_motion(&dv),
+                };
+                for (r, x) in row_derivatives(&kin, &w, &dxw, &dvp, &dp, &dd).into_iter().enumerate() {
+                    out[(3 * i + r, col)] = x;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// `∂(Jᵀ λ)/∂θ` at fixed λ along subtree translations (nv × translations.len()): the
+    /// columns of [`Self::jtf_q`] for perturbations that are not dofs.
+    pub fn jtf_translation(
+        &self,
+        model: &Model,
+        data: &Data,
+        rows: &ContactRows,
+        lambda: &[f64],
+        translations: &[SubtreeTranslation],
+    ) -> Result<DMatrix<f64>> {
+        self.check_call(model, data, rows)?;
+        check_vector("lambda", lambda, 3 * self.contacts.len())?;
+        check_translations(model, translations)?;
+        let mut out = DMatrix::zeros(self.nv, translations.len());
+        let phi = self.subtree_wrenches(model, lambda);
+        for (col, t) in translations.iter().enumerate() {
+            let s = t.twist();
+            // (S × S_j) · Φ_j for every dof j of the subtree (the translation carries them all).
+            for b in (t.body..self.nbodies).filter(|&b| in_subtree(model, t.body, b)) {
+                let v0 = model.v_idx[b];
+                for j in v0..v0 + model.joints[b].nv() {
+                    out[(j, col)] += s.cross_motion(&self.s_world[j]).dot(&phi[b]);
+                }
+            }
+            // S_j · ∂F_c/∂θ on the moved contacts' own chains.
+            for (i, c) in self.contacts.iter().enumerate() {
+                let Some((_, dp, dd, _)) = c.translated(model, t) else { continue };
+                let fc = c.force(&lambda[3 * i..3 * i + 3]);
+                let dfc = c.force_derivative(&lambda[3 * i..3 * i + 3], &fc, &dp, &dd);
+                let lca = c.chains.lca;
+                for_each_dof(model, c.body_b, lca, |j| out[(j, col)] += self.s_world[j].dot(&dfc));
+                for_each_dof(model, c.body_a, lca, |j| out[(j, col)] -= self.s_world[j].dot(&dfc));
+            }
         }
         Ok(out)
     }
@@ -245,14 +445,12 @@ impl ContactRowDerivatives {
         }
         // S_j · ∂F_c/∂ε_k on the contacts' own chains.
         for (i, c) in self.contacts.iter().enumerate() {
-            let l = [lambda[3 * i], lambda[3 * i + 1], lambda[3 * i + 2]];
-            let d = c.directions();
-            let f = d[0] * l[0] + d[1] * l[1] + d[2] * l[2];
-            let p = c.jacobians.geometry.point;
+            let l = &lambda[3 * i..3 * i + 3];
+            let f = c.force(l);
             c.for_each_chain_dof(model, |k, _| {
                 let dp: Vec3 = c.jacobians.point.column(k).into_owned();
-                let df: Vec3 = c.jacobians.normal.column(k) * l[0] + c.dt1.column(k) * l[1] + c.dt2.column(k) * l[2];
-                let dfc = Force::new(dp.cross(&f) + p.cross(&df), df);
+                let dd = [c.jacobians.normal.column(k), c.dt1.column(k), c.dt2.column(k)].map(|x| x.into_owned());
+                let dfc = c.force_derivative(l, &f, &dp, &dd);
                 let lca = c.chains.lca;
                 for_each_dof(model, c.body_b, lca, |j| out[(j, k)] += self.s_world[j].dot(&dfc));
                 for_each_dof(model, c.body_a, lca, |j| out[(j, k)] -= self.s_world[j].dot(&dfc));
@@ -436,6 +634,22 @@ impl ContactRowDerivatives {
 #[inline]
 fn side_velocity(vw: &[Motion], body: Option<usize>) -> Motion {
     body.map_or(Motion::zero(), |b| vw[b])
+}
+
+fn check_translations(model: &Model, translations: &[SubtreeTranslation]) -> Result<()> {
+    for t in translations {
+        if t.body >= model.nbodies() {
+            return Err(Error::InvalidInput(format!(
+                "a subtree translation of body {}, but the model has {} bodies",
+                t.body,
+                model.nbodies()
+            )));
+        }
+        if !t.axis.iter().all(|x| x.is_finite()) {
+            return Err(Error::NonFinite { what: "subtree translation axis", index: t.body, value: f64::NAN });
+        }
+    }
+    Ok(())
 }
 
 fn check_rows(rows: &ContactRows, nc: usize, nv: usize) -> Result<()> {

@@ -23,5 +23,5 @@ pub mod derivatives;
 pub mod frame;
 
 pub use contact_rows::{recompute_contacts, ContactRows};
-pub use derivatives::ContactRowDerivatives;
+pub use derivatives::{ContactRowDerivatives, SubtreeTranslation};
 pub use frame::ContactFrame;

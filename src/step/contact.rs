@@ -107,9 +107,10 @@ pub enum BounceGradients {
     /// simulator give).
     #[default]
     Discrete,
-    /// DiffDART §6: `∂q⁺/∂q` corrected so that along each bouncing contact's normal
-    /// the distance after the step responds like the continuous-time bounce
-    /// (`∂φ⁺/∂φ = −e`), with the least change to the discrete Jacobian.
+    /// The saltation matrix of each impact (DiffDART §6, made mass-aware): the impact
+    /// happens inside the step at a time that moves with q, so `∂q⁺/∂q` gains
+    /// `J_w (v⁺ − v⁻)ᵢ aᵢᵀ/(aᵢ·v⁻)` and `∂v⁺/∂q` the free acceleration's share
+    /// `((I − R) a_f)ᵢ aᵢᵀ/(aᵢ·v⁻)` per bouncing contact i (docs/contact.md, "Bounces").
     ContinuousTime,
 }
 

@@ -39,12 +39,13 @@
 use super::linearize::inertia_product_derivatives;
 use super::record::StepRecord;
 use crate::collision::Contact;
-use crate::constraint::{ContactRowDerivatives, ContactRows};
+use crate::constraint::{ContactRowDerivatives, ContactRows, SubtreeTranslation};
 use crate::dynamics::{forward_kinematics, Data, DerivativeData};
 use crate::error::{Error, Result};
-use crate::model::ParamKind;
+use crate::math::Vec3;
+use crate::model::{ParamKind, ParamSpec};
 use crate::solver::lcp::{RowBound, RowState};
-use crate::step::contact::{assemble, effective_inertia, RowKind};
+use crate::step::contact::{assemble, effective_inertia, Assembly, RowKind};
 use crate::step::{BounceGradients, ConstraintRecord, PenetrationRecovery};
 use crate::Model;
 use nalgebra::{DMatrix, DVector};
@@ -58,14 +59,38 @@ pub(crate) struct ConstraintLinearization {
     pub jc: DMatrix<f64>,
     /// Direct columns `Q` (nv × (2 nv + np)).
     pub direct: DMatrix<f64>,
-    /// Bouncing clamping contacts: unit normal rows `â` (1 × nv) and restitution.
-    pub bounces: Vec<(DVector<f64>, f64)>,
-    /// The approach rate `â·v` of each bounce (negative) and the free acceleration
-    /// `a = (v_f − v)/h` of the step, for the saltation term of
-    /// [`ConstraintLinearization::saltation_velocity_term`].
-    pub approach: (Vec<f64>, DVector<f64>),
+    /// The step's impacts (bouncing clamping contacts), for the continuous-time
+    /// (saltation) terms; empty with [`BounceGradients::Discrete`].
+    pub impacts: Vec<Impact>,
     /// `∂ℓ/∂f = J M̃⁻¹ ∂ℓ/∂v⁺` (one entry per row), when an adjoint `∂ℓ/∂v⁺` was given.
     pub dl_df: Option<DVector<f64>>,
+}
+
+/// One impact of a step: a bouncing contact whose normal row clamps, approaching.
+///
+/// Its guard is the contact's distance φ(q), with gradient `a = ∂φ/∂q` (the normal
+/// row of J in tangent coordinates), reached at the approach rate `a·v⁻ < 0`; the
+/// impact time moves as `∂t*/∂q = −aᵀ/(a·v⁻)`. The contact's share of the step's
+/// velocity change is `M̃⁻¹ J_iᵀ f_i` (its own rows' impulses), so the saltation
+/// matrix accounts for the masses and inertias of both bodies (two balls of masses
+/// 1 and 3 do not exchange velocities) and for several impacts in one step, each
+/// with its own time.
+pub(crate) struct Impact {
+    /// `a = ∂φ/∂q` (nv).
+    pub normal: DVector<f64>,
+    /// `a·v⁻` (negative), with `v⁻` the step's starting velocity.
+    pub rate: f64,
+    /// `v⁻` on the dofs that move the contact's bodies (the support of its rows),
+    /// divided by the number of the step's impacts whose supports meet this one's: the
+    /// flow direction along which the discrete Jacobians are projected out.
+    pub flow: DVector<f64>,
+    /// `v⁺ − v⁻` due to this contact: `M̃⁻¹ J_iᵀ f_i` over its three rows.
+    pub jump: DVector<f64>,
+    /// This contact's share of the constraint stage's response to the free
+    /// acceleration `a_f = (v_f − v)/h`: `(I − R) a_f` restricted to its rows,
+    /// `M̃⁻¹ Ĵ_iᵀ [Â⁺ (I + E) J_C a_f]_i` with `E` the restitution of the bouncing
+    /// normal rows (the reset `R = ∂v⁺/∂v⁻` of the impacts).
+    pub accel_jump: DVector<f64>,
 }
 
 /// Relative rank tolerance of the pseudo-inverse of `Â`: the forward standardization's
@@ -254,6 +279,15 @@ pub(crate) fn linearize_constraints_with(
     // Derivative operators at q.
     let rows = ContactRows::new(model, &data, &c.contacts)?;
     let rd = ContactRowDerivatives::new(model, &data, &c.contacts, &rows)?;
+    // Joint placements (θ) translate subtrees: their columns of the row derivatives.
+    let (pcols, moves) = placement_translations(model, &data, &rec.params);
+    let moves = if nc > 0 { moves } else { vec![] };
+    let add_columns = |dst: &mut DMatrix<f64>, src: &DMatrix<f64>, sign: f64| {
+        for (i, &col) in pcols.iter().enumerate().take(src.ncols()) {
+            let mut d = dst.column_mut(2 * nv + col);
+            d += src.column(i) * sign;
+        }
+    };
     let v_next = v_out.as_slice();
     let dv: DVector<f64> = v_out - v_in;
     let mut deriv = DerivativeData::new(model);
@@ -273,6 +307,9 @@ pub(crate) fn linearize_constraints_with(
     }
     if np > 0 {
         r1.columns_mut(2 * nv, np).copy_from(&(-dm_t));
+        if !moves.is_empty() {
+            add_columns(&mut r1, &rd.jtf_translation(model, &data, &rows, f_contact, &moves)?, 1.0);
+        }
         // J_Uᵀ dE f_C: a friction row at its bound carries ±μ f_n.
         for &(r, ci, e) in &u_friction {
             let RowKind::ContactFriction { contact, .. } = asm.rows[r] else { continue };
@@ -290,6 +327,16 @@ pub(crate) fn linearize_constraints_with(
     let jv_start =
         if asm.info.iter().any(|i| i.bounce) { Some(rd.jv_q(model, &data, &rows, rec.v.as_slice())?) } else { None };
     let dphi = if nc > 0 { Some(rd.distance_q()) } else { None };
+    // ∂(J v⁺)/∂θ, ∂(J v)/∂θ (bounces) and ∂φ/∂θ along the placements: (3nc | nc) × |moves|.
+    let (jv_next_t, jv_start_t, dphi_t) = if moves.is_empty() {
+        (DMatrix::zeros(3 * nc, 0), DMatrix::zeros(3 * nc, 0), DMatrix::zeros(nc, 0))
+    } else {
+        let start = match jv_start {
+            Some(_) => rd.jv_translation(model, &data, &rows, rec.v.as_slice(), &moves)?,
+            None => DMatrix::zeros(3 * nc, moves.len()),
+        };
+        (rd.jv_translation(model, &data, &rows, v_next, &moves)?, start, rd.distance_translation(model, &moves))
+    };
     let erp = c.options.erp;
     let mut r2 = DMatrix::zeros(nclamp, nx);
     for (i, &r) in clamping.iter().enumerate() {
@@ -307,9 +354,17 @@ pub(crate) fn linearize_constraints_with(
                     row_v += asm.j.row(r).transpose() * info.restitution;
                 }
                 row_q += jv_next.as_ref().expect("contacts exist").row(r).transpose();
+                let e = if info.bounce { info.restitution } else { 0.0 };
+                for (m, &col) in pcols.iter().enumerate().take(moves.len()) {
+                    r2[(i, 2 * nv + col)] -=
+                        dphi_t[(contact, m)] * (s / h) + jv_start_t[(r, m)] * e + jv_next_t[(r, m)];
+                }
             }
             RowKind::ContactFriction { contact, .. } => {
                 row_q += jv_next.as_ref().expect("contacts exist").row(r).transpose();
+                for (m, &col) in pcols.iter().enumerate().take(moves.len()) {
+                    r2[(i, 2 * nv + col)] -= jv_next_t[(r, m)];
+                }
                 // Viscous rows: w = J v⁺ + f/(h μ_v); d(1/(h μ_v))/dμ_v = −1/(h μ_v²).
                 let mu_v = c.info[contact].viscous_friction;
                 if asm.regularization[r] > 0.0 && np > 0 {
@@ -355,17 +410,28 @@ pub(crate) fn linearize_constraints_with(
         let z = ahat_pinv.transpose() * &f_c;
         let u = chol.solve(&(jc.transpose() * &z));
         let jv_u = rd.jv_q(model, &data, &rows, u.as_slice())?;
+        let jv_u_t = if moves.is_empty() {
+            DMatrix::zeros(3 * nc, 0)
+        } else {
+            rd.jv_translation(model, &data, &rows, u.as_slice(), &moves)?
+        };
         let mut dahat_t = DMatrix::zeros(nclamp, nx);
         for (i, &r) in clamping.iter().enumerate() {
             if r < 3 * nc {
                 let mut dst = dahat_t.view_mut((i, 0), (1, nv));
                 dst += jv_u.row(r);
+                for (m, &col) in pcols.iter().enumerate().take(moves.len()) {
+                    dahat_t[(i, 2 * nv + col)] += jv_u_t[(r, m)];
+                }
             }
         }
         let ju = &asm.j * &u;
         for &(r, ci, e) in &u_friction {
             let mut dst = dahat_t.view_mut((ci, 0), (1, nv));
             dst += jv_u.row(r) * e;
+            for (m, &col) in pcols.iter().enumerate().take(moves.len()) {
+                dahat_t[(ci, 2 * nv + col)] += jv_u_t[(r, m)] * e;
+            }
             if let RowKind::ContactFriction { contact, .. } = asm.rows[r] {
                 for (col, w) in material_weights(model, &rec.params, ParamKind::Friction, &c.contacts[contact]) {
                     dahat_t[(ci, 2 * nv + col)] += e.signum() * ju[r] * w;
@@ -390,29 +456,104 @@ pub(crate) fn linearize_constraints_with(
             let mut cols = inner.columns_mut(2 * nv, np);
             cols -= &du_t;
         }
+        if !moves.is_empty() {
+            add_columns(&mut inner, &rd.jtf_translation(model, &data, &rows, &lambda, &moves)?, 1.0);
+        }
         dahat_t += &jhat * chol.solve(&inner);
         let proj = DMatrix::identity(nclamp, nclamp) - &ahat_pinv * &ahat;
         let n = proj * dahat_t;
         direct += &minv_jhat_t * n;
     }
 
-    let mut bounces = vec![];
-    let mut rates = vec![];
-    if c.options.bounce_gradients == BounceGradients::ContinuousTime {
-        for (i, info) in asm.info.iter().enumerate() {
-            if info.bounce && states[3 * i] == RowState::Clamping {
-                let a = asm.j.row(3 * i).transpose();
-                let norm = a.norm();
-                let rate = a.dot(&rec.v) / norm;
-                if norm > 0.0 && rate < 0.0 {
-                    bounces.push((a / norm, info.restitution));
-                    rates.push(rate);
-                }
-            }
+    let impacts = if c.options.bounce_gradients == BounceGradients::ContinuousTime {
+        impacts(rec, c, &asm, states, &clamping, &jhat, &ahat_pinv, &chol, f)
+    } else {
+        vec![]
+    };
+    Ok(ConstraintLinearization { g, jc, direct, impacts, dl_df })
+}
+
+/// The step's impacts ([`Impact`]): the bouncing contacts whose normal row clamps and
+/// whose bodies approach at the step's start.
+#[allow(clippy::too_many_arguments)]
+fn impacts(
+    rec: &StepRecord,
+    c: &ConstraintRecord,
+    asm: &Assembly,
+    states: &[RowState],
+    clamping: &[usize],
+    jhat: &DMatrix<f64>,
+    ahat_pinv: &DMatrix<f64>,
+    chol: &nalgebra::Cholesky<f64, nalgebra::Dyn>,
+    f: &DVector<f64>,
+) -> Vec<Impact> {
+    let h = rec.dt;
+    let nc = c.contacts.len();
+    let bouncing = |r: usize| match asm.rows[r] {
+        RowKind::ContactNormal { contact } => asm.info[contact].bounce,
+        _ => false,
+    };
+    // Â⁺ (I + E) J_C a_f: the clamping impulses' response to the free acceleration.
+    let accel = (&c.v_free - &rec.v) / h;
+    let mut y = DVector::from_iterator(clamping.len(), clamping.iter().map(|&r| (asm.j.row(r) * &accel)[0]));
+    for (ci, &r) in clamping.iter().enumerate() {
+        if bouncing(r) {
+            y[ci] *= 1.0 + asm.info[r / 3].restitution;
         }
     }
-    let free_acceleration = (&c.v_free - &rec.v) / h;
-    Ok(ConstraintLinearization { g, jc, direct, bounces, approach: (rates, free_acceleration), dl_df })
+    let df = ahat_pinv * y;
+    let mut out = vec![];
+    for (i, info) in asm.info.iter().enumerate().take(nc) {
+        if !info.bounce || states[3 * i] != RowState::Clamping {
+            continue;
+        }
+        let normal: DVector<f64> = asm.j.row(3 * i).transpose();
+        let rate = normal.dot(&rec.v);
+        if normal.norm() == 0.0 || rate >= 0.0 {
+            continue;
+        }
+        let mut impulse = DVector::zeros(normal.len());
+        for r in 3 * i..3 * i + 3 {
+            impulse += asm.j.row(r).transpose() * f[r];
+        }
+        let mut share = DVector::zeros(normal.len());
+        for (ci, &r) in clamping.iter().enumerate() {
+            if r / 3 == i && r < 3 * nc {
+                share += jhat.row(ci).transpose() * df[ci];
+            }
+        }
+        let flow = DVector::from_fn(normal.len(), |k, _| {
+            let moves = (3 * i..3 * i + 3).any(|r| asm.j[(r, k)] != 0.0);
+            if moves {
+                rec.v[k]
+            } else {
+                0.0
+            }
+        });
+        out.push(Impact { normal, rate, flow, jump: chol.solve(&impulse), accel_jump: chol.solve(&share) });
+    }
+    // Impacts on the same dofs (an edge, several corners) share one time along the flow.
+    let support = |x: &DVector<f64>| x.iter().map(|v| *v != 0.0).collect::<Vec<bool>>();
+    let supports: Vec<Vec<bool>> = out.iter().map(|imp| support(&imp.flow)).collect();
+    for (i, imp) in out.iter_mut().enumerate() {
+        let shared = supports.iter().filter(|s| s.iter().zip(&supports[i]).any(|(a, b)| *a && *b)).count();
+        imp.flow /= shared.max(1) as f64;
+    }
+    out
+}
+
+/// The `placement:*` scalars of θ as subtree translations at the poses of `data`,
+/// with their indices in θ.
+fn placement_translations(model: &Model, data: &Data, spec: &ParamSpec) -> (Vec<usize>, Vec<SubtreeTranslation>) {
+    spec.entries()
+        .iter()
+        .filter(|e| e.kind == ParamKind::Placement)
+        .flat_map(|e| {
+            (0..e.len).map(move |s| {
+                (e.offset + s, SubtreeTranslation::of_placement(model, data, e.index, &Vec3::ith(s, 1.0)))
+            })
+        })
+        .unzip()
 }
 
 /// `h ∂β/∂φ` of a position row (contact normal or position limit) with gap `phi` (a
@@ -496,47 +637,50 @@ impl ConstraintLinearization {
         dvf - &self.g * (&self.jc * dvf)
     }
 
-    /// The velocity row of the saltation matrix of an impact, which DiffDART §6 leaves
-    /// out: when the impact time moves with the configuration, the body spends that time
-    /// accelerating before the impact instead of after it. For a guard `â·q = 0` reached
-    /// at approach rate `â·v⁻ < 0`, with reset `R = ∂v⁺/∂v` and the same free
-    /// acceleration `a` on both sides, the continuous-time Jacobian gains
-    /// `∂v⁺/∂q += (a − R a) âᵀ / (â·v⁻)`: for a ball falling under gravity onto the
-    /// ground, `−(1 + e) g / v⁻` (zero without external forces, as in §6's examples).
-    /// Summed over the bouncing contacts.
-    pub(crate) fn saltation_velocity_term(&self, dv_dv: &DMatrix<f64>, dv_dq: &mut DMatrix<f64>) {
-        let (rates, a) = &self.approach;
-        if self.bounces.is_empty() {
-            return;
-        }
-        let jump = a - dv_dv * a;
-        for ((ai, _), rate) in self.bounces.iter().zip(rates) {
-            *dv_dq += &jump * ai.transpose() / *rate;
+    /// The saltation matrix of the step's impacts (the continuous-time derivatives of
+    /// the flow across an impact at time t* inside the step; the discrete step puts
+    /// every impact at the step's start and its derivatives ignore that t* moves with q).
+    /// With guard φ(q) = 0 reached at rate `a·v⁻ < 0`, reset `v⁺ = R(q) v⁻` and the same
+    /// free acceleration `a_f` on both sides, the saltation matrix is
+    ///
+    /// ```text
+    /// Ξ_q = P + (v⁺ − v⁻) aᵀ/(a·v⁻)                     P = I − v⁻ aᵀ/(a·v⁻)
+    /// Ξ_v = ∂(R v)/∂q P + ((I − R) a_f) aᵀ/(a·v⁻)
+    /// ```
+    ///
+    /// `P` projects a perturbation onto the guard along the flow: the reset is applied
+    /// where the bodies touch, so the discrete blocks' dependence on the distance at
+    /// the step's start (the midpoint contact point moves with it) is removed. Applied
+    /// here to the blocks of the velocities: `dv_dq` (the velocity stage's) and `pq`
+    /// (the velocity that moves q) are multiplied by `P`, and each impact i adds its own
+    /// `J_w (v⁺ − v⁻)ᵢ aᵢᵀ/(aᵢ·v⁻)` to `∂q⁺/∂q` ([`Self::saltation_position`]) and
+    /// `((I − R) a_f)ᵢ aᵢᵀ/(aᵢ·v⁻)` to `∂v⁺/∂q`, with `(v⁺ − v⁻)ᵢ = M̃⁻¹ Jᵢᵀ fᵢ`. For one
+    /// ball on the ground this is §6's `∂z⁺/∂z = −e` and the velocity row
+    /// `−(1 + e) g/v⁻`; for two balls of masses m_a, m_b `∂x_a⁺/∂x_a = 1 − (1 + e)
+    /// m_b/(m_a + m_b)`; for a box on a corner the rotation the impulse gives about it.
+    pub(crate) fn saltation_velocity(&self, dv_dq: &mut DMatrix<f64>, pq: &mut DMatrix<f64>) {
+        for imp in &self.impacts {
+            let along = imp.normal.transpose() / imp.rate;
+            let dv_flow = &*dv_dq * &imp.flow;
+            let pq_flow = &*pq * &imp.flow;
+            *dv_dq -= &dv_flow * &along;
+            *pq -= &pq_flow * &along;
+            *dv_dq += &imp.accel_jump * &along;
         }
     }
 
-    /// DiffDART §6: corrects `∂q⁺/∂q` so that `âᵢᵀ X âᵢ = −eᵢ` for each bouncing
-    /// contact, with the least Frobenius change: `X = D + Σ λ_j â_j â_jᵀ`, where
-    /// `Σ_j λ_j (âᵢ·â_j)² = −eᵢ − âᵢᵀ D âᵢ` (pseudo-inverse for dependent normals).
-    pub(crate) fn bounce_correction(&self, dq_dq: &mut DMatrix<f64>) -> Result<()> {
-        let k = self.bounces.len();
-        if k == 0 {
-            return Ok(());
+    /// The position rows of the saltation matrix ([`Self::saltation_velocity`]):
+    /// `∂q⁺/∂q += J_w (v⁺ − v⁻)ᵢ aᵢᵀ/(aᵢ·v⁻)` per impact i.
+    pub(crate) fn saltation_position(&self, model: &Model, jw: &[crate::math::Mat6], dq_dq: &mut DMatrix<f64>) {
+        if self.impacts.is_empty() {
+            return;
         }
-        let mut gram = DMatrix::zeros(k, k);
-        let mut rhs = DVector::zeros(k);
-        for (i, (ai, ei)) in self.bounces.iter().enumerate() {
-            for (j, (aj, _)) in self.bounces.iter().enumerate() {
-                gram[(i, j)] = ai.dot(aj).powi(2);
-            }
-            rhs[i] = -ei - ai.dot(&(&*dq_dq * ai));
+        let nv = dq_dq.nrows();
+        let mut dq = DMatrix::zeros(nv, nv);
+        for imp in &self.impacts {
+            dq += &imp.jump * imp.normal.transpose() / imp.rate;
         }
-        let (gp, _) = pinv(&gram)?;
-        let lambda = gp * rhs;
-        for (j, (aj, _)) in self.bounces.iter().enumerate() {
-            *dq_dq += aj * aj.transpose() * lambda[j];
-        }
-        Ok(())
+        *dq_dq += super::linearize::config_rows(model, jw, 1.0, &dq);
     }
 }
 

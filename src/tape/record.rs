@@ -225,7 +225,7 @@ impl StepRecord {
         }
         // The velocity that moves q: v⁺, or the position stage's v⁺ + M̃⁻¹Jᵀg, whose
         // linearization composes the same way with v⁺ as its free velocity.
-        let (pq, pv, ptau, ptheta) = match pos {
+        let (mut pq, pv, ptau, ptheta) = match pos {
             Some(p) => (
                 p.project(&dv_dq) + p.direct.columns(0, nv),
                 p.project(&dv_dv) + p.direct.columns(nv, nv),
@@ -234,13 +234,16 @@ impl StepRecord {
             ),
             None => (dv_dq.clone(), dv_dv.clone(), dv_dtau.clone(), dv_dtheta.clone()),
         };
+        // Impacts (continuous-time bounce gradients): the saltation matrix, whose
+        // velocity rows act on the velocity blocks before q⁺ is formed from them.
+        if let Some(lin) = lin {
+            lin.saltation_velocity(&mut dv_dq, &mut pq);
+        }
         // dq⁺ = J_q dq + J_w h dv_position
         let mut dq_dq = config_rows(model, &ws.jw, h, &pq);
         add_config_blocks(model, &ws.jq, &mut dq_dq);
         if let Some(lin) = lin {
-            lin.bounce_correction(&mut dq_dq)?;
-            // After dq⁺/dq is formed: the impact-time shift acts within the step's instant.
-            lin.saltation_velocity_term(&dv_dv, &mut dv_dq);
+            lin.saltation_position(model, &ws.jw, &mut dq_dq);
         }
         let dq_dv = config_rows(model, &ws.jw, h, &pv);
         let dq_dtau = config_rows(model, &ws.jw, h, &ptau);
