@@ -280,12 +280,11 @@ pub(crate) fn linearize_constraints_with(
     let rows = ContactRows::new(model, &data, &c.contacts)?;
     let rd = ContactRowDerivatives::new(model, &data, &c.contacts, &rows)?;
     // Joint placements (θ) translate subtrees: their columns of the row derivatives.
-    let (pcols, moves) = placement_translations(model, &data, &rec.params);
-    let moves = if nc > 0 { moves } else { vec![] };
-    let add_columns = |dst: &mut DMatrix<f64>, src: &DMatrix<f64>, sign: f64| {
-        for (i, &col) in pcols.iter().enumerate().take(src.ncols()) {
+    let (pcols, moves) = if nc > 0 { placement_translations(model, &data, &rec.params) } else { (vec![], vec![]) };
+    let add_columns = |dst: &mut DMatrix<f64>, src: &DMatrix<f64>| {
+        for (i, &col) in pcols.iter().enumerate() {
             let mut d = dst.column_mut(2 * nv + col);
-            d += src.column(i) * sign;
+            d += src.column(i);
         }
     };
     let v_next = v_out.as_slice();
@@ -308,7 +307,7 @@ pub(crate) fn linearize_constraints_with(
     if np > 0 {
         r1.columns_mut(2 * nv, np).copy_from(&(-dm_t));
         if !moves.is_empty() {
-            add_columns(&mut r1, &rd.jtf_translation(model, &data, &rows, f_contact, &moves)?, 1.0);
+            add_columns(&mut r1, &rd.jtf_translation(model, &data, &rows, f_contact, &moves)?);
         }
         // J_Uᵀ dE f_C: a friction row at its bound carries ±μ f_n.
         for &(r, ci, e) in &u_friction {
@@ -355,14 +354,14 @@ pub(crate) fn linearize_constraints_with(
                 }
                 row_q += jv_next.as_ref().expect("contacts exist").row(r).transpose();
                 let e = if info.bounce { info.restitution } else { 0.0 };
-                for (m, &col) in pcols.iter().enumerate().take(moves.len()) {
+                for (m, &col) in pcols.iter().enumerate() {
                     r2[(i, 2 * nv + col)] -=
                         dphi_t[(contact, m)] * (s / h) + jv_start_t[(r, m)] * e + jv_next_t[(r, m)];
                 }
             }
             RowKind::ContactFriction { contact, .. } => {
                 row_q += jv_next.as_ref().expect("contacts exist").row(r).transpose();
-                for (m, &col) in pcols.iter().enumerate().take(moves.len()) {
+                for (m, &col) in pcols.iter().enumerate() {
                     r2[(i, 2 * nv + col)] -= jv_next_t[(r, m)];
                 }
                 // Viscous rows: w = J v⁺ + f/(h μ_v); d(1/(h μ_v))/dμ_v = −1/(h μ_v²).
@@ -420,7 +419,7 @@ pub(crate) fn linearize_constraints_with(
             if r < 3 * nc {
                 let mut dst = dahat_t.view_mut((i, 0), (1, nv));
                 dst += jv_u.row(r);
-                for (m, &col) in pcols.iter().enumerate().take(moves.len()) {
+                for (m, &col) in pcols.iter().enumerate() {
                     dahat_t[(i, 2 * nv + col)] += jv_u_t[(r, m)];
                 }
             }
@@ -429,7 +428,7 @@ pub(crate) fn linearize_constraints_with(
         for &(r, ci, e) in &u_friction {
             let mut dst = dahat_t.view_mut((ci, 0), (1, nv));
             dst += jv_u.row(r) * e;
-            for (m, &col) in pcols.iter().enumerate().take(moves.len()) {
+            for (m, &col) in pcols.iter().enumerate() {
                 dahat_t[(ci, 2 * nv + col)] += jv_u_t[(r, m)] * e;
             }
             if let RowKind::ContactFriction { contact, .. } = asm.rows[r] {
@@ -457,7 +456,7 @@ pub(crate) fn linearize_constraints_with(
             cols -= &du_t;
         }
         if !moves.is_empty() {
-            add_columns(&mut inner, &rd.jtf_translation(model, &data, &rows, &lambda, &moves)?, 1.0);
+            add_columns(&mut inner, &rd.jtf_translation(model, &data, &rows, &lambda, &moves)?);
         }
         dahat_t += &jhat * chol.solve(&inner);
         let proj = DMatrix::identity(nclamp, nclamp) - &ahat_pinv * &ahat;
@@ -503,7 +502,7 @@ fn impacts(
     }
     let df = ahat_pinv * y;
     let mut out = vec![];
-    for (i, info) in asm.info.iter().enumerate().take(nc) {
+    for (i, info) in asm.info.iter().enumerate() {
         if !info.bounce || states[3 * i] != RowState::Clamping {
             continue;
         }
@@ -518,18 +517,13 @@ fn impacts(
         }
         let mut share = DVector::zeros(normal.len());
         for (ci, &r) in clamping.iter().enumerate() {
-            if r / 3 == i && r < 3 * nc {
+            if r < 3 * nc && r / 3 == i {
                 share += jhat.row(ci).transpose() * df[ci];
             }
         }
-        let flow = DVector::from_fn(normal.len(), |k, _| {
-            let moves = (3 * i..3 * i + 3).any(|r| asm.j[(r, k)] != 0.0);
-            if moves {
-                rec.v[k]
-            } else {
-                0.0
-            }
-        });
+        // v⁻ on the dofs that move the contact (a nonzero entry in one of its rows).
+        let moved = |k: usize| (3 * i..3 * i + 3).any(|r| asm.j[(r, k)] != 0.0);
+        let flow = DVector::from_fn(normal.len(), |k, _| if moved(k) { rec.v[k] } else { 0.0 });
         out.push(Impact { normal, rate, flow, jump: chol.solve(&impulse), accel_jump: chol.solve(&share) });
     }
     // Impacts on the same dofs (an edge, several corners) share one time along the flow.
