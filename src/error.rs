@@ -201,6 +201,22 @@ pub enum Error {
         /// What happened.
         detail: String,
     },
+    /// A step diverged: its result has a generalized speed above
+    /// [`crate::step::IntegratorOptions::max_speed`], or a non-finite entry.
+    #[error(
+        "the step diverged at {joint}: v = {value:.3e} (the divergence guard max_speed is {max_speed:e}); \
+         reduce dt, or add damping, armature or joint limits to the light links, or raise max_speed"
+    )]
+    Diverged {
+        /// The joint and coordinate, e.g. `joint 'l_f1_mid' (dof 33)`.
+        joint: String,
+        /// The offending velocity coordinate.
+        dof: usize,
+        /// Its value (or the non-finite configuration entry).
+        value: f64,
+        /// The bound in force.
+        max_speed: f64,
+    },
     /// Serialization to or from JSON failed.
     #[error("serialization: {0}")]
     Serde(String),

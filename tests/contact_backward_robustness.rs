@@ -10,10 +10,10 @@
 
 mod common;
 
-use common::contact::{capsule_x, free_box, ground, material};
+use common::contact::{arm7_and_boxes, capsule_x, free_box, ground, material};
 use nalgebra::DVector;
 use stiction::math::{SplitMix64, Vec3, SE3};
-use stiction::model::samples::{bodies_on_plane, rod, RestingShape};
+use stiction::model::samples::{bodies_on_plane, humanoid_on_ground, rod, RestingShape};
 use stiction::model::WORLD;
 use stiction::tape::Tape;
 use stiction::{Control, Joint, Model, ModelBuilder, SimOptions, Simulator, State};
@@ -29,7 +29,20 @@ fn check(
     rollouts: u64,
     warm_start: bool,
 ) -> (usize, usize) {
-    const STEPS: usize = 300;
+    let sigmas: Vec<(usize, f64)> = actuated.iter().map(|&i| (i, sigma)).collect();
+    check_with(model, start, &sigmas, 300, rollouts, warm_start)
+}
+
+/// [`check`] with a σ per actuated dof (`(dof, σ)`) and rollouts of `steps` steps.
+fn check_with(
+    model: &Model,
+    start: &State,
+    sigmas: &[(usize, f64)],
+    steps: usize,
+    rollouts: u64,
+    warm_start: bool,
+) -> (usize, usize) {
+    let name = model.name();
     let mut options = SimOptions::default();
     options.contact.warm_start = warm_start;
     let (mut records, mut contact_steps) = (0, 0);
@@ -38,27 +51,26 @@ fn check(
         let mut rng = SplitMix64::new(seed + 1);
         let mut state = start.clone();
         let mut tape = Tape::new();
-        for k in 0..STEPS {
+        for k in 0..steps {
             let mut tau = DVector::zeros(model.nv());
-            for &i in actuated {
+            for &(i, sigma) in sigmas {
                 tau[i] = sigma * rng.normal();
             }
             let (next, rec) = sim.step_recorded(&state, &Control::torques(tau)).unwrap();
-            let jac = rec.jacobians().unwrap_or_else(|e| panic!("{} seed {seed} step {k}: {e}", model.name()));
+            let jac = rec.jacobians().unwrap_or_else(|e| panic!("{name} seed {seed} step {k}: {e}"));
             assert!(
                 jac.dq_dq.iter().chain(jac.dv_dq.iter()).chain(jac.dv_dv.iter()).all(|x| x.is_finite()),
-                "{} seed {seed} step {k}: non-finite Jacobian",
-                model.name()
+                "{name} seed {seed} step {k}: non-finite Jacobian"
             );
             contact_steps += rec.constraints().is_some() as usize;
             tape.push(rec).expect("records chain");
             state = next;
         }
         let ones = DVector::from_element(model.nv(), 1.0);
-        let grads = vec![(ones.clone(), ones); STEPS + 1];
-        let out = tape.backward(&grads, &[]).unwrap_or_else(|e| panic!("{} seed {seed}: backward: {e}", model.name()));
+        let grads = vec![(ones.clone(), ones); steps + 1];
+        let out = tape.backward(&grads, &[]).unwrap_or_else(|e| panic!("{name} seed {seed}: backward: {e}"));
         assert!(out.q0.iter().chain(out.v0.iter()).all(|x| x.is_finite()));
-        records += STEPS;
+        records += steps;
     }
     (records, contact_steps)
 }
@@ -124,5 +136,33 @@ fn random_torque_rollouts_of_an_arm_sweeping_boxes_differentiate_every_step() {
     for (warm_start, rollouts) in [(true, 100), (false, 20)] {
         let (records, contact) = check(&model, &start, &[0, 1, 2], 4.0, rollouts, warm_start);
         assert_eq!(contact, records, "the boxes rest on the ground throughout");
+    }
+}
+
+/// σ of the random torques: a quarter of each dof's effort limit (none on unlimited dofs).
+fn quarter_effort(model: &Model) -> Vec<(usize, f64)> {
+    let effort = model.effort_limits();
+    (0..model.nv()).filter(|&k| effort[k].is_finite() && effort[k] > 0.0).map(|k| (k, 0.25 * effort[k])).collect()
+}
+
+#[test]
+fn random_torque_rollouts_of_arm7_pushing_boxes_differentiate_every_step() {
+    let (model, start) = arm7_and_boxes();
+    let sigmas = quarter_effort(&model);
+    assert_eq!(sigmas.len(), 7);
+    for (warm_start, rollouts) in [(true, 100), (false, 10)] {
+        let (records, contact) = check_with(&model, &start, &sigmas, 300, rollouts, warm_start);
+        assert_eq!(contact, records, "the boxes rest on the ground throughout");
+    }
+}
+
+#[test]
+fn random_torque_rollouts_of_the_humanoid_on_the_ground_differentiate_every_step() {
+    let model = humanoid_on_ground();
+    let sigmas = quarter_effort(&model);
+    assert_eq!(sigmas.len(), 44);
+    for (warm_start, rollouts) in [(true, 100), (false, 10)] {
+        let (records, contact) = check_with(&model, &State::neutral(&model), &sigmas, 300, rollouts, warm_start);
+        assert_eq!(contact, records, "the feet rest on the ground throughout");
     }
 }

@@ -138,8 +138,12 @@ fn both_velocity_product_evaluations_converge_at_first_order() {
 #[test]
 fn midpoint_fallback_is_counted_and_reported() {
     let model = pendulum_chain(3, 0.5, 1.0);
-    let integrator =
-        IntegratorOptions { velocity_products: VelocityProducts::Midpoint, tolerance: 1e-300, max_iterations: 2 };
+    let integrator = IntegratorOptions {
+        velocity_products: VelocityProducts::Midpoint,
+        tolerance: 1e-300,
+        max_iterations: 2,
+        ..Default::default()
+    };
     let mut s = Simulator::new(model.clone(), SimOptions { dt: 1e-2, gravity: None, integrator, ..Default::default() })
         .unwrap();
     let st = State { q: DVector::from_element(3, 0.5), v: DVector::from_element(3, 2.0) };

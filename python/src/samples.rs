@@ -55,10 +55,19 @@ fn binary_tree(depth: usize) -> PyResult<PyModel> {
     Ok(PyModel::new(samples::binary_tree(at_least_one(depth, "depth")?).py_err()?))
 }
 
-/// A floating-base humanoid-like tree.
+/// A floating-base humanoid-like tree (50 dofs), bare: no limits, damping, armature or
+/// collision shapes.
 #[pyfunction]
 fn humanoid() -> PyModel {
     PyModel::new(samples::humanoid())
+}
+
+/// The humanoid equipped as a robot: position and effort limits, damping and armature on
+/// every joint, collision shapes, standing with its soles on a ground plane 0.95 m below
+/// the pelvis in the neutral configuration.
+#[pyfunction]
+fn humanoid_on_ground() -> PyModel {
+    PyModel::new(samples::humanoid_on_ground())
 }
 
 /// A model with every joint type.
@@ -95,6 +104,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cartpole, m)?)?;
     m.add_function(wrap_pyfunction!(binary_tree, m)?)?;
     m.add_function(wrap_pyfunction!(humanoid, m)?)?;
+    m.add_function(wrap_pyfunction!(humanoid_on_ground, m)?)?;
     m.add_function(wrap_pyfunction!(all_joint_types, m)?)?;
     m.add_function(wrap_pyfunction!(random_tree, m)?)?;
     m.add_function(wrap_pyfunction!(bodies_on_plane, m)?)?;

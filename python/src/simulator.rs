@@ -66,11 +66,13 @@ impl PySimulator {
     /// `enabled`, `margin`, `erp`, `restitution_threshold`, `joint_limit_margin`,
     /// `warm_start`, `bounce_gradients` (`"discrete"` or `"continuous_time"`) and the LCP
     /// solver's `tolerance`, `max_pivots`, `pgs_iterations`, `pgs_tolerance`,
-    /// `standardize`, `friction_iterations` (see `contact_options`).
+    /// `standardize`, `friction_iterations` (see `contact_options`). `max_speed`: the
+    /// divergence guard, a step whose result has a speed above it (rad/s or m/s) raises
+    /// `NumericalError` naming the joint (`float("inf")` turns it off).
     #[new]
     #[pyo3(signature = (
         model, dt=1e-3, gravity=None, velocity_products="midpoint", tolerance=1e-13, max_iterations=50, params=None,
-        contact=None
+        contact=None, max_speed=1e4
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -83,10 +85,11 @@ impl PySimulator {
         #[pyo3(from_py_with = max_iterations_arg)] max_iterations: usize,
         params: Option<&Bound<'_, PyAny>>,
         contact: Option<&Bound<'_, PyAny>>,
+        max_speed: f64,
     ) -> PyResult<Self> {
         let gravity = gravity.filter(|g| !g.is_none()).map(|g| vec3(g, "gravity")).transpose()?;
         let velocity_products = self::velocity_products(velocity_products)?;
-        let integrator = IntegratorOptions { velocity_products, tolerance, max_iterations };
+        let integrator = IntegratorOptions { velocity_products, tolerance, max_iterations, max_speed };
         let contact = contact_options(contact)?;
         let mut sim = Simulator::new(model.model.clone(), SimOptions { dt, gravity, integrator, contact }).py_err()?;
         let params = params_arg(params, sim.model())?;

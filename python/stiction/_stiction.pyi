@@ -389,6 +389,7 @@ class Simulator:
         max_iterations: int = 50,
         params: Union["ParamSpec", Sequence[str], str, None] = None,
         contact: ContactArg = None,
+        max_speed: float = 1e4,
     ) -> None:
         """:param gravity: overrides the model's gravity when given.
         :param velocity_products: ``"midpoint"`` evaluates Coriolis/gyroscopic forces at
@@ -397,6 +398,9 @@ class Simulator:
         :param tolerance: convergence threshold of the midpoint iteration.
         :param max_iterations: midpoint iterations before falling back to the explicit
             evaluation (counted in :attr:`stats`); an integer >= 1.
+        :param max_speed: the divergence guard: a step whose result has a generalized
+            speed above it (rad/s or m/s) raises :class:`NumericalError` naming the joint
+            (``float("inf")`` turns it off).
 
         :param params: the differentiable parameters θ that recorded steps differentiate
             against: a :class:`ParamSpec` or parameter names (parsed on the simulated model).
@@ -847,7 +851,13 @@ def binary_tree(depth: int) -> Model:
     Raises ``InputError`` unless ``1 <= depth <= 16``."""
 
 def humanoid() -> Model:
-    """A floating-base humanoid-like tree with 50 degrees of freedom."""
+    """A floating-base humanoid-like tree with 50 degrees of freedom, bare (no limits,
+    damping, armature or collision shapes)."""
+
+def humanoid_on_ground() -> Model:
+    """The humanoid equipped as a robot (position and effort limits, damping, armature,
+    collision shapes), standing with its soles on a ground plane 0.95 m below the pelvis
+    in the neutral configuration."""
 
 def all_joint_types() -> Model:
     """A model with one joint of every type."""

@@ -90,6 +90,33 @@ def test_numerical_error():
     assert not issubclass(stiction.NumericalError, ValueError)
 
 
+def test_divergence_names_the_joint():
+    # The bare humanoid at dt = 10 ms in zero gravity: a finger spins up until the step diverges.
+    m = samples.humanoid()
+    sim = stiction.Simulator(m, dt=1e-2, gravity=[0.0, 0.0, 0.0])
+    rng = np.random.default_rng(1)
+    q, v = m.neutral(), np.zeros(m.nv)
+    v[6:] = rng.uniform(-5.0, 5.0, m.nv - 6)
+    tau = np.zeros(m.nv)
+    with pytest.raises(stiction.NumericalError, match=r"diverged at joint '\w+'.*max_speed is 1e4"):
+        for _ in range(2000):
+            q, v = sim.step(q, v, tau)
+            assert np.abs(v).max() <= 1e4
+    with pytest.raises(stiction.InputError, match="max_speed"):
+        stiction.Simulator(m, max_speed=0.0)
+
+
+def test_humanoid_on_ground_stands_on_its_plane():
+    m = samples.humanoid_on_ground()
+    assert m.nv == 50
+    sim = stiction.Simulator(m)
+    q, v = m.neutral(), np.zeros(m.nv)
+    for _ in range(100):
+        q, v = sim.step(q, v, np.zeros(m.nv))
+    # It settles on its soles: the pelvis barely sinks.
+    assert abs(q[2]) < 5e-3
+
+
 def test_from_json_errors():
     with pytest.raises(stiction.InputError, match="invalid model JSON"):
         stiction.Model.from_json("{not json")

@@ -113,6 +113,8 @@ pub struct DerivativeData {
     pub(crate) pivots: Vec<usize>,
     pub(crate) acc: Vec<f64>,
     pub(crate) resid: Vec<f64>,
+    /// The line search's trial acceleration.
+    pub(crate) trial: Vec<f64>,
 }
 
 impl DerivativeData {
@@ -146,6 +148,7 @@ impl DerivativeData {
             pivots: vec![0; nv],
             acc: vec![0.0; nv],
             resid: vec![0.0; nv],
+            trial: vec![0.0; nv],
         }
         .with_tree(model)
     }

@@ -218,6 +218,26 @@ impl Model {
             .position(|j| j.name == name)
             .ok_or_else(|| Error::InvalidInput(format!("no joint named '{name}' in model '{}'", self.name)))
     }
+    /// A readable name of velocity coordinate `dof`, for messages: its joint, and the
+    /// component when the joint has several, e.g. `joint 'l_hip' (dof 9, component 2 of 3)`.
+    /// Out-of-range indices are named as such.
+    pub fn dof_name(&self, dof: usize) -> String {
+        let Some(&body) = self.dof_body.get(dof) else {
+            return format!("dof {dof} (out of range, nv = {})", self.nv);
+        };
+        let joint = &self.joints[body];
+        match joint.nv() {
+            1 => format!("joint '{}' (dof {dof})", joint.name),
+            n => format!("joint '{}' (dof {dof}, component {} of {n})", joint.name, dof - self.v_idx[body] + 1),
+        }
+    }
+    /// The first velocity coordinate of the joint owning configuration coordinate `k`
+    /// (`nv` when `k` is out of range).
+    pub fn q_dof(&self, k: usize) -> usize {
+        (0..self.joints.len())
+            .find(|&i| (self.q_idx[i]..self.q_idx[i] + self.joints[i].nq()).contains(&k))
+            .map_or(self.nv, |i| self.v_idx[i])
+    }
     /// Names of the joints that have degrees of freedom, in coordinate order.
     pub fn joint_names(&self) -> Vec<String> {
         self.joints.iter().filter(|j| j.nv() > 0).map(|j| j.name.clone()).collect()

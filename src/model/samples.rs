@@ -1,5 +1,6 @@
 //! Ready-made models for examples, tests and benchmarks: pendulum chains, a
-//! 7-DoF arm, branching trees, a ~50-DoF floating-base humanoid-like tree, a
+//! 7-DoF arm, branching trees, a ~50-DoF floating-base humanoid-like tree (bare, or
+//! equipped with limits, drives and collision shapes and standing on the ground), a
 //! model holding every joint type, random trees, a cartpole and a two-finger grasp.
 
 use super::{Body, CollisionShape, Geometry, Joint, JointType, Material, Model, ModelBuilder, WORLD};
@@ -244,107 +245,194 @@ pub fn binary_tree(depth: usize) -> Result<Model> {
 
 /// A floating-base humanoid-like tree with 50 degrees of freedom: free root (6),
 /// waist (2), neck (2), two legs with a ball hip (3+1+2+1 = 7 each), two arms with a
-/// ball shoulder (3+1+3 = 7 each) and two three-finger grippers (6 each).
+/// ball shoulder (3+1+3 = 7 each) and two three-finger grippers (6 each). Bare
+/// dynamics: no limits, damping, armature or collision shapes (the dynamics benchmarks
+/// run on it); [`humanoid_on_ground`] is the same tree equipped as a robot.
 pub fn humanoid() -> Model {
-    let mut b = ModelBuilder::new("humanoid50");
+    humanoid_builder(false).build().expect("sample model is valid")
+}
+
+/// Height of [`humanoid_on_ground`]'s pelvis frame above its ground plane in the
+/// neutral configuration (the soles touch the plane): hip 0.08 + thigh 0.4 + shin 0.4 +
+/// ankle to sole 0.07 m.
+pub const HUMANOID_STANDING_HEIGHT: f64 = 0.95;
+
+/// The [`humanoid`] tree equipped as a robot, standing on a ground plane: position
+/// limits on every hinge and universal joint, effort limits, viscous damping and motor
+/// armature on every joint (ball joints have no position limits), and collision shapes
+/// (boxes for the pelvis, torso, feet, toes and palms, capsules for the limbs, a sphere
+/// for the head; the fingers carry none). The plane sits
+/// [`HUMANOID_STANDING_HEIGHT`] below the pelvis, so the neutral configuration stands
+/// with the soles on it. Self-collision is off (the limbs collide with the ground only).
+pub fn humanoid_on_ground() -> Model {
+    let mut b = humanoid_builder(true);
+    b.add_link(Body::massless(WORLD).with_collision(CollisionShape::new(
+        Geometry::Plane,
+        SE3::from_translation(Vec3::new(0.0, 0.0, -HUMANOID_STANDING_HEIGHT)),
+    )));
+    b.set_self_collision("pelvis", false);
+    b.build().expect("sample model is valid")
+}
+
+/// A joint's actuator and limits in [`humanoid_on_ground`]: position limits (per
+/// coordinate; empty for ball joints), effort limit, damping and armature per dof.
+struct Drive<'a> {
+    lower: &'a [f64],
+    upper: &'a [f64],
+    effort: f64,
+    damping: f64,
+    armature: f64,
+}
+
+impl Drive<'_> {
+    fn fit(&self, joint: Joint) -> Joint {
+        let n = joint.nv();
+        let joint = if self.lower.is_empty() { joint } else { joint.with_position_limits(self.lower, self.upper) };
+        joint.with_effort_limits(&vec![self.effort; n]).with_damping(self.damping).with_armature(self.armature)
+    }
+}
+
+const HIP: Drive = Drive { lower: &[], upper: &[], effort: 150.0, damping: 0.5, armature: 0.05 };
+const KNEE: Drive = Drive { lower: &[-0.05], upper: &[2.4], effort: 150.0, damping: 0.5, armature: 0.05 };
+const ANKLE: Drive = Drive { lower: &[-0.8, -0.4], upper: &[0.6, 0.4], effort: 80.0, damping: 0.3, armature: 0.02 };
+const TOE: Drive = Drive { lower: &[-0.5], upper: &[0.8], effort: 10.0, damping: 0.05, armature: 0.005 };
+const WAIST_YAW: Drive = Drive { lower: &[-1.0], upper: &[1.0], effort: 100.0, damping: 0.5, armature: 0.05 };
+const WAIST_PITCH: Drive = Drive { lower: &[-0.5], upper: &[1.2], effort: 100.0, damping: 0.5, armature: 0.05 };
+const NECK_YAW: Drive = Drive { lower: &[-1.2], upper: &[1.2], effort: 20.0, damping: 0.1, armature: 0.01 };
+const NECK_PITCH: Drive = Drive { lower: &[-0.6], upper: &[0.8], effort: 20.0, damping: 0.1, armature: 0.01 };
+const SHOULDER: Drive = Drive { lower: &[], upper: &[], effort: 60.0, damping: 0.2, armature: 0.02 };
+const ELBOW: Drive = Drive { lower: &[-2.5], upper: &[0.05], effort: 40.0, damping: 0.2, armature: 0.02 };
+const WRIST_ROLL: Drive = Drive { lower: &[-1.5], upper: &[1.5], effort: 10.0, damping: 0.05, armature: 0.005 };
+const WRIST_PITCH: Drive = Drive { lower: &[-1.2], upper: &[1.2], effort: 10.0, damping: 0.05, armature: 0.005 };
+const WRIST_YAW: Drive = Drive { lower: &[-0.6], upper: &[0.6], effort: 10.0, damping: 0.05, armature: 0.005 };
+const FINGER: Drive = Drive { lower: &[-0.3], upper: &[1.6], effort: 1.0, damping: 0.005, armature: 1e-4 };
+
+/// The humanoid tree; with `equipped`, the joints get their [`Drive`]s and the links
+/// their collision shapes.
+fn humanoid_builder(equipped: bool) -> ModelBuilder {
+    let mut b = ModelBuilder::new(if equipped { "humanoid50_on_ground" } else { "humanoid50" });
     b.floating_base(true);
-    b.add_link(Body::new("pelvis", Inertia::solid_box(8.0, Vec3::new(0.3, 0.25, 0.15))));
+    let drive = |joint: Joint, d: &Drive| if equipped { d.fit(joint) } else { joint };
+    let shape = |body: Body, geometry: Geometry, at: Vec3| {
+        if equipped {
+            body.with_collision(CollisionShape::new(geometry, SE3::from_translation(at)))
+        } else {
+            body
+        }
+    };
+    let boxed = |hx: f64, hy: f64, hz: f64| Geometry::Box { half_extents: Vec3::new(hx, hy, hz) };
+    // A capsule covering a rod of `length` along −z from the body origin.
+    let limb = |body: Body, radius: f64, length: f64| {
+        let geometry = Geometry::Capsule { radius, length: length - 2.0 * radius };
+        shape(body, geometry, Vec3::new(0.0, 0.0, -length / 2.0))
+    };
     let hinge =
         |name: &str, axis: Vec3, at: Vec3| Joint::revolute(name, axis).with_placement(SE3::from_translation(at));
+    let pelvis = Body::new("pelvis", Inertia::solid_box(8.0, Vec3::new(0.3, 0.25, 0.15)));
+    b.add_link(shape(pelvis, boxed(0.15, 0.125, 0.075), Vec3::zeros()));
     b.add_body(
         "pelvis",
-        hinge("waist_yaw", Vec3::z(), Vec3::new(0.0, 0.0, 0.1)),
+        drive(hinge("waist_yaw", Vec3::z(), Vec3::new(0.0, 0.0, 0.1)), &WAIST_YAW),
         rod("abdomen", 2.0, 0.1, 0.08, Vec3::z()),
+    );
+    let torso = Body::new(
+        "torso",
+        Inertia::from_com(15.0, Vec3::new(0.0, 0.0, 0.2), Mat3::from_diagonal(&Vec3::new(0.4, 0.3, 0.2))),
     );
     b.add_body(
         "abdomen",
-        hinge("waist_pitch", Vec3::y(), Vec3::new(0.0, 0.0, 0.1)),
-        Body::new(
-            "torso",
-            Inertia::from_com(15.0, Vec3::new(0.0, 0.0, 0.2), Mat3::from_diagonal(&Vec3::new(0.4, 0.3, 0.2))),
-        ),
+        drive(hinge("waist_pitch", Vec3::y(), Vec3::new(0.0, 0.0, 0.1)), &WAIST_PITCH),
+        shape(torso, boxed(0.1, 0.15, 0.2), Vec3::new(0.0, 0.0, 0.2)),
     );
     b.add_body(
         "torso",
-        hinge("neck_yaw", Vec3::z(), Vec3::new(0.0, 0.0, 0.45)),
+        drive(hinge("neck_yaw", Vec3::z(), Vec3::new(0.0, 0.0, 0.45)), &NECK_YAW),
         rod("neck", 0.5, 0.08, 0.04, Vec3::z()),
     );
     b.add_body(
         "neck",
-        hinge("neck_pitch", Vec3::y(), Vec3::new(0.0, 0.0, 0.08)),
-        Body::new("head", Inertia::solid_sphere(3.0, 0.1)),
+        drive(hinge("neck_pitch", Vec3::y(), Vec3::new(0.0, 0.0, 0.08)), &NECK_PITCH),
+        shape(Body::new("head", Inertia::solid_sphere(3.0, 0.1)), Geometry::Sphere { radius: 0.1 }, Vec3::zeros()),
     );
     for (side, s) in [("l", 1.0), ("r", -1.0)] {
         let n = |x: &str| format!("{side}_{x}");
         b.add_body(
             "pelvis",
-            Joint::spherical(n("hip")).with_placement(SE3::from_translation(Vec3::new(0.0, 0.1 * s, -0.08))),
-            rod(&n("thigh"), 6.0, 0.4, 0.06, -Vec3::z()),
+            drive(
+                Joint::spherical(n("hip")).with_placement(SE3::from_translation(Vec3::new(0.0, 0.1 * s, -0.08))),
+                &HIP,
+            ),
+            limb(rod(&n("thigh"), 6.0, 0.4, 0.06, -Vec3::z()), 0.06, 0.4),
         );
         b.add_body(
             &n("thigh"),
-            hinge(&n("knee"), Vec3::y(), Vec3::new(0.0, 0.0, -0.4)),
-            rod(&n("shin"), 3.5, 0.4, 0.05, -Vec3::z()),
+            drive(hinge(&n("knee"), Vec3::y(), Vec3::new(0.0, 0.0, -0.4)), &KNEE),
+            limb(rod(&n("shin"), 3.5, 0.4, 0.05, -Vec3::z()), 0.05, 0.4),
+        );
+        let foot = Body::new(
+            n("foot"),
+            Inertia::from_com(1.2, Vec3::new(0.05, 0.0, -0.04), Mat3::from_diagonal(&Vec3::new(0.002, 0.006, 0.007))),
         );
         b.add_body(
             &n("shin"),
-            Joint::universal(n("ankle"), Vec3::y(), Vec3::x())
-                .with_placement(SE3::from_translation(Vec3::new(0.0, 0.0, -0.4))),
-            Body::new(
-                n("foot"),
-                Inertia::from_com(
-                    1.2,
-                    Vec3::new(0.05, 0.0, -0.04),
-                    Mat3::from_diagonal(&Vec3::new(0.002, 0.006, 0.007)),
-                ),
+            drive(
+                Joint::universal(n("ankle"), Vec3::y(), Vec3::x())
+                    .with_placement(SE3::from_translation(Vec3::new(0.0, 0.0, -0.4))),
+                &ANKLE,
             ),
+            shape(foot, boxed(0.1, 0.05, 0.03), Vec3::new(0.05, 0.0, -0.04)),
         );
+        let toes = Body::new(n("toes"), Inertia::solid_box(0.2, Vec3::new(0.05, 0.08, 0.02)));
         b.add_body(
             &n("foot"),
-            hinge(&n("toe"), Vec3::y(), Vec3::new(0.15, 0.0, -0.05)),
-            Body::new(n("toes"), Inertia::solid_box(0.2, Vec3::new(0.05, 0.08, 0.02))),
+            drive(hinge(&n("toe"), Vec3::y(), Vec3::new(0.15, 0.0, -0.05)), &TOE),
+            shape(toes, boxed(0.025, 0.045, 0.01), Vec3::new(0.025, 0.0, -0.01)),
         );
         b.add_body(
             "torso",
-            Joint::spherical(n("shoulder")).with_placement(SE3::from_translation(Vec3::new(0.0, 0.2 * s, 0.4))),
-            rod(&n("upper_arm"), 2.0, 0.3, 0.04, -Vec3::z()),
+            drive(
+                Joint::spherical(n("shoulder")).with_placement(SE3::from_translation(Vec3::new(0.0, 0.2 * s, 0.4))),
+                &SHOULDER,
+            ),
+            limb(rod(&n("upper_arm"), 2.0, 0.3, 0.04, -Vec3::z()), 0.04, 0.3),
         );
         b.add_body(
             &n("upper_arm"),
-            hinge(&n("elbow"), Vec3::y(), Vec3::new(0.0, 0.0, -0.3)),
-            rod(&n("forearm"), 1.2, 0.28, 0.035, -Vec3::z()),
+            drive(hinge(&n("elbow"), Vec3::y(), Vec3::new(0.0, 0.0, -0.3)), &ELBOW),
+            limb(rod(&n("forearm"), 1.2, 0.28, 0.035, -Vec3::z()), 0.035, 0.28),
         );
         b.add_body(
             &n("forearm"),
-            hinge(&n("wrist_roll"), Vec3::z(), Vec3::new(0.0, 0.0, -0.28)),
+            drive(hinge(&n("wrist_roll"), Vec3::z(), Vec3::new(0.0, 0.0, -0.28)), &WRIST_ROLL),
             rod(&n("wrist1"), 0.2, 0.03, 0.03, -Vec3::z()),
         );
         b.add_body(
             &n("wrist1"),
-            hinge(&n("wrist_pitch"), Vec3::y(), Vec3::new(0.0, 0.0, -0.03)),
+            drive(hinge(&n("wrist_pitch"), Vec3::y(), Vec3::new(0.0, 0.0, -0.03)), &WRIST_PITCH),
             rod(&n("wrist2"), 0.2, 0.03, 0.03, -Vec3::z()),
         );
+        let palm = Body::new(n("palm"), Inertia::solid_box(0.4, Vec3::new(0.08, 0.04, 0.1)));
         b.add_body(
             &n("wrist2"),
-            hinge(&n("wrist_yaw"), Vec3::x(), Vec3::new(0.0, 0.0, -0.03)),
-            Body::new(n("palm"), Inertia::solid_box(0.4, Vec3::new(0.08, 0.04, 0.1))),
+            drive(hinge(&n("wrist_yaw"), Vec3::x(), Vec3::new(0.0, 0.0, -0.03)), &WRIST_YAW),
+            shape(palm, boxed(0.04, 0.02, 0.05), Vec3::zeros()),
         );
         for f in 0..3 {
             let fname = |x: &str| format!("{side}_f{f}_{x}");
             let y = (f as f64 - 1.0) * 0.025;
             b.add_body(
                 &n("palm"),
-                hinge(&fname("base"), Vec3::y(), Vec3::new(0.0, y, -0.1)),
+                drive(hinge(&fname("base"), Vec3::y(), Vec3::new(0.0, y, -0.1)), &FINGER),
                 rod(&fname("proximal"), 0.05, 0.04, 0.008, -Vec3::z()),
             );
             b.add_body(
                 &fname("proximal"),
-                hinge(&fname("mid"), Vec3::y(), Vec3::new(0.0, 0.0, -0.04)),
+                drive(hinge(&fname("mid"), Vec3::y(), Vec3::new(0.0, 0.0, -0.04)), &FINGER),
                 rod(&fname("distal"), 0.03, 0.03, 0.007, -Vec3::z()),
             );
         }
     }
-    b.build().expect("sample model is valid")
+    b
 }
 
 /// A tree holding one joint of every type (free root), with springs, damping and

@@ -48,11 +48,33 @@ pub struct IntegratorOptions {
     pub tolerance: f64,
     /// Maximum Newton iterations of the midpoint solve before falling back to the explicit evaluation.
     pub max_iterations: usize,
+    /// Divergence guard: a step whose result has a generalized speed `|v⁺ₖ|` above this
+    /// bound (rad/s or m/s) fails with [`Error::Diverged`] naming the joint, instead of
+    /// returning a state that overflows a few steps later. Default
+    /// [`IntegratorOptions::DEFAULT_MAX_SPEED`]; `f64::INFINITY` turns the guard off.
+    #[serde(default = "default_max_speed")]
+    pub max_speed: f64,
+}
+
+impl IntegratorOptions {
+    /// The default divergence bound, 1e4 rad/s or m/s: above any motor, wheel or
+    /// propeller a robot carries (a propeller at 30,000 rpm turns at 3.1e3 rad/s), and
+    /// reached within a few steps once a step diverges.
+    pub const DEFAULT_MAX_SPEED: f64 = 1e4;
+}
+
+fn default_max_speed() -> f64 {
+    IntegratorOptions::DEFAULT_MAX_SPEED
 }
 
 impl Default for IntegratorOptions {
     fn default() -> Self {
-        Self { velocity_products: VelocityProducts::Midpoint, tolerance: 1e-13, max_iterations: 50 }
+        Self {
+            velocity_products: VelocityProducts::Midpoint,
+            tolerance: 1e-13,
+            max_iterations: 50,
+            max_speed: IntegratorOptions::DEFAULT_MAX_SPEED,
+        }
     }
 }
 
@@ -243,6 +265,11 @@ fn midpoint_fixed_point(
 /// `K` is factorised at the start and refreshed only when an iteration contracts the
 /// update by less than 10× (a simplified Newton method that becomes full Newton on
 /// strongly coupled steps).
+///
+/// Each Newton step is globalised by a backtracking line search on `‖G‖₂` (Armijo
+/// condition, step halved up to [`MAX_HALVINGS`] times): on steps where `h·|ω|` of a
+/// light link is of order one the undamped iteration wanders without converging, and
+/// the explicit fallback it then took gains energy at a rate that ends in overflow.
 #[allow(clippy::too_many_arguments)]
 fn midpoint_newton(
     model: &Model,
@@ -269,6 +296,14 @@ fn midpoint_newton(
     mass_matrix_from_composites(model, deriv, &mut mass);
     let mut kmat = std::mem::take(&mut deriv.newton);
     let mut resid = std::mem::take(&mut deriv.resid);
+    let mut trial = std::mem::take(&mut deriv.trial);
+    let residual_of = |data: &Data, a: &[f64], out: &mut [f64]| {
+        for k in 0..nv {
+            out[k] = data.tau[k] + h * model.damping[k] * a[k] - tau_eff[k];
+        }
+    };
+    residual_of(data, acc, &mut resid);
+    let mut merit = norm2(&resid);
     let mut prev = f64::INFINITY;
     let mut refresh = true;
     loop {
@@ -289,44 +324,83 @@ fn midpoint_newton(
                 break;
             }
         }
-        for k in 0..nv {
-            resid[k] = data.tau[k] + h * model.damping[k] * acc[k] - tau_eff[k];
-        }
+        // Newton direction d = K⁻¹ G(a), held in `resid`.
+        residual_of(data, acc, &mut resid);
         lu_solve(&kmat, &deriv.pivots, &mut resid);
-        let (mut delta, mut scale, mut finite) = (0.0f64, 1.0f64, true);
-        for k in 0..nv {
-            acc[k] -= resid[k];
-            v_out[k] = v[k] + h * acc[k];
-            vbar[k] = v[k] + 0.5 * h * acc[k];
-            // `f64::max` skips NaN: track finiteness explicitly.
-            finite &= v_out[k].is_finite();
-            delta = delta.max(h * resid[k].abs());
-            scale = scale.max(v_out[k].abs());
+        // Backtracking: a ← a − α d with the largest α = 2⁻ᵏ that decreases ‖G‖₂ (or
+        // reaches its round-off floor, where no decrease can be measured).
+        let floor = ROUNDOFF * (1.0 + tau_eff.iter().fold(0.0f64, |m, x| m.max(x.abs()))) * (nv as f64).sqrt();
+        let mut alpha = 1.0;
+        let mut accepted = false;
+        for _ in 0..=MAX_HALVINGS {
+            for k in 0..nv {
+                trial[k] = acc[k] - alpha * resid[k];
+                vbar[k] = v[k] + 0.5 * h * trial[k];
+            }
+            velocity_pass(model, data, vbar);
+            rnea_pass(model, data, &trial, true);
+            let mut g = 0.0;
+            for k in 0..nv {
+                let r = data.tau[k] + h * model.damping[k] * trial[k] - tau_eff[k];
+                g += r * r;
+            }
+            let g = g.sqrt();
+            if g.is_finite() && (g <= (1.0 - ARMIJO * alpha) * merit || g <= floor) {
+                merit = g;
+                accepted = true;
+                break;
+            }
+            alpha *= 0.5;
         }
-        stats.iterations += 1;
-        stats.residual = if finite { delta / scale } else { f64::NAN };
-        if !finite {
+        if !accepted {
+            // No decrease along the Newton direction: leave the iterate (and the
+            // kinematics of `data`) where they were and report the failure.
+            for k in 0..nv {
+                vbar[k] = v[k] + 0.5 * h * acc[k];
+            }
+            velocity_pass(model, data, vbar);
+            rnea_pass(model, data, acc, true);
+            stats.iterations += 1;
             stats.fallback = true;
             break;
         }
-        if stats.residual <= options.tolerance {
+        let (mut delta, mut scale) = (0.0f64, 1.0f64);
+        for k in 0..nv {
+            delta = delta.max(h * (acc[k] - trial[k]).abs());
+            acc[k] = trial[k];
+            v_out[k] = v[k] + h * acc[k];
+            scale = scale.max(v_out[k].abs());
+        }
+        stats.iterations += 1;
+        stats.residual = delta / scale;
+        if alpha == 1.0 && stats.residual <= options.tolerance {
             break;
         }
-        // Keep the Jacobian while it contracts fast; re-linearise when convergence slows.
+        // Keep the Jacobian while full steps contract fast; re-linearise when
+        // convergence slows or the line search had to shorten the step.
         let ratio = stats.residual / prev;
-        let diverging = ratio > 1.0 && !refresh && stats.iterations > 2;
-        if stats.iterations >= options.max_iterations || (diverging && stats.jacobian_updates > 3) {
+        if stats.iterations >= options.max_iterations {
             // Counted and reported through StepStats; the explicit step is always defined.
             stats.fallback = true;
             break;
         }
-        refresh = ratio > 0.1;
+        refresh = alpha < 1.0 || ratio > 0.1;
         prev = stats.residual;
-        velocity_pass(model, data, vbar);
-        rnea_pass(model, data, acc, true);
     }
     data.tmp_mat = mass;
     deriv.newton = kmat;
     deriv.resid = resid;
+    deriv.trial = trial;
     Ok(stats)
+}
+
+/// Line-search halvings tried per Newton step before the midpoint solve gives up.
+const MAX_HALVINGS: usize = 12;
+/// Sufficient-decrease constant of the Armijo condition.
+const ARMIJO: f64 = 1e-4;
+/// Relative size of `‖G‖₂` below which it is round-off.
+const ROUNDOFF: f64 = 1e-13;
+
+fn norm2(x: &[f64]) -> f64 {
+    x.iter().map(|a| a * a).sum::<f64>().sqrt()
 }

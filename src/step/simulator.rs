@@ -46,7 +46,30 @@ impl SimOptions {
                 it.tolerance, it.max_iterations
             )));
         }
+        if it.max_speed.is_nan() || it.max_speed <= 0.0 {
+            return Err(Error::InvalidInput(format!(
+                "integrator max_speed must be positive (f64::INFINITY turns the guard off), got {}",
+                it.max_speed
+            )));
+        }
         self.contact.validate()
+    }
+}
+
+/// The divergence guard of a step's result: a non-finite entry or a speed above
+/// `max_speed` is [`Error::Diverged`], naming the joint of the offending coordinate
+/// (the fastest one when several exceed the bound).
+fn check_divergence(model: &Model, next: &State, max_speed: f64) -> Result<()> {
+    let diverged = |dof: usize, value: f64| Error::Diverged { joint: model.dof_name(dof), dof, value, max_speed };
+    if let Some(dof) = next.v.iter().position(|x| !x.is_finite()) {
+        return Err(diverged(dof, next.v[dof]));
+    }
+    if let Some(k) = next.q.iter().position(|x| !x.is_finite()) {
+        return Err(diverged(model.q_dof(k), next.q[k]));
+    }
+    match next.v.iamax() {
+        dof if !next.v.is_empty() && next.v[dof].abs() > max_speed => Err(diverged(dof, next.v[dof])),
+        _ => Ok(()),
     }
 }
 
@@ -276,12 +299,6 @@ impl Simulator {
             // The position stage moves the configuration with its own velocity.
             let v_position = c.correction.as_ref().map_or(&next.v, |p| &p.v_position);
             self.model.integrate_into(state.q.as_slice(), v_position.as_slice(), h, next.q.as_mut_slice());
-            if let Some((k, x)) = next.q.iter().chain(next.v.iter()).enumerate().find(|(_, x)| !x.is_finite()) {
-                return Err(Error::Numerical {
-                    algorithm: "contact step",
-                    detail: format!("non-finite state entry {k} = {x}"),
-                });
-            }
             self.stats.lcp_solves += 1;
             self.stats.warm_start_hits += c.stats.warm_start_hit as u64;
             self.stats.lcp_fallbacks += c.stats.fallbacks as u64;
@@ -296,6 +313,7 @@ impl Simulator {
             self.stats.limit_violations += (!c.limit_violations.is_empty()) as u64;
             self.stats.inexact_solves += (c.stats.residual > self.options.contact.lcp.tolerance) as u64;
         }
+        check_divergence(&self.model, next, self.options.integrator.max_speed)?;
         self.last_constraints = constraints.map(Arc::new);
         self.last = stats;
         self.stats.steps += 1;

@@ -64,6 +64,45 @@ pub fn limited_cartpole() -> Model {
     b.build().unwrap()
 }
 
+/// Half size of the boxes of [`arm7_and_boxes`].
+pub const ARM7_BOX_HALF: f64 = 0.05;
+
+/// The 7-DoF arm of `samples::arm7` (limits on position ±2.8 rad, velocity 2.5 rad/s,
+/// effort 87 N·m) equipped with collision spheres (6 cm at link4 and link5, 5 cm at the
+/// end effector, link7; the always-overlapping link5–link7 pair excluded), its base on a
+/// ground plane (friction 0.6), and two 0.5 kg boxes
+/// of 10 cm resting on the ground in front of it. The start configuration reaches down
+/// with the end effector 5 cm above the top of the boxes, between them.
+pub fn arm7_and_boxes() -> (Model, State) {
+    let mut b = ModelBuilder::from(stiction::model::samples::arm7());
+    ground(&mut b, material(0.6, 0.0), 0.0);
+    for (link, radius) in [("link4", 0.06), ("link5", 0.06), ("link7", 0.05)] {
+        let sphere =
+            CollisionShape::new(Geometry::Sphere { radius }, SE3::identity()).with_material(material(0.8, 0.0));
+        b.add_body(
+            link,
+            Joint::fixed(format!("{link}_shape_weld")),
+            Body::massless(format!("{link}_shape")).with_collision(sphere),
+        );
+    }
+    // link5's and link7's spheres overlap for good (joint6 turns link7's about link5's
+    // centre): the pair is excluded, as a robot description's collision filter would.
+    b.exclude_collision_pair("link5_shape", "link7_shape");
+    let h = Vec3::new(ARM7_BOX_HALF, ARM7_BOX_HALF, ARM7_BOX_HALF);
+    for name in ["box_a", "box_b"] {
+        free_box(&mut b, name, h, 0.5, material(0.6, 0.0));
+    }
+    let model = b.build().unwrap();
+    let mut q = model.neutral();
+    q.rows_mut(0, 7).copy_from_slice(&[0.0, 1.2, 0.0, -1.0, 0.0, 1.5, 0.0]);
+    for (k, y) in [0.12, -0.12].iter().enumerate() {
+        let a = 7 + 7 * k;
+        q.rows_mut(a, 3).copy_from_slice(&[0.7, *y, ARM7_BOX_HALF - 1e-4]);
+    }
+    let v = DVector::zeros(model.nv());
+    (model, State { q, v })
+}
+
 /// A scene: model, options, a nominal state and control, parameter names, and how far
 /// random states may stray from the nominal one (tangent q, v).
 pub struct Scene {

@@ -465,12 +465,23 @@ fn lemke_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize) -> (
 
 /// PGS, then the standardized solution for its classification at a few tolerances, else its raw result.
 fn pgs_path(problem: &BoxedLcp, options: &LcpOptions) -> Result<(Accepted, usize)> {
-    let out = pgs::solve_pgs(problem, options.pgs_iterations, options.pgs_tolerance, None);
+    let mut out = pgs::solve_pgs(problem, options.pgs_iterations, options.pgs_tolerance, None);
     if out.f.iter().chain(out.w.iter()).any(|v| !v.is_finite()) {
         return Err(Error::Numerical { algorithm: "projected Gauss-Seidel", detail: "non-finite forces".into() });
     }
     let tol = options.tolerance;
-    let raw_residual = residual(problem, &out.f, &out.w);
+    let mut raw_residual = residual(problem, &out.f, &out.w);
+    if raw_residual > tol {
+        // Polish: with the friction boxes frozen at μ f_n of the PGS forces, the problem is
+        // a boxed LCP with fixed bounds, which pivoting solves exactly; only the friction
+        // bounds keep the PGS error. Normal and limit rows then hold to round-off instead
+        // of to the PGS accuracy (a velocity limit was 1e-2 rad/s off after 500 sweeps).
+        if let Some((f, w, r)) = frozen_friction_solution(problem, &out.f, options) {
+            if r < raw_residual {
+                (out.f, out.w, raw_residual) = (f, w, r);
+            }
+        }
+    }
     if !options.standardize && raw_residual <= tol {
         let states = classify(problem, &out.f, &out.w, tol);
         return Ok(((out.f, states, false), out.iterations));
@@ -488,6 +499,30 @@ fn pgs_path(problem: &BoxedLcp, options: &LcpOptions) -> Result<(Accepted, usize
     }
     let states = classify(problem, &out.f, &out.w, tol);
     Ok(((out.f, states, false), out.iterations))
+}
+
+/// The exact solution of `problem` with its friction boxes frozen at `±μ f_n` of the
+/// forces `f` (a boxed LCP with fixed bounds, solved by pivoting), with its residual in
+/// the original problem; `None` when pivoting fails.
+fn frozen_friction_solution(
+    problem: &BoxedLcp,
+    f: &DVector<f64>,
+    options: &LcpOptions,
+) -> Option<(DVector<f64>, DVector<f64>, f64)> {
+    let m = problem.len();
+    let (mut lo, mut hi) = (vec![0.0; m], vec![0.0; m]);
+    for (i, bound) in problem.bounds.iter().enumerate() {
+        (lo[i], hi[i]) = match *bound {
+            RowBound::Box { lo, hi } => (lo, hi),
+            RowBound::Friction { normal, mu } => (-mu * f[normal].max(0.0), mu * f[normal].max(0.0)),
+        };
+    }
+    let out = dantzig::solve_box(&problem.a, &problem.b, &lo, &hi, options.tolerance, options.pivot_budget(m)).ok()?;
+    if out.f.iter().chain(out.w.iter()).any(|v| !v.is_finite()) {
+        return None;
+    }
+    let r = residual(problem, &out.f, &out.w);
+    Some((out.f, out.w, r))
 }
 
 /// The accepted guess `states` with every friction row marked at its bound while its normal
