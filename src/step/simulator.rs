@@ -67,10 +67,14 @@ fn check_divergence(model: &Model, next: &State, max_speed: f64) -> Result<()> {
     if let Some(k) = next.q.iter().position(|x| !x.is_finite()) {
         return Err(diverged(model.q_dof(k), next.q[k]));
     }
-    match next.v.iamax() {
-        dof if !next.v.is_empty() && next.v[dof].abs() > max_speed => Err(diverged(dof, next.v[dof])),
-        _ => Ok(()),
+    if next.v.is_empty() {
+        return Ok(());
     }
+    let dof = next.v.iamax();
+    if next.v[dof].abs() > max_speed {
+        return Err(diverged(dof, next.v[dof]));
+    }
+    Ok(())
 }
 
 /// Checks a time step: finite, positive and at most [`SimOptions::MAX_DT`].
