@@ -329,7 +329,13 @@ fn midpoint_newton(
         lu_solve(&kmat, &deriv.pivots, &mut resid);
         // Backtracking: a ← a − α d with the largest α = 2⁻ᵏ that decreases ‖G‖₂ (or
         // reaches its round-off floor, where no decrease can be measured).
-        let floor = ROUNDOFF * (1.0 + tau_eff.iter().fold(0.0f64, |m, x| m.max(x.abs()))) * (nv as f64).sqrt();
+        // A full step below the convergence tolerance is taken as is: ‖G‖ is then at the
+        // round-off of RNEA's terms and no decrease can be measured.
+        let size = resid.iter().fold(0.0f64, |m, x| m.max(h * x.abs()));
+        let vscale = v_out.iter().fold(1.0f64, |m, x| m.max(x.abs()));
+        let tiny = size / vscale <= options.tolerance;
+        let magnitude = data.tau.iter().chain(tau_eff.iter()).fold(1.0f64, |m, x| m.max(x.abs()));
+        let floor = ROUNDOFF * magnitude * (nv as f64).sqrt();
         let mut alpha = 1.0;
         let mut accepted = false;
         for _ in 0..=MAX_HALVINGS {
@@ -345,7 +351,7 @@ fn midpoint_newton(
                 g += r * r;
             }
             let g = g.sqrt();
-            if g.is_finite() && (g <= (1.0 - ARMIJO * alpha) * merit || g <= floor) {
+            if g.is_finite() && (tiny || g <= (1.0 - ARMIJO * alpha) * merit || g <= floor) {
                 merit = g;
                 accepted = true;
                 break;
