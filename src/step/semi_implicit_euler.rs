@@ -297,13 +297,10 @@ fn midpoint_newton(
     let mut kmat = std::mem::take(&mut deriv.newton);
     let mut resid = std::mem::take(&mut deriv.resid);
     let mut trial = std::mem::take(&mut deriv.trial);
-    let residual_of = |data: &Data, a: &[f64], out: &mut [f64]| {
-        for k in 0..nv {
-            out[k] = data.tau[k] + h * model.damping[k] * a[k] - tau_eff[k];
-        }
-    };
-    residual_of(data, acc, &mut resid);
-    let mut merit = norm2(&resid);
+    // G(a)ₖ, with RNEA's τ at the iterate in `data`.
+    let g = |data: &Data, a: &[f64], k: usize| data.tau[k] + h * model.damping[k] * a[k] - tau_eff[k];
+    let norm = |data: &Data, a: &[f64]| (0..nv).map(|k| g(data, a, k).powi(2)).sum::<f64>().sqrt();
+    let mut merit = norm(data, acc);
     let mut prev = f64::INFINITY;
     let mut refresh = true;
     loop {
@@ -325,12 +322,14 @@ fn midpoint_newton(
             }
         }
         // Newton direction d = K⁻¹ G(a), held in `resid`.
-        residual_of(data, acc, &mut resid);
+        for k in 0..nv {
+            resid[k] = g(data, acc, k);
+        }
         lu_solve(&kmat, &deriv.pivots, &mut resid);
-        // Backtracking: a ← a − α d with the largest α = 2⁻ᵏ that decreases ‖G‖₂ (or
-        // reaches its round-off floor, where no decrease can be measured).
-        // A full step below the convergence tolerance is taken as is: ‖G‖ is then at the
-        // round-off of RNEA's terms and no decrease can be measured.
+        // Backtracking: a ← a − α d with the largest α = 2⁻ᵏ that decreases ‖G‖₂ or
+        // reaches its round-off floor. A full step below the convergence tolerance is
+        // taken as is: ‖G‖ is then at the round-off of RNEA's terms, where no decrease
+        // can be measured.
         let size = resid.iter().fold(0.0f64, |m, x| m.max(h * x.abs()));
         let vscale = v_out.iter().fold(1.0f64, |m, x| m.max(x.abs()));
         let tiny = size / vscale <= options.tolerance;
@@ -345,14 +344,9 @@ fn midpoint_newton(
             }
             velocity_pass(model, data, vbar);
             rnea_pass(model, data, &trial, true);
-            let mut g = 0.0;
-            for k in 0..nv {
-                let r = data.tau[k] + h * model.damping[k] * trial[k] - tau_eff[k];
-                g += r * r;
-            }
-            let g = g.sqrt();
-            if g.is_finite() && (tiny || g <= (1.0 - ARMIJO * alpha) * merit || g <= floor) {
-                merit = g;
+            let m = norm(data, &trial);
+            if m.is_finite() && (tiny || m <= (1.0 - ARMIJO * alpha) * merit || m <= floor) {
+                merit = m;
                 accepted = true;
                 break;
             }
@@ -406,7 +400,3 @@ const MAX_HALVINGS: usize = 12;
 const ARMIJO: f64 = 1e-4;
 /// Relative size of `‖G‖₂` below which it is round-off.
 const ROUNDOFF: f64 = 1e-13;
-
-fn norm2(x: &[f64]) -> f64 {
-    x.iter().map(|a| a * a).sum::<f64>().sqrt()
-}
