@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::contact::{capsule_x, check_scenes, free_body, ground, material, options, pose_q, Scene};
+use common::contact::{ball_pinched, capsule_x, check_scenes, free_body, ground, material, options, pose_q, Scene};
 use nalgebra::DVector;
 use stiction::math::{Inertia, Vec3, SE3};
 use stiction::model::{Geometry, WORLD};
@@ -512,6 +512,8 @@ fn scenes() -> Vec<Scene> {
         arm_push_scene("arm3_push_box", &[0.6, -0.6, -0.5], 0.3, 2.0),
         arm_push_scene("arm5_push_box", &[0.8, -0.5, -0.4, -0.3, 0.2], 0.2, 2.0),
         worm_scene(),
+        // An infeasible row set, relaxed (tests/infeasible_rows.rs).
+        ball_pinched(),
     ]
 }
 

@@ -627,3 +627,75 @@ fn an_accepted_warm_start_never_reports_friction_at_its_bound_beside_a_non_clamp
         }
     }
 }
+
+/// Lemke's method on the standard form of a boxed LCP with friction (`standard_form`:
+/// slacks for the friction boxes and the finite boxes, split variables for the two-sided
+/// rows) solves every random friction problem exactly, with no fix-point on the friction
+/// bounds: the forces read back satisfy every condition of the boxed problem (checked by
+/// `assert_lcp_conditions`, written independently of the solver).
+#[test]
+fn lemke_on_the_standard_form_solves_friction_and_box_rows_exactly() {
+    use lcp::standard_form::StandardForm;
+    let mut rng = SplitMix64::new(41);
+    let mut sliding = 0;
+    for trial in 0..300 {
+        let contacts = 1 + (rng.next_u64() % 5) as usize;
+        let boxes = (rng.next_u64() % 3) as usize;
+        let n = 2 + (rng.next_u64() % 12) as usize;
+        let mut p = random_friction(&mut rng, contacts, boxes, n);
+        // A bilateral row (−∞, ∞) on some trials: f = p − n with no slack.
+        if boxes > 0 && rng.uniform() < 0.3 {
+            let last = p.b.len() - 1;
+            p.bounds[last] = RowBound::Box { lo: f64::NEG_INFINITY, hi: f64::INFINITY };
+        }
+        let standard = StandardForm::new(&p);
+        let out = lemke::solve_standard(&standard.m, &standard.q, 100 * standard.len() + 100)
+            .unwrap_or_else(|e| panic!("trial {trial}: {e}"));
+        let f = standard.forces(&out.f);
+        let w = &p.a * &f + &p.b;
+        assert_lcp_conditions(&p, &f, &w, 1e-9, &format!("trial {trial} (contacts {contacts}, boxes {boxes}, n {n})"));
+        let states = classify(&p, &f, &w, 1e-9);
+        sliding += states.iter().any(|s| matches!(s, RowState::AtBound { .. })) as usize;
+    }
+    // The friction boxes were exercised: many solutions slide (a row at its bound).
+    assert!(sliding >= 50, "only {sliding} of 300 solutions have a row at its bound");
+}
+
+/// With the friction fix-point of Dantzig cut to one pass (the friction bounds stay at
+/// zero, so every sliding problem fails there), the pipeline falls back to Lemke on the
+/// standard form, which returns an exact (and standardized) solution, not PGS.
+#[test]
+fn when_the_friction_fix_point_fails_lemke_solves_exactly() {
+    let mut rng = SplitMix64::new(43);
+    let options = LcpOptions { friction_iterations: 1, ..LcpOptions::default() };
+    let mut lemke_solves = 0;
+    for trial in 0..100 {
+        let contacts = 1 + (rng.next_u64() % 4) as usize;
+        let n = 3 + (rng.next_u64() % 10) as usize;
+        let p = random_friction(&mut rng, contacts, 0, n);
+        let sol = solve(&p, &options, None).unwrap();
+        assert_ne!(sol.stats.path, SolvePath::Pgs, "trial {trial}: {:?}", sol.stats);
+        assert!(sol.stats.residual <= options.tolerance, "trial {trial}: {:?}", sol.stats);
+        assert_lcp_conditions(&p, &sol.f, &sol.w, 1e-9, &format!("trial {trial}"));
+        if sol.stats.path == SolvePath::Lemke {
+            lemke_solves += 1;
+            assert!(sol.stats.fallbacks >= 1, "trial {trial}: a Lemke solve is a counted fallback");
+        }
+    }
+    assert!(lemke_solves >= 20, "only {lemke_solves} of 100 problems needed the fallback");
+}
+
+/// An infeasible problem (two opposing rows of one dof, both asking to separate: no
+/// velocity satisfies both) has no solution: the exact methods fail, and the pipeline
+/// returns the last-resort PGS result with its residual above the tolerance (reported,
+/// never silent). The constraint stage relaxes such problems (tests/infeasible_rows.rs).
+#[test]
+fn an_infeasible_problem_is_reported_by_its_residual() {
+    let a = DMatrix::from_row_slice(2, 2, &[1.0, -1.0, -1.0, 1.0]);
+    let b = DVector::from_vec(vec![-0.5, -0.5]);
+    let p = BoxedLcp::new(a, b, vec![RowBound::UNILATERAL; 2]).unwrap();
+    let sol = solve(&p, &LcpOptions::default(), None).unwrap();
+    assert_eq!(sol.stats.path, SolvePath::Pgs);
+    assert!(sol.stats.residual > LcpOptions::default().tolerance, "{:?}", sol.stats);
+    assert!(sol.f.iter().chain(sol.w.iter()).all(|x| x.is_finite()));
+}

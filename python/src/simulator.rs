@@ -149,7 +149,9 @@ impl PySimulator {
     /// no-slip and viscous models; `position_corrections`: steps whose position stage removed
     /// a penetration; `limit_resolves`: re-solves of the joint-limit loop; `limit_violations`:
     /// steps that left a limit violated beyond the documented tolerance; `inexact_solves`:
-    /// steps whose LCP solution misses the LCP tolerance).
+    /// steps whose LCP solution misses the LCP tolerance; `relaxed_solves`: steps whose LCP
+    /// had no exact solution with the penetration-recovery and bounce biases and was solved
+    /// without them).
     #[getter]
     fn stats(&self) -> std::collections::HashMap<&'static str, u64> {
         let s = *self.lock().stats();
@@ -166,6 +168,7 @@ impl PySimulator {
             ("limit_resolves", s.limit_resolves),
             ("limit_violations", s.limit_violations),
             ("inexact_solves", s.inexact_solves),
+            ("relaxed_solves", s.relaxed_solves),
         ]
         .into_iter()
         .collect()

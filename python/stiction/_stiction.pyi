@@ -457,7 +457,8 @@ class Simulator:
         removed a penetration without adding velocity), ``limit_resolves`` (re-solves of the
         joint-limit loop), ``limit_violations`` (steps that left a joint limit violated beyond
         the documented tolerance), ``inexact_solves`` (steps whose LCP solution misses the LCP
-        tolerance)."""
+        tolerance), ``relaxed_solves`` (steps whose LCP had no solution with its penetration
+        recovery and bounce biases and was solved without them)."""
     def last_constraints(self) -> Optional[Dict[str, Any]]:
         """The constraint stage of the last step, recorded or not (see
         :attr:`StepRecord.constraints`); None when it had no rows or before any step."""

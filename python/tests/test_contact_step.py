@@ -444,3 +444,30 @@ def test_gradcheck_viscous_friction_parameter():
     assert report.passed, str(report)
     theta = [b for b in report.blocks if b["name"] == "dv+/dtheta"][0]
     assert theta["scale"] > 1e-3  # the viscous columns are exercised
+
+
+def test_a_pinched_ball_is_relaxed_and_counted():
+    """A ball penetrating the ground and a ceiling plane at once: the velocity recovery
+    asks it to move up and down, an LCP with no solution. The step solves it again without
+    the recovery biases (counted in ``relaxed_solves``): the ball is held vertically and
+    keeps its horizontal velocity (frictionless planes)."""
+    b = ModelBuilder("ball_pinched")
+    b.add_link("ball", mass=0.5, inertia=np.eye(3) * 0.4 * 0.5 * 0.1**2)
+    b.add_joint("free", "free", "world", "ball", origin_xyz=(0.0, 0.0, 0.075))
+    b.add_collision("ball", "sphere", radius=0.1, friction=0.0)
+    b.add_collision("world", "plane", friction=0.0)
+    b.add_collision("world", "plane", origin_xyz=(0.0, 0.0, 0.15), origin_rpy=(np.pi, 0.0, 0.0), friction=0.0)
+    m = b.build()
+    sim = stiction.Simulator(m, dt=DT)
+    v = np.array([0.0, 0.0, 0.0, 0.5, -0.2, 0.0])
+    q1, v1 = sim.step(m.neutral(), v, np.zeros(6))
+    assert abs(v1[5]) < 1e-12
+    assert np.allclose(v1[3:5], v[3:5], atol=1e-12)
+    assert sim.stats["relaxed_solves"] == 1
+    assert sim.stats["inexact_solves"] == 0
+    # A ball on the ground alone is pushed out as usual, not relaxed.
+    alone = ball_on_ground(z=0.075, friction=0.0)
+    sim = stiction.Simulator(alone, dt=DT)
+    _, v1 = sim.step(alone.neutral(), v, np.zeros(6))
+    assert v1[5] > 1.0
+    assert sim.stats["relaxed_solves"] == 0

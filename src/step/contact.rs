@@ -65,6 +65,14 @@
 //! [`crate::step::SimStats::limit_violations`]; LCP solutions that miss the LCP tolerance
 //! are counted in [`crate::step::SimStats::inexact_solves`].
 //!
+//! Infeasible row sets: when the LCP has no exact solution and some row has a negative
+//! bias (a penetration recovery, a bounce target), the rows may ask for separations that
+//! no motion gives (two opposing contacts between the same bodies, both penetrating).
+//! The stage then solves it again with `β = max(β, 0)` and no bounce, which always has a
+//! solution ([`ConstraintRecord::relaxed`]); a position stage without an exact solution is
+//! dropped ([`ConstraintRecord::correction_dropped`]). Both are counted in
+//! [`crate::step::SimStats::relaxed_solves`] (docs/contact.md, "Infeasible row sets").
+//!
 //! Bias β (the velocity target):
 //!
 //! * normal rows that bounce (restitution `e > 0`, approach speed `−J_n v` above
@@ -379,6 +387,16 @@ pub struct ConstraintRecord {
     /// or m/s over `v_max` for a velocity limit). Empty when every limit holds; counted
     /// in [`crate::step::SimStats::limit_violations`].
     pub limit_violations: Vec<(RowKind, f64)>,
+    /// The recovery biases were dropped on this step: the LCP with them had no exact
+    /// solution (an infeasible row set, see the module docs), so it was solved again with
+    /// no bounce target and `β = 0` on every penetrating contact and position limit.
+    /// Counted in [`crate::step::SimStats::relaxed_solves`].
+    pub relaxed: bool,
+    /// The position stage ([`PenetrationRecovery::Split`]) was dropped on this step: its
+    /// LCP had no exact solution (penetrations that no motion removes together, e.g. a
+    /// body pinched between two others), so `correction` is `None`. Counted in
+    /// [`crate::step::SimStats::relaxed_solves`].
+    pub correction_dropped: bool,
 }
 
 /// The position stage of a step (the split penetration correction): a frictionless
@@ -527,7 +545,9 @@ fn effective_inertia_matrix(model: &Model, data: &mut Data, h: f64) -> DMatrix<f
 /// done by the caller): Jacobian, bounds, bias. `v` is the start velocity, `v_free`
 /// the smooth update's. `added` lists joint-limit rows to create beyond the predicted
 /// ones (the rows added by the re-solve loop of [`constraint_stage`]; the backward pass
-/// passes [`ConstraintRecord::added_rows`] to rebuild the same rows).
+/// passes [`ConstraintRecord::added_rows`] to rebuild the same rows). `relaxed`: the
+/// recovery biases are dropped ([`ConstraintRecord::relaxed`]): no bounce, and no
+/// negative bias on a penetrating contact or position limit (`β = 0` there, slope 0).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn assemble(
     model: &Model,
@@ -539,6 +559,7 @@ pub(crate) fn assemble(
     h: f64,
     options: &ContactOptions,
     added: &[RowKind],
+    relaxed: bool,
 ) -> Result<Assembly> {
     let nv = model.nv();
     let cm = model.collision_model();
@@ -610,8 +631,9 @@ pub(crate) fn assemble(
         let vn_free = jn.iter().zip(v_free).map(|(a, b)| a * b).sum::<f64>();
         let phi = c.geometry.distance;
         let closing = phi + h * vn_free <= 0.0;
-        let bounce = e > 0.0 && vn < -options.restitution_threshold && closing;
-        bias[3 * i] = normal_bias(phi, h, options, if bounce { Some(e * vn) } else { None });
+        let bounce = !relaxed && e > 0.0 && vn < -options.restitution_threshold && closing;
+        let beta = normal_bias(phi, h, options, if bounce { Some(e * vn) } else { None });
+        bias[3 * i] = if relaxed { beta.max(0.0) } else { beta };
         gap[3 * i] = phi;
         info.push(ContactInfo { friction: mu, viscous_friction: mu_v, restitution: e, bounce, approach_velocity: vn });
         rows.push(RowKind::ContactNormal { contact: i });
@@ -639,7 +661,10 @@ pub(crate) fn assemble(
         match kind {
             RowKind::JointLower { dof } | RowKind::JointUpper { dof } => {
                 j[(row, dof)] = if matches!(kind, RowKind::JointLower { .. }) { 1.0 } else { -1.0 };
-                let (b, slope) = limit_bias(phi, h, options, model.velocity_limits()[dof]);
+                let (b, slope) = match limit_bias(phi, h, options, model.velocity_limits()[dof]) {
+                    (b, _) if relaxed && b < 0.0 => (0.0, 0.0),
+                    bs => bs,
+                };
                 bias[row] = b;
                 bias_slope[row] = slope;
                 gap[row] = phi;
@@ -759,8 +784,9 @@ pub(crate) fn constraint_stage(
     let mut first_stats: Option<LcpStats> = None;
     let (mut pivots, mut pgs_iterations, mut fallbacks) = (0, 0, 0);
     let mut previous_pass: Option<(Vec<RowKind>, Vec<RowState>)> = None;
+    let mut relaxed = false;
     let (asm, sol, v_next) = loop {
-        let asm = assemble(model, data, contacts.clone(), q, v, v_free.as_slice(), h, options, &added)?;
+        let asm = assemble(model, data, contacts.clone(), q, v, v_free.as_slice(), h, options, &added, relaxed)?;
         if asm.rows.is_empty() {
             ws.previous = None;
             return Ok(None);
@@ -798,6 +824,17 @@ pub(crate) fn constraint_stage(
         pgs_iterations += sol.stats.pgs_iterations;
         fallbacks += sol.stats.fallbacks;
         first_stats.get_or_insert(sol.stats);
+        // No exact solution with the recovery biases: the rows ask for separations that
+        // no motion gives (an infeasible set); solved again without them (see the module docs).
+        if !relaxed
+            && passes < MAX_LIMIT_PASSES
+            && sol.stats.residual > options.lcp.tolerance
+            && asm.bias.iter().any(|&b| b < 0.0)
+        {
+            relaxed = true;
+            previous_pass = Some((asm.rows, sol.states));
+            continue;
+        }
         let v_next = &v_free + dv;
         let missing = missing_limit_rows(model, q, v_next.as_slice(), h, &asm.rows);
         if missing.is_empty() || passes >= MAX_LIMIT_PASSES {
@@ -818,8 +855,16 @@ pub(crate) fn constraint_stage(
         ..sol.stats
     };
     let split = options.penetration == PenetrationRecovery::Split;
-    let correction =
-        if split && asm.penetrates() { Some(position_stage(model, data, &asm, h, options, v_out)?) } else { None };
+    // A position stage without an exact solution asks for corrections that no motion
+    // gives (an infeasible set of penetrations): dropped for this step.
+    let mut correction_dropped = false;
+    let correction = if split && asm.penetrates() {
+        let p = position_stage(model, data, &asm, h, options, v_out)?;
+        correction_dropped = p.stats.residual > options.lcp.tolerance;
+        (!correction_dropped).then_some(p)
+    } else {
+        None
+    };
     ws.previous = Some((asm.contacts.clone(), asm.rows.clone(), sol.states.clone()));
     Ok(Some(ConstraintRecord {
         contacts: asm.contacts,
@@ -837,6 +882,8 @@ pub(crate) fn constraint_stage(
         added_rows: added,
         passes,
         limit_violations,
+        relaxed,
+        correction_dropped,
     }))
 }
 

@@ -171,6 +171,13 @@ pub struct SimStats {
     /// result; its residual is in the step's [`crate::solver::lcp::LcpStats::residual`]).
     #[serde(default)]
     pub inexact_solves: u64,
+    /// Steps whose constraint LCP had no exact solution with the recovery biases (an
+    /// infeasible row set: e.g. two opposing contacts between the same bodies, both
+    /// penetrating) and was solved again without them ([`ConstraintRecord::relaxed`]), or
+    /// whose position stage had no exact solution and was dropped
+    /// ([`ConstraintRecord::correction_dropped`]).
+    #[serde(default)]
+    pub relaxed_solves: u64,
 }
 
 impl SimStats {
@@ -315,6 +322,7 @@ impl Simulator {
             self.stats.unstandardized_solves += (!c.stats.standardized && !ppm) as u64;
             self.stats.limit_resolves += c.passes.saturating_sub(1) as u64;
             self.stats.limit_violations += (!c.limit_violations.is_empty()) as u64;
+            self.stats.relaxed_solves += (c.relaxed || c.correction_dropped) as u64;
             self.stats.inexact_solves += (c.stats.residual > self.options.contact.lcp.tolerance) as u64;
         }
         check_divergence(&self.model, next, self.options.integrator.max_speed)?;

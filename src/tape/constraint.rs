@@ -195,6 +195,7 @@ pub(crate) fn linearize_constraints_with(
         h,
         &c.options,
         &c.added_rows,
+        c.relaxed,
     )?;
     // The stage's input and output velocities and impulses.
     let (v_in, v_out, f) = match (stage, &c.correction) {
@@ -344,7 +345,12 @@ pub(crate) fn linearize_constraints_with(
         match asm.rows[r] {
             RowKind::ContactNormal { contact } => {
                 let info = &asm.info[contact];
-                let s = bias_slope(stage, c.options.penetration, info.bounce, asm.gap[r], erp);
+                // A relaxed step's penetrating contacts have the constant β = 0.
+                let s = if stage == Stage::Velocity && c.relaxed && asm.gap[r] < 0.0 {
+                    0.0
+                } else {
+                    bias_slope(stage, c.options.penetration, info.bounce, asm.gap[r], erp)
+                };
                 let dphi = dphi.as_ref().expect("contacts exist");
                 row_q += dphi.row(contact).transpose() * (s / h);
                 if info.bounce {

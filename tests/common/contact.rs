@@ -64,6 +64,41 @@ pub fn limited_cartpole() -> Model {
     b.build().unwrap()
 }
 
+/// A frictionless ball (radius 0.1 m, 0.5 kg) on the ground, 2.5 cm in, sliding at
+/// 0.3 m/s and spinning; with `ceiling`, a second plane at z = 0.15 m facing down pinches
+/// it by 2.5 cm as well: an infeasible row set under the velocity recovery (the two
+/// normals ask for `v_z ≥ 25 m/s` and `v_z ≤ −25 m/s`), which the constraint stage relaxes.
+pub fn ball_pinched_builder(ceiling: bool) -> Scene {
+    let mut b = ModelBuilder::new(if ceiling { "ball_pinched" } else { "ball_pressed" });
+    let frictionless = material(0.0, 0.0);
+    let ground = CollisionShape::new(Geometry::Plane, SE3::identity()).with_material(frictionless);
+    let mut world = Body::massless(WORLD).with_collision(ground);
+    if ceiling {
+        let down = SE3::new(SE3::from_axis_angle(&Vec3::x(), std::f64::consts::PI).rot, Vec3::new(0.0, 0.0, 0.15));
+        world = world.with_collision(CollisionShape::new(Geometry::Plane, down).with_material(frictionless));
+    }
+    b.add_link(world);
+    let r = 0.1;
+    free_body(&mut b, "ball", Geometry::Sphere { radius: r }, Inertia::solid_sphere(0.5, r), frictionless);
+    let model = b.build().unwrap();
+    let q = pose_q(&model, Vec3::new(0.0, 0.0, 0.075), Vec3::z(), 0.0);
+    let v = DVector::from_vec(vec![0.3, -0.1, 1.0, 0.5, -0.2, 0.0]);
+    Scene {
+        name: if ceiling { "ball_pinched" } else { "ball_pressed" },
+        model,
+        options: options(),
+        state: State { q, v },
+        tau: DVector::zeros(6),
+        params: vec!["mass:ball".into(), "inertia:ball".into(), "com:ball".into()],
+        spread: (1e-4, 1e-2),
+    }
+}
+
+/// [`ball_pinched_builder`] with the ceiling.
+pub fn ball_pinched() -> Scene {
+    ball_pinched_builder(true)
+}
+
 /// Half size of the boxes of [`arm7_and_boxes`].
 pub const ARM7_BOX_HALF: f64 = 0.05;
 

@@ -85,28 +85,54 @@ pub fn solve_standard(a: &DMatrix<f64>, b: &DVector<f64>, max_pivots: usize) -> 
     let mut leaving = basis[r];
     basis[r] = z0;
     let mut pivots = 1usize;
+    // z₀ at (round-off of) zero is a solution even while z₀ stays basic: the
+    // almost-complementary point then satisfies w = A f + b to within z₀. Degenerate
+    // problems (rank-deficient contact sets) reach it where the next entering column
+    // has no positive entry.
+    let z0_zero = 1e-13 * amax(b.as_slice());
     loop {
+        if basis.iter().position(|&v| v == z0).is_some_and(|r| t[(r, rhs)] <= z0_zero) {
+            break;
+        }
         let entering = if leaving < m { leaving + m } else { leaving - m };
         // Ratio test: with the entering variable at θ the basic ones are x_B = t_rhs − t_col θ, so rows
-        // with a positive entry in the entering column bound θ.
+        // with a positive entry in the entering column bound θ. Ties (degenerate steps: the friction
+        // slacks of the standard form start at zero) go to z₀ if it is among them, else to the
+        // lexicographically smallest row of [t_rhs, B⁻¹] / t_col (B⁻¹ sits in the w columns), the
+        // rule under which the almost-complementary path cannot cycle.
+        let ratio = |t: &DMatrix<f64>, i: usize| t[(i, rhs)].max(0.0) / t[(i, entering)];
         let mut best: Option<(usize, f64)> = None;
         for i in 0..m {
-            let c = t[(i, entering)];
-            if c > piv_eps {
-                let ratio = t[(i, rhs)].max(0.0) / c;
-                best = match best {
-                    None => Some((i, ratio)),
-                    Some((bi, br)) => {
-                        let tie = (ratio - br).abs() <= 1e-12 * br.abs().max(1e-300);
-                        if ratio < br && !tie || tie && basis[i] == z0 && basis[bi] != z0 {
-                            Some((i, ratio))
-                        } else {
-                            Some((bi, br))
-                        }
-                    }
-                };
+            if t[(i, entering)] > piv_eps {
+                let r = ratio(&t, i);
+                if best.is_none_or(|(_, br)| r < br) {
+                    best = Some((i, r));
+                }
             }
         }
+        let best = best.map(|(first, theta)| {
+            let tie = |i: usize| t[(i, entering)] > piv_eps && ratio(&t, i) <= theta + 1e-12 * theta.max(1e-300);
+            let tied: Vec<usize> = (0..m).filter(|&i| tie(i)).collect();
+            if tied.len() < 2 {
+                return (first, theta);
+            }
+            if let Some(&i) = tied.iter().find(|&&i| basis[i] == z0) {
+                return (i, theta);
+            }
+            let mut chosen = tied[0];
+            for &i in &tied[1..] {
+                for j in 0..m {
+                    let (a, b) = (t[(i, j)] / t[(i, entering)], t[(chosen, j)] / t[(chosen, entering)]);
+                    if (a - b).abs() > 1e-12 * a.abs().max(b.abs()) {
+                        if a < b {
+                            chosen = i;
+                        }
+                        break;
+                    }
+                }
+            }
+            (chosen, theta)
+        });
         let Some((row, _)) = best else {
             return Err(numerical(format!("ray termination after {pivots} pivots (no solution found)")));
         };

@@ -10,7 +10,9 @@
 //!    "LCP stabilization doubles as an extremely efficient LCP solver"), accepted if it is a solution;
 //! 2. principal pivoting ([`dantzig`]) with friction bounds fixed at `μ f_n` of the current estimate,
 //!    repeated (a relaxed fix-point) until the bounds settle, each pass standardized (App. A.1/A.2);
-//! 3. Lemke's method ([`lemke`]) if every row is unilateral (or has zero bounds) — a counted fallback;
+//! 3. Lemke's method ([`lemke`]) on the problem in standard form ([`standard_form`]: friction and
+//!    boxed rows through slack variables, Stewart & Trinkle 1996), so friction needs no fix-point —
+//!    a counted fallback;
 //! 4. projected Gauss–Seidel ([`pgs`]) — a counted fallback, standardized when that validates.
 //!
 //! Every accepted solution has `residual ≤ tolerance` except a last-resort PGS result, whose residual is
@@ -21,6 +23,7 @@ pub mod islands;
 pub mod lemke;
 pub mod pgs;
 mod problem;
+pub mod standard_form;
 mod standardize;
 
 use std::borrow::Cow;
@@ -32,6 +35,7 @@ pub use standardize::{standardize, RANK_RTOL};
 
 use crate::error::{Error, Result};
 use problem::Scales;
+use standard_form::StandardForm;
 use standardize::{standardize_unchecked, standardized_forces};
 
 /// A solution of a [`BoxedLcp`].
@@ -438,29 +442,19 @@ fn dantzig_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize) ->
     accept(problem, options, f, Some(states), &tried)
 }
 
-/// Lemke on an island whose rows are all unilateral or fixed at zero; `None` if not applicable (the
-/// flag tells) or failed.
-fn lemke_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize) -> (bool, Option<Accepted>) {
-    let m = problem.len();
-    let mut rows = Vec::with_capacity(m);
-    for (i, bound) in problem.bounds.iter().enumerate() {
-        match *bound {
-            b if b.is_unilateral() => rows.push(i),
-            RowBound::Box { lo, hi } if lo == 0.0 && hi == 0.0 => {}
-            RowBound::Friction { mu: 0.0, .. } => {}
-            _ => return (false, None),
-        }
-    }
-    let k = rows.len();
-    let a = nalgebra::DMatrix::from_fn(k, k, |r, c| problem.a[(rows[r], rows[c])]);
-    let b = DVector::from_fn(k, |r, _| problem.b[rows[r]]);
-    let Ok(out) = lemke::solve_standard(&a, &b, options.pivot_budget(k)) else { return (true, None) };
-    *pivots += out.pivots;
-    let mut f = DVector::zeros(m);
-    for (p, &i) in rows.iter().enumerate() {
-        f[i] = out.f[p];
-    }
-    (true, accept(problem, options, f, None, &[]))
+/// Lemke's method on the island in standard form ([`standard_form`]: friction and boxed rows
+/// through slack variables, so no fix-point on the friction bounds); `None` if it failed or
+/// its result did not validate.
+fn lemke_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize) -> Option<Accepted> {
+    let standard = StandardForm::new(problem);
+    let f = if standard.is_empty() {
+        DVector::zeros(problem.len())
+    } else {
+        let out = lemke::solve_standard(&standard.m, &standard.q, options.pivot_budget(standard.len())).ok()?;
+        *pivots += out.pivots;
+        standard.forces(&out.f)
+    };
+    accept(problem, options, f, None, &[])
 }
 
 /// PGS, then the standardized solution for its classification at a few tolerances, else its raw result.
@@ -570,16 +564,13 @@ fn solve_island(problem: &BoxedLcp, options: &LcpOptions, warm_start: Option<&[R
         return Ok(out);
     }
     fallbacks += 1;
-    let (applicable, lemke) = lemke_path(problem, options, &mut pivots);
-    if let Some(acc) = lemke {
+    if let Some(acc) = lemke_path(problem, options, &mut pivots) {
         let mut out = outcome(SolvePath::Lemke, acc);
         out.pivots = pivots;
         out.fallbacks = fallbacks;
         return Ok(out);
     }
-    if applicable {
-        fallbacks += 1;
-    }
+    fallbacks += 1;
     let (acc, iterations) = pgs_path(problem, options)?;
     let mut out = outcome(SolvePath::Pgs, acc);
     out.pivots = pivots;
