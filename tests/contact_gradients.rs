@@ -8,9 +8,9 @@
 mod common;
 
 use common::contact::{ball_pinched, capsule_x, check_scenes, free_body, ground, material, options, pose_q, Scene};
-use nalgebra::DVector;
+use nalgebra::{DVector, UnitQuaternion};
 use stiction::math::{Inertia, Vec3, SE3};
-use stiction::model::{Geometry, WORLD};
+use stiction::model::{Body, CollisionShape, Geometry, WORLD};
 use stiction::step::PenetrationRecovery;
 use stiction::{Joint, ModelBuilder, State};
 
@@ -490,6 +490,39 @@ fn boxes_collide_scene() -> Scene {
     }
 }
 
+/// A cube balanced edge on edge: a static box (half size 0.1 m) turned 45° about y, so its
+/// top is an edge along y, and a free 2 kg cube (half size 0.05 m) turned 45° about x,
+/// then 0.4 rad about z, so that its bottom edge crosses the static one 0.4 rad off square,
+/// 0.15 mm deep, with its centre above the crossing: one edge–edge contact (friction 0.8),
+/// sticking while the recovery lifts the cube. Its normal and point move with both edges'
+/// directions (the edge–edge closed form of `collision::contact`).
+fn edge_on_edge_scene() -> Scene {
+    use std::f64::consts::{FRAC_PI_4, SQRT_2};
+    let mut b = ModelBuilder::new("edge_on_edge");
+    let m = material(0.8, 0.0);
+    let ha = 0.1;
+    let pose_a = SE3::new(SE3::from_axis_angle(&Vec3::y(), FRAC_PI_4).rot, Vec3::zeros());
+    let static_box = CollisionShape::new(Geometry::Box { half_extents: Vec3::repeat(ha) }, pose_a).with_material(m);
+    b.add_link(Body::massless(WORLD).with_collision(static_box));
+    let hb = 0.05;
+    let cube = Geometry::Box { half_extents: Vec3::repeat(hb) };
+    free_body(&mut b, "cube", cube, Inertia::solid_box(2.0, Vec3::repeat(2.0 * hb)), m);
+    let model = b.build().unwrap();
+    let rot = SE3::from_axis_angle(&Vec3::z(), 0.4).rot * SE3::from_axis_angle(&Vec3::x(), FRAC_PI_4).rot;
+    let quat = UnitQuaternion::from_matrix(&rot);
+    let mut q = pose_q(&model, Vec3::new(0.0, 0.0, ha * SQRT_2 + hb * SQRT_2 - 1.5e-4), Vec3::z(), 0.0);
+    q.rows_mut(3, 4).copy_from_slice(&[quat.w, quat.i, quat.j, quat.k]);
+    Scene {
+        name: "edge_on_edge",
+        model,
+        options: options(),
+        state: State { q, v: DVector::zeros(6) },
+        tau: DVector::zeros(6),
+        params: vec!["mass:cube".into(), "friction:cube".into(), "com:cube".into()],
+        spread: (2e-5, 2e-4),
+    }
+}
+
 /// The scenes that pass (issue #5's acceptance zoo); see [`pending_scenes`] for those that
 /// do not yet.
 fn scenes() -> Vec<Scene> {
@@ -514,6 +547,7 @@ fn scenes() -> Vec<Scene> {
         worm_scene(),
         // An infeasible row set, relaxed (tests/infeasible_rows.rs).
         ball_pinched(),
+        edge_on_edge_scene(),
     ]
 }
 
@@ -533,6 +567,13 @@ fn scenes() -> Vec<Scene> {
 /// * `block_bounce_edge`: landing on an edge (two corners, friction rows at zero force):
 ///   a step of 1e-3 in the off-diagonal inertia `inertia:box.xy` leaves the mode (Ridders
 ///   error estimates ~1e2).
+/// * `edge_on_edge_inertia`: the edge-on-edge scene with the cube's inertia in θ (the
+///   scene itself, with mass, friction and centre of mass, passes). The columns of the
+///   cube's vertical velocity against its inertia entries (~3e-7) differ from Ridders by
+///   1e-6–6e-6 of the block scale (0.6–3 % of the entries) in five of ten states at an
+///   input step of 1e-4, where the Ridders error estimates are 1e-10–7e-9; 2e-5 in one
+///   state at 1e-3. Not yet explained: the box scenes' inertia columns agree to 1e-6.
+///   To investigate (issue #17).
 /// * `boxes_collide_sliding`: the random states leave the nominal mode — one of the eight
 ///   sliding feet (rank-deficient normal sets with friction at its bounds) unloads in an
 ///   equally valid classification.
@@ -542,7 +583,29 @@ fn pending_scenes() -> Vec<Scene> {
         bouncing_block_scene("block_bounce_flat", 0.5, Vec3::z(), 0.3, 2.5),
         bouncing_block_scene("block_bounce_edge", 0.5, Vec3::x(), 0.3, 2.5),
         boxes_collide_scene(),
+        {
+            let mut s = edge_on_edge_scene();
+            s.name = "edge_on_edge_inertia";
+            s.params.push("inertia:cube".into());
+            s
+        },
     ]
+}
+
+/// The edge-on-edge scene is what it says: one contact, edge–edge, clamping in all three
+/// rows (normal and sticking friction).
+#[test]
+fn edge_on_edge_scene_has_one_sticking_edge_edge_contact() {
+    use stiction::collision::ContactKind;
+    use stiction::solver::lcp::RowState;
+    use stiction::{Control, Simulator};
+    let s = edge_on_edge_scene();
+    let mut sim = Simulator::new(s.model.clone(), s.options.clone()).unwrap();
+    let (_, rec) = sim.step_recorded(&s.state, &Control::torques(s.tau.clone())).unwrap();
+    let c = rec.constraints().expect("a contact");
+    assert_eq!(c.contacts.len(), 1, "{:?}", c.contacts);
+    assert_eq!(c.contacts[0].kind, ContactKind::EdgeEdge);
+    assert_eq!(c.states, vec![RowState::Clamping; 3]);
 }
 
 #[test]
