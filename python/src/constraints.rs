@@ -135,6 +135,12 @@ pub fn constraints_dict<'py>(py: Python<'py>, model: &Model, c: &ConstraintRecor
     // The step.
     d.set_item("v_free", out_vec(py, c.v_free.as_slice()))?;
     d.set_item("lcp", lcp_dict(py, &c.stats)?)?;
+    d.set_item("passes", c.passes)?;
+    d.set_item("relaxed", c.relaxed)?;
+    d.set_item("correction_dropped", c.correction_dropped)?;
+    let violations: Vec<(&str, i64, f64)> =
+        c.limit_violations.iter().map(|(k, x)| (kind_name(*k), row_indices(*k).2, *x)).collect();
+    d.set_item("limit_violations", violations)?;
     Ok(d)
 }
 

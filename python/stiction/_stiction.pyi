@@ -703,7 +703,13 @@ class StepRecord:
         And ``v_free`` (nv,), the velocity before the impulse, and ``lcp``: ``path``
         (``"empty"``, ``"warm_start"``, ``"ppm"``, ``"dantzig"``, ``"lemke"``, ``"pgs"``),
         ``islands``, ``pivots``, ``pgs_iterations``, ``residual``,
-        ``warm_start_attempted``, ``warm_start_hit``, ``fallbacks``, ``standardized``.
+        ``warm_start_attempted``, ``warm_start_hit``, ``fallbacks``, ``standardized``;
+        ``passes`` (LCP solves of the step: 1 plus the re-solves of the limit loop and a
+        relaxation), ``relaxed`` (the LCP had no accurate solution with its penetration
+        recovery and bounce biases and was solved without them), ``correction_dropped``
+        (the split recovery's position stage had no solution and was skipped) and
+        ``limit_violations``: ``(kind, dof, amount)`` for every limit left violated beyond
+        the documented tolerance (rad or m; rad/s or m/s).
         """
 
 class Tape:

@@ -465,9 +465,14 @@ def test_a_pinched_ball_is_relaxed_and_counted():
     assert np.allclose(v1[3:5], v[3:5], atol=1e-12)
     assert sim.stats["relaxed_solves"] == 1
     assert sim.stats["inexact_solves"] == 0
+    last = sim.last_constraints()
+    assert last["relaxed"] is True and last["correction_dropped"] is False
+    assert last["passes"] == 2 and last["limit_violations"] == []
+    assert last["lcp"]["residual"] <= 1e-10
     # A ball on the ground alone is pushed out as usual, not relaxed.
     alone = ball_on_ground(z=0.075, friction=0.0)
     sim = stiction.Simulator(alone, dt=DT)
     _, v1 = sim.step(alone.neutral(), v, np.zeros(6))
     assert v1[5] > 1.0
     assert sim.stats["relaxed_solves"] == 0
+    assert sim.last_constraints()["relaxed"] is False
