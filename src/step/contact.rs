@@ -66,8 +66,9 @@
 //! are counted in [`crate::step::SimStats::inexact_solves`].
 //!
 //! Infeasible row sets: when the LCP has no exact solution, or its solution leaves a
-//! unilateral row violated beyond [`RELAX_TOLERANCE`] in velocity (impulses so large
-//! that their rounding shows: a nearly infeasible set), and some row has a negative bias (a
+//! row's condition violated beyond [`RELAX_TOLERANCE`] in velocity (impulses so large
+//! that their rounding shows: a nearly infeasible set, or a spurious result on a set
+//! without a solution), and some row has a negative bias (a
 //! penetration recovery, a bounce target), the rows may ask for separations that no
 //! motion gives (two opposing contacts between the same bodies, both penetrating). The
 //! stage then solves it again with `β = max(β, 0)` and no bounce, which always has a
@@ -959,26 +960,39 @@ fn missing_limit_rows(model: &Model, q: &[f64], v_next: &[f64], h: f64, rows: &[
     out
 }
 
-/// Relative velocity tolerance beyond which an LCP solution that leaves a unilateral row
+/// Relative velocity tolerance beyond which an LCP solution that leaves a row's condition
 /// violated is taken as inaccurate and the step relaxed ([`ConstraintRecord::relaxed`]):
 /// `ε = RELAX_TOLERANCE · max(1, ‖v_f‖∞, ‖v⁺‖∞)`. Far above the rounding of ordinary
 /// exact solves (the humanoid soak: up to 7e-6 rad/s on 400 of 10⁶ steps, at speeds of
 /// 200 rad/s), far below a nearly infeasible set's (arm7: 1.8e-3 rad/s at 2.5 rad/s).
 pub const RELAX_TOLERANCE: f64 = 1e-6;
 
-/// Whether `v⁺` (impulses `f`) leaves a unilateral row (contact normal, position or
-/// velocity limit) violated beyond [`RELAX_TOLERANCE`]: `w = J v⁺ + β + r f < −ε`. An LCP
-/// solution within its relative tolerance can still do so when its impulses are huge (a
-/// nearly singular row set: the rounding of `A f` is then large in velocity).
+/// Whether `v⁺` (impulses `f`) leaves a row's condition violated beyond
+/// [`RELAX_TOLERANCE`] in velocity, with `w = J v⁺ + β + r f`: `w < −ε` at the lower
+/// bound (a unilateral row at `f = 0`), `w > ε` at the upper, `|w| > ε` inside the bounds
+/// (a clamping normal, a sticking friction row). An LCP solution within its relative
+/// tolerance can still do so when its impulses are huge (a nearly singular row set: the
+/// rounding of `A f` is then large in velocity), or when the solver's result is a
+/// spurious one of a set without a solution (a pendulum jammed by friction).
 fn violates_rows(asm: &Assembly, v_free: &[f64], v_next: &[f64], f: &[f64]) -> bool {
     let scale = v_free.iter().chain(v_next).fold(1.0f64, |s, x| s.max(x.abs()));
     let eps = RELAX_TOLERANCE * scale;
     (0..asm.rows.len()).any(|r| {
-        if !asm.bounds[r].is_unilateral() {
-            return false;
-        }
+        let (lo, hi) = match asm.bounds[r] {
+            RowBound::Box { lo, hi } => (lo, hi),
+            RowBound::Friction { normal, mu } => (-mu * f[normal].max(0.0), mu * f[normal].max(0.0)),
+        };
+        let size = [lo, hi, f[r]].iter().filter(|x| x.is_finite()).fold(0.0f64, |m, x| m.max(x.abs()));
+        let slack = 1e-9 * size;
+        let (at_lo, at_hi) = (f[r] <= lo + slack, f[r] >= hi - slack);
         let jv: f64 = asm.j.row(r).iter().zip(v_next).map(|(a, b)| a * b).sum();
-        jv + asm.bias[r] + asm.regularization[r] * f[r] < -eps
+        let w = jv + asm.bias[r] + asm.regularization[r] * f[r];
+        match (at_lo, at_hi) {
+            (true, true) => false,
+            (true, false) => w < -eps,
+            (false, true) => w > eps,
+            (false, false) => w.abs() > eps,
+        }
     })
 }
 

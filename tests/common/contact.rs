@@ -99,6 +99,36 @@ pub fn ball_pinched() -> Scene {
     ball_pinched_builder(true)
 }
 
+/// A 1-DoF pendulum (hinge about y, a 1 kg ball of radius 0.1 m at 1 m) hung so that
+/// the ball penetrates the ground (friction 0.5) by 2 mm at the bottom of its swing, at
+/// angle `theta`: near the bottom the ground's normal is almost perpendicular to the
+/// ball's path (`J_n = sin θ`), and the friction jams it (`μ > tan θ`): the recovery's
+/// LCP has no solution, and the step is relaxed.
+pub fn pendulum_in_ground(theta: f64) -> Scene {
+    let (l, r) = (1.0, 0.1);
+    let mut b = ModelBuilder::new("pendulum_in_ground");
+    ground(&mut b, material(0.5, 0.0), 0.0);
+    let at_end = SE3::new(nalgebra::Matrix3::identity(), Vec3::new(0.0, 0.0, -l));
+    let sphere = CollisionShape::new(Geometry::Sphere { radius: r }, at_end).with_material(material(0.5, 0.0));
+    let inertia = Inertia::from_com(1.0, Vec3::new(0.0, 0.0, -l), nalgebra::Matrix3::identity() * (0.4 * r * r));
+    let hinge = SE3::new(nalgebra::Matrix3::identity(), Vec3::new(0.0, 0.0, l + r - 2e-3));
+    b.add_body(
+        WORLD,
+        Joint::revolute("hinge", Vec3::y()).with_placement(hinge),
+        Body::new("ball", inertia).with_collision(sphere),
+    );
+    let model = b.build().unwrap();
+    Scene {
+        name: "pendulum_in_ground",
+        model,
+        options: options(),
+        state: State { q: DVector::from_vec(vec![theta]), v: DVector::zeros(1) },
+        tau: DVector::zeros(1),
+        params: vec!["mass:ball".into(), "friction:ball".into()],
+        spread: (1e-4, 1e-3),
+    }
+}
+
 /// Half size of the boxes of [`arm7_and_boxes`].
 pub const ARM7_BOX_HALF: f64 = 0.05;
 
