@@ -975,8 +975,7 @@ pub const RELAX_TOLERANCE: f64 = 1e-6;
 /// rounding of `A f` is then large in velocity), or when the solver's result is a
 /// spurious one of a set without a solution (a pendulum jammed by friction).
 fn violates_rows(asm: &Assembly, v_free: &[f64], v_next: &[f64], f: &[f64]) -> bool {
-    let scale = v_free.iter().chain(v_next).fold(1.0f64, |s, x| s.max(x.abs()));
-    let eps = RELAX_TOLERANCE * scale;
+    let eps = RELAX_TOLERANCE * velocity_scale(v_free, v_next);
     (0..asm.rows.len()).any(|r| {
         let (lo, hi) = match asm.bounds[r] {
             RowBound::Box { lo, hi } => (lo, hi),
@@ -996,6 +995,11 @@ fn violates_rows(asm: &Assembly, v_free: &[f64], v_next: &[f64], f: &[f64]) -> b
     })
 }
 
+/// `max(1, ‖v_f‖∞, ‖v⁺‖∞)`: the velocity scale of [`LIMIT_TOLERANCE`] and [`RELAX_TOLERANCE`].
+fn velocity_scale(v_free: &[f64], v_next: &[f64]) -> f64 {
+    v_free.iter().chain(v_next).fold(1.0f64, |s, x| s.max(x.abs()))
+}
+
 /// The limits that `v⁺` violates beyond [`LIMIT_TOLERANCE`], with the violation:
 /// position limits in rad or m (how far `q + h v⁺` ends past the position its row
 /// allows, [`limit_bias`]), velocity limits in rad/s or m/s (`|v⁺| − v_max`).
@@ -1007,8 +1011,7 @@ fn limit_violations(
     h: f64,
     options: &ContactOptions,
 ) -> Vec<(RowKind, f64)> {
-    let scale = v_free.iter().chain(v_next).fold(1.0f64, |s, x| s.max(x.abs()));
-    let eps = LIMIT_TOLERANCE * scale;
+    let eps = LIMIT_TOLERANCE * velocity_scale(v_free, v_next);
     let (lower, upper, vmax) = (model.lower_limits(), model.upper_limits(), model.velocity_limits());
     let mut out = vec![];
     let by_dof = coordinate_of_dof(model);

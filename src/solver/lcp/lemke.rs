@@ -100,19 +100,13 @@ pub fn solve_standard(a: &DMatrix<f64>, b: &DVector<f64>, max_pivots: usize) -> 
         // slacks of the standard form start at zero) go to z₀ if it is among them, else to the
         // lexicographically smallest row of [t_rhs, B⁻¹] / t_col (B⁻¹ sits in the w columns), the
         // rule under which the almost-complementary path cannot cycle.
-        let ratio = |t: &DMatrix<f64>, i: usize| t[(i, rhs)].max(0.0) / t[(i, entering)];
-        let mut best: Option<(usize, f64)> = None;
-        for i in 0..m {
-            if t[(i, entering)] > piv_eps {
-                let r = ratio(&t, i);
-                if best.is_none_or(|(_, br)| r < br) {
-                    best = Some((i, r));
-                }
-            }
-        }
-        let best = best.map(|(first, theta)| {
-            let tie = |i: usize| t[(i, entering)] > piv_eps && ratio(&t, i) <= theta + 1e-12 * theta.max(1e-300);
-            let tied: Vec<usize> = (0..m).filter(|&i| tie(i)).collect();
+        let candidates: Vec<(usize, f64)> = (0..m)
+            .filter(|&i| t[(i, entering)] > piv_eps)
+            .map(|i| (i, t[(i, rhs)].max(0.0) / t[(i, entering)]))
+            .collect();
+        let best = candidates.iter().copied().reduce(|a, b| if b.1 < a.1 { b } else { a }).map(|(first, theta)| {
+            let tied: Vec<usize> =
+                candidates.iter().filter(|c| c.1 <= theta + 1e-12 * theta.max(1e-300)).map(|c| c.0).collect();
             if tied.len() < 2 {
                 return (first, theta);
             }

@@ -504,13 +504,7 @@ fn frozen_friction_solution(
     options: &LcpOptions,
 ) -> Option<(DVector<f64>, DVector<f64>, f64)> {
     let m = problem.len();
-    let (mut lo, mut hi) = (vec![0.0; m], vec![0.0; m]);
-    for (i, bound) in problem.bounds.iter().enumerate() {
-        (lo[i], hi[i]) = match *bound {
-            RowBound::Box { lo, hi } => (lo, hi),
-            RowBound::Friction { normal, mu } => (-mu * f[normal].max(0.0), mu * f[normal].max(0.0)),
-        };
-    }
+    let (lo, hi): (Vec<f64>, Vec<f64>) = (0..m).map(|i| problem.bounds_at(i, f.as_slice())).unzip();
     let out = dantzig::solve_box(&problem.a, &problem.b, &lo, &hi, options.tolerance, options.pivot_budget(m)).ok()?;
     if out.f.iter().chain(out.w.iter()).any(|v| !v.is_finite()) {
         return None;

@@ -35,6 +35,18 @@ enum Vars {
     Split { plus: Option<usize>, minus: Option<usize> },
 }
 
+impl Vars {
+    /// The coefficients of `f` in `z`: `(variable, ±1)`.
+    fn terms(self) -> impl Iterator<Item = (usize, f64)> {
+        let (a, b) = match self {
+            Vars::Zero => (None, None),
+            Vars::Single(x) => (Some((x, 1.0)), None),
+            Vars::Split { plus, minus } => (plus.map(|p| (p, 1.0)), minus.map(|n| (n, -1.0))),
+        };
+        a.into_iter().chain(b)
+    }
+}
+
 /// A [`BoxedLcp`] in standard form: `w = M z + q`.
 #[derive(Clone, Debug)]
 pub struct StandardForm {
@@ -80,20 +92,10 @@ impl StandardForm {
         }
         let mut m = DMatrix::zeros(k, k);
         let mut q = DVector::zeros(k);
-        // The coefficients of f_j in z: (variable, ±1).
-        let terms = |v: Vars| -> Vec<(usize, f64)> {
-            match v {
-                Vars::Zero => vec![],
-                Vars::Single(x) => vec![(x, 1.0)],
-                Vars::Split { plus, minus } => {
-                    plus.map(|p| (p, 1.0)).into_iter().chain(minus.map(|n| (n, -1.0))).collect()
-                }
-            }
-        };
         // Row `r` of M gets `sign · (A f)_i`, and q_r gets `sign · b_i`.
         let set_w_row = |m: &mut DMatrix<f64>, q: &mut DVector<f64>, r: usize, i: usize, sign: f64| {
             for (j, &vj) in vars.iter().enumerate() {
-                for (z, c) in terms(vj) {
+                for (z, c) in vj.terms() {
                     m[(r, z)] += sign * c * problem.a[(i, j)];
                 }
             }
@@ -119,12 +121,14 @@ impl StandardForm {
                     }
                     match problem.bounds[i] {
                         RowBound::Friction { normal, mu } => {
-                            let (Some(l), Some(p), Some(n)) = (lp, plus, minus) else { unreachable!() };
-                            if let Vars::Single(x) = vars[normal] {
-                                m[(l, x)] += mu;
+                            // A friction row has both parts and one slack (built above).
+                            if let (Some(l), Some(p), Some(n)) = (lp, plus, minus) {
+                                if let Vars::Single(x) = vars[normal] {
+                                    m[(l, x)] += mu;
+                                }
+                                m[(l, p)] -= 1.0;
+                                m[(l, n)] -= 1.0;
                             }
-                            m[(l, p)] -= 1.0;
-                            m[(l, n)] -= 1.0;
                         }
                         RowBound::Box { lo, hi } => {
                             if let (Some(l), Some(p)) = (lp, plus) {
@@ -155,13 +159,6 @@ impl StandardForm {
 
     /// The boxed forces `f` of a standard solution `z`.
     pub fn forces(&self, z: &DVector<f64>) -> DVector<f64> {
-        DVector::from_iterator(
-            self.vars.len(),
-            self.vars.iter().map(|v| match *v {
-                Vars::Zero => 0.0,
-                Vars::Single(x) => z[x],
-                Vars::Split { plus, minus } => plus.map_or(0.0, |p| z[p]) - minus.map_or(0.0, |n| z[n]),
-            }),
-        )
+        DVector::from_iterator(self.vars.len(), self.vars.iter().map(|v| v.terms().map(|(i, c)| c * z[i]).sum()))
     }
 }
