@@ -1,6 +1,7 @@
 //! Spatial algebra: motion and force vectors, rigid transforms, spatial inertia,
 //! the SO(3)/SE(3) exponential and logarithm with their Jacobians, quaternion
-//! integration, and a small deterministic random generator.
+//! integration, dense LU and pseudo-inverse solves, and a small deterministic random
+//! generator.
 //!
 //! Conventions (see `docs/architecture.md`): spatial vectors are ordered
 //! `[angular; linear]` (Featherstone, *Rigid Body Dynamics Algorithms*, ch. 2);
@@ -9,6 +10,7 @@
 mod dense;
 mod inertia;
 mod lie;
+mod pseudo_inverse;
 mod rng;
 mod spatial;
 mod transform;
@@ -20,6 +22,7 @@ pub use lie::{
     se3_right_jacobian_inv, so3_exp, so3_left_jacobian, so3_left_jacobian_inv, so3_log, so3_right_jacobian,
     so3_right_jacobian_inv,
 };
+pub use pseudo_inverse::{min_norm_solve, pseudo_inverse};
 pub use rng::SplitMix64;
 pub use spatial::{Force, Motion};
 pub use transform::SE3;

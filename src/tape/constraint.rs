@@ -98,30 +98,13 @@ pub(crate) struct Impact {
 /// minimum-norm solution the forward pass returned, with the same rank.
 const RANK_TOL: f64 = crate::solver::lcp::RANK_RTOL;
 
-/// Moore–Penrose pseudo-inverse by SVD, singular values below `RANK_TOL·σ_max` dropped.
+/// Moore–Penrose pseudo-inverse ([`crate::math::pseudo_inverse`]), singular values below
+/// `RANK_TOL·σ_max` dropped, and its rank.
 fn pinv(a: &DMatrix<f64>) -> Result<(DMatrix<f64>, usize)> {
-    let n = a.nrows();
-    if n == 0 {
-        return Ok((DMatrix::zeros(0, 0), 0));
-    }
-    let svd = a.clone().svd(true, true);
-    let smax = svd.singular_values.max();
-    let tol = RANK_TOL * smax.max(f64::MIN_POSITIVE);
-    let (u, vt) = match (svd.u, svd.v_t) {
-        (Some(u), Some(vt)) => (u, vt),
-        _ => {
-            return Err(Error::Numerical { algorithm: "contact backward", detail: "SVD of A_CC failed".into() });
-        }
-    };
-    let mut rank = 0;
-    let mut out = DMatrix::zeros(a.ncols(), a.nrows());
-    for (k, &s) in svd.singular_values.iter().enumerate() {
-        if s > tol {
-            rank += 1;
-            out += vt.row(k).transpose() * u.column(k).transpose() / s;
-        }
-    }
-    Ok((out, rank))
+    crate::math::pseudo_inverse(a, RANK_TOL).ok_or_else(|| Error::Numerical {
+        algorithm: "contact backward",
+        detail: "the pseudo-inverse of A_CC failed (a non-finite matrix or no eigendecomposition)".into(),
+    })
 }
 
 /// `∂(pair coefficient)/∂θ` of `kind` for contact `c`: the pair uses the mean of its

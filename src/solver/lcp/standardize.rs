@@ -10,8 +10,8 @@
 //! (A_CC + A_CU E) f_C = −(b_C + A_CU f_U0),     f_S = f_T = 0,
 //! ```
 //!
-//! solved here with the minimum-norm (pseudo-inverse) solution of App. A.1, through an SVD with the
-//! relative rank tolerance [`RANK_RTOL`]. The result depends only on the classification, `A` and `b`,
+//! solved here with the minimum-norm (pseudo-inverse) solution of App. A.1 ([`crate::math::min_norm_solve`],
+//! a symmetric eigendecomposition) with the relative rank tolerance [`RANK_RTOL`]. The result depends only on the classification, `A` and `b`,
 //! which makes solutions of rank-deficient problems (coplanar contact manifolds) reproducible, and the
 //! solve doubles as a warm-started LCP solver.
 
@@ -23,14 +23,14 @@ use super::problem::{residual, BoxedLcp, RowBound, RowState};
 pub const RANK_RTOL: f64 = 1e-12;
 
 /// App. A.1 standardized solution for a given classification: solve the reduced system
-/// (A_CC + A_CU E) f_C = -(b_C + A_CU f_U0) with the minimum-norm (pseudo-inverse, SVD with a relative rank
+/// (A_CC + A_CU E) f_C = -(b_C + A_CU f_U0) with the minimum-norm (pseudo-inverse, with a relative rank
 /// tolerance) solution, f_U = E f_C (+ the constant bounds of Box rows at a nonzero bound), f_S = f_T = 0.
 /// Returns None if the result violates the classification (a clamping friction row outside its box, a
 /// clamping normal with f < 0, a separating row with w on the wrong side, beyond tolerance).
 ///
 /// The test is [`residual`]`(problem, f, w) ≤ tolerance` (relative), which covers every LCP condition.
 /// Also `None` for an invalid problem, a state vector of the wrong length, an `AtBound` sign other than
-/// `±1`, a box row marked at an infinite bound, or a failed SVD. A friction row marked `AtBound` whose
+/// `±1`, a box row marked at an infinite bound, or a failed eigendecomposition. A friction row marked `AtBound` whose
 /// normal is not clamping gets `f = 0` (its bounds are zero).
 pub fn standardize(problem: &BoxedLcp, states: &[RowState], tolerance: f64) -> Option<(DVector<f64>, DVector<f64>)> {
     problem.validate().ok()?;
@@ -52,7 +52,7 @@ pub(crate) fn standardize_unchecked(
 }
 
 /// The forces of the reduced-system solve and `w = A f + b`, not yet checked against the LCP conditions
-/// (`None` only for malformed states or a failed SVD).
+/// (`None` only for malformed states or a failed eigendecomposition).
 pub(crate) fn standardized_forces(problem: &BoxedLcp, states: &[RowState]) -> Option<(DVector<f64>, DVector<f64>)> {
     let m = problem.b.len();
     if states.len() != m {
@@ -107,7 +107,7 @@ pub(crate) fn standardized_forces(problem: &BoxedLcp, states: &[RowState]) -> Op
             }
             rhs[r] = -v;
         }
-        let fc = min_norm_solve(kmat, &rhs)?;
+        let fc = crate::math::min_norm_solve(&kmat, &rhs, RANK_RTOL)?;
         for (p, &i) in clamped.iter().enumerate() {
             f[i] = fc[p];
         }
@@ -120,24 +120,4 @@ pub(crate) fn standardized_forces(problem: &BoxedLcp, states: &[RowState]) -> Op
         return None;
     }
     Some((f, w))
-}
-
-/// Minimum-norm least-squares solution of `K x = r` (pseudo-inverse through an SVD, singular values below
-/// `RANK_RTOL · σ_max` dropped). `None` if the SVD does not converge.
-pub(crate) fn min_norm_solve(kmat: DMatrix<f64>, rhs: &DVector<f64>) -> Option<DVector<f64>> {
-    let k = kmat.nrows();
-    if k == 0 {
-        return Some(DVector::zeros(0));
-    }
-    let svd = nalgebra::linalg::SVD::try_new(kmat, true, true, f64::EPSILON, 100 * k + 100)?;
-    let smax = svd.singular_values.iter().fold(0.0f64, |m, v| m.max(*v));
-    if smax == 0.0 {
-        return Some(DVector::zeros(k));
-    }
-    let x = svd.solve(rhs, RANK_RTOL * smax).ok()?;
-    if x.iter().all(|v| v.is_finite()) {
-        Some(x)
-    } else {
-        None
-    }
 }
