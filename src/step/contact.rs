@@ -269,7 +269,7 @@ impl Default for ContactOptions {
             bounce_gradients: BounceGradients::Discrete,
             model: ContactModel::Coulomb,
             solver: ContactSolver::Auto,
-            penetration: PenetrationRecovery::Velocity,
+            penetration: PenetrationRecovery::default(),
         }
     }
 }
