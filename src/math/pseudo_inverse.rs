@@ -25,14 +25,21 @@ use nalgebra::{DMatrix, DVector};
 struct Factors {
     /// Eigenvalues (`λᵢ` of `K`, or `±σᵢ` of the Jordan–Wielandt matrix).
     values: DVector<f64>,
-    /// Rows of `K`'s column space side: `left` has `nrows(K)` rows, one column per value.
-    left: DMatrix<f64>,
-    /// The row-space side: `ncols(K)` rows, one column per value.
-    right: DMatrix<f64>,
+    /// Eigenvectors, one column per value: of `K` itself (then `left = right`), or of the
+    /// Jordan–Wielandt matrix, whose first `nrows(K)` rows are the column-space side
+    /// (`left`) and the others the row-space side (`right`).
+    vectors: DMatrix<f64>,
+    /// `Some(nrows(K))` for the Jordan–Wielandt form, where each singular value appears
+    /// as a `±σ` pair.
+    split: Option<usize>,
     /// The cut-off below which a value counts as zero.
     tol: f64,
-    /// True for the Jordan–Wielandt form, where each singular value appears as a `±σ` pair.
-    paired: bool,
+}
+
+/// True when `k` is square and symmetric to `1e-13` of its largest entry.
+fn is_symmetric(k: &DMatrix<f64>, scale: f64) -> bool {
+    let n = k.nrows();
+    n == k.ncols() && (0..n).all(|i| (0..i).all(|j| (k[(i, j)] - k[(j, i)]).abs() <= 1e-13 * scale))
 }
 
 impl Factors {
@@ -42,27 +49,39 @@ impl Factors {
         if !scale.is_finite() {
             return None;
         }
-        let symmetric = m == n && (k - k.transpose()).amax() <= 1e-13 * scale;
-        let (values, left, right, paired) = if symmetric {
-            let e =
-                nalgebra::linalg::SymmetricEigen::try_new((k + k.transpose()) * 0.5, f64::EPSILON, max_iterations(n))?;
-            (e.eigenvalues, e.eigenvectors.clone(), e.eigenvectors, false)
+        let (matrix, split) = if is_symmetric(k, scale) {
+            ((k + k.transpose()) * 0.5, None)
         } else {
+            // H⁺ = Σ zᵢzᵢᵀ/λᵢ; its lower-left block K⁺ pairs the lower rows (the row
+            // space of K) with the upper rows (its column space).
             let mut h = DMatrix::zeros(m + n, m + n);
             h.view_mut((0, m), (m, n)).copy_from(k);
             h.view_mut((m, 0), (n, m)).copy_from(&k.transpose());
-            let e = nalgebra::linalg::SymmetricEigen::try_new(h, f64::EPSILON, max_iterations(m + n))?;
-            // H⁺ = Σ zᵢzᵢᵀ/λᵢ; its lower-left block K⁺ pairs the lower rows (the
-            // row space of K) with the upper rows (its column space).
-            let left = e.eigenvectors.rows(0, m).into_owned();
-            let right = e.eigenvectors.rows(m, n).into_owned();
-            (e.eigenvalues, left, right, true)
+            (h, Some(m))
         };
-        if values.iter().any(|v| !v.is_finite()) {
+        let size = matrix.nrows();
+        let e = nalgebra::linalg::SymmetricEigen::try_new(matrix, f64::EPSILON, max_iterations(size))?;
+        if e.eigenvalues.iter().any(|v| !v.is_finite()) {
             return None;
         }
-        let tol = rtol * values.amax();
-        Some(Factors { values, left, right, tol, paired })
+        let tol = rtol * e.eigenvalues.amax();
+        Some(Factors { values: e.eigenvalues, vectors: e.eigenvectors, split, tol })
+    }
+
+    /// Column `i` of the column-space side.
+    fn left(&self, i: usize) -> nalgebra::DVectorView<'_, f64> {
+        match self.split {
+            Some(m) => self.vectors.generic_view((0, i), (nalgebra::Dyn(m), nalgebra::U1)),
+            None => self.vectors.column(i),
+        }
+    }
+
+    /// Column `i` of the row-space side.
+    fn right(&self, i: usize) -> nalgebra::DVectorView<'_, f64> {
+        match self.split {
+            Some(m) => self.vectors.generic_view((m, i), (nalgebra::Dyn(self.vectors.nrows() - m), nalgebra::U1)),
+            None => self.vectors.column(i),
+        }
     }
 
     /// The indices of the kept values.
@@ -72,7 +91,7 @@ impl Factors {
 
     /// The numerical rank: kept eigenvalues, or kept positive ones of the `±σ` pairs.
     fn rank(&self) -> usize {
-        if self.paired {
+        if self.split.is_some() {
             self.kept().filter(|&i| self.values[i] > 0.0).count()
         } else {
             self.kept().count()
@@ -97,7 +116,7 @@ pub fn pseudo_inverse(k: &DMatrix<f64>, rtol: f64) -> Option<(DMatrix<f64>, usiz
     let f = Factors::new(k, rtol)?;
     let mut out = DMatrix::zeros(n, m);
     for i in f.kept() {
-        out.ger(1.0 / f.values[i], &f.right.column(i), &f.left.column(i), 1.0);
+        out.ger(1.0 / f.values[i], &f.right(i), &f.left(i), 1.0);
     }
     out.iter().all(|v| v.is_finite()).then(|| (out, f.rank()))
 }
@@ -117,8 +136,8 @@ pub fn min_norm_solve(k: &DMatrix<f64>, r: &DVector<f64>, rtol: f64) -> Option<D
     let apply = |r: &DVector<f64>| {
         let mut x = DVector::zeros(n);
         for i in f.kept() {
-            let c = f.left.column(i).dot(r) / f.values[i];
-            x.axpy(c, &f.right.column(i), 1.0);
+            let c = f.left(i).dot(r) / f.values[i];
+            x.axpy(c, &f.right(i), 1.0);
         }
         x
     };
