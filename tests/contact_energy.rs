@@ -16,20 +16,18 @@ use nalgebra::DVector;
 use stiction::dynamics::{kinetic_energy, potential_energy, Data};
 use stiction::math::{Inertia, SplitMix64, Vec3};
 use stiction::model::{samples, Geometry};
-use stiction::step::{ContactOptions, PenetrationRecovery};
+use stiction::step::PenetrationRecovery;
 use stiction::{Control, Model, ModelBuilder, SimOptions, Simulator, State};
 
 const R: f64 = 0.1;
 const MASS: f64 = 1.0;
 
-/// Options with time step `dt` and the split penetration recovery (the recovery that
-/// never adds kinetic energy).
+/// Options with time step `dt` and the default contact options, whose penetration
+/// recovery is the split one (the recovery that never adds kinetic energy).
 fn split(dt: f64) -> SimOptions {
-    SimOptions {
-        dt,
-        contact: ContactOptions { penetration: PenetrationRecovery::Split, ..Default::default() },
-        ..Default::default()
-    }
+    let options = SimOptions { dt, ..Default::default() };
+    assert_eq!(options.contact.penetration, PenetrationRecovery::Split, "the default recovery");
+    options
 }
 
 /// A solid sphere (r = 0.1 m, 1 kg) on the ground, friction `mu`.

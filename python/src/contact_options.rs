@@ -8,13 +8,14 @@ use pyo3::types::{PyBool, PyDict, PyString};
 use stiction::step::{BounceGradients, ContactModel, ContactOptions, ContactSolver, PenetrationRecovery};
 
 /// The keys a `contact` dict accepts, in the order `Simulator.contact_options` lists them.
-pub const KEYS: [&str; 16] = [
+pub const KEYS: [&str; 17] = [
     "enabled",
     "model",
     "solver",
     "margin",
     "penetration",
     "erp",
+    "position_regularization",
     "restitution_threshold",
     "joint_limit_margin",
     "warm_start",
@@ -131,6 +132,7 @@ pub fn contact_options(obj: Option<&Bound<'_, PyAny>>) -> PyResult<ContactOption
             "margin" => o.margin = real(&key, &value)?,
             "penetration" => o.penetration = penetration(&value)?,
             "erp" => o.erp = real(&key, &value)?,
+            "position_regularization" => o.position_regularization = real(&key, &value)?,
             "restitution_threshold" => o.restitution_threshold = real(&key, &value)?,
             "joint_limit_margin" => o.joint_limit_margin = real(&key, &value)?,
             "warm_start" => o.warm_start = flag(&key, &value)?,
@@ -163,6 +165,7 @@ pub fn contact_options_dict<'py>(py: Python<'py>, o: &ContactOptions) -> PyResul
     d.set_item("margin", o.margin)?;
     d.set_item("penetration", o.penetration.name())?;
     d.set_item("erp", o.erp)?;
+    d.set_item("position_regularization", o.position_regularization)?;
     d.set_item("restitution_threshold", o.restitution_threshold)?;
     d.set_item("joint_limit_margin", o.joint_limit_margin)?;
     d.set_item("warm_start", o.warm_start)?;

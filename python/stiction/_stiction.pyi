@@ -415,10 +415,15 @@ class Simulator:
             - ``solver`` (``"auto"`` or ``"boxed_lcp"``; ``"auto"``): ``"auto"`` uses the
               pivoting solver of the no-slip and viscous models where it applies;
             - ``margin`` (m, 5e-3): contacts are created below this signed distance;
-            - ``penetration`` (``"velocity"`` or ``"split"``; ``"velocity"``): remove
-              penetrations by a separating velocity, or by a position stage that adds
-              no kinetic energy (see docs/contact.md);
+            - ``penetration`` (``"split"`` or ``"velocity"``; ``"split"``): remove
+              penetrations by a position stage that adds no kinetic energy, or by a
+              separating velocity (which launches deeply penetrating bodies; see
+              docs/contact.md);
             - ``erp`` (in (0, 1], 1.0): fraction of a penetration removed per step;
+            - ``position_regularization`` (≥ 0, 1e-3): regularization ρ of the split
+              recovery's contact rows, ``ρ·(1/m_A + 1/m_B)`` with the subtree masses of
+              the two sides: a contact the mechanism can hardly move along its normal
+              is corrected gradually instead of by a large swing;
             - ``restitution_threshold`` (m/s, 0.05): slower approaches do not bounce;
             - ``joint_limit_margin`` (1e-2): limit rows within this distance of a limit;
             - ``warm_start`` (bool, True): guess the LCP's classification from the last step;

@@ -54,6 +54,7 @@ def test_contact_options_defaults_and_round_trip():
         "margin",
         "penetration",
         "erp",
+        "position_regularization",
         "restitution_threshold",
         "joint_limit_margin",
         "warm_start",
@@ -66,15 +67,16 @@ def test_contact_options_defaults_and_round_trip():
         "friction_iterations",
     }
     assert o["enabled"] is True and o["warm_start"] is True and o["bounce_gradients"] == "discrete"
-    assert o["erp"] == 1.0 and o["standardize"] is True
-    assert o["model"] == "coulomb" and o["solver"] == "auto"
+    assert o["erp"] == 1.0 and o["standardize"] is True and o["position_regularization"] == 1e-3
+    assert o["model"] == "coulomb" and o["solver"] == "auto" and o["penetration"] == "split"
     custom = dict(
         o,
         model="no_slip",
         solver="boxed_lcp",
         margin=0.01,
-        penetration="split",
+        penetration="velocity",
         erp=0.5,
+        position_regularization=0.0,
         warm_start=False,
         bounce_gradients="continuous_time",
         tolerance=1e-9,
@@ -105,6 +107,8 @@ def test_contact_options_defaults_and_round_trip():
         ({"lcp": {}}, "unknown contact option 'lcp'"),
         ({"erp": 2.0}, "erp"),
         ({"erp": 0.0}, "erp"),
+        ({"position_regularization": -1e-3}, "position_regularization"),
+        ({"position_regularization": float("nan")}, "position_regularization"),
         ({"margin": -1.0}, "margin"),
         ({"margin": float("nan")}, "margin"),
         ({"restitution_threshold": float("inf")}, "restitution_threshold"),

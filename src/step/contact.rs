@@ -86,16 +86,17 @@
 //!   speculative contact: the bodies may close the gap but not cross it; for a predicted
 //!   joint-limit row far from its limit the same bias lets the joint move up to the limit
 //!   within the step and no further). For a penetration it depends on
-//!   [`PenetrationRecovery`]: with `Velocity` (the default) `β = erp·φ/h` (for joint
-//!   limits capped at `−v_max` where the dof has a velocity limit, `limit_bias`); with
-//!   the default `erp = 1` the bias is one linear function of φ, so the gradients have
-//!   no kink at φ = 0, but the push-out speed `|φ|/h` is kept as kinetic energy. With
-//!   `Split`, `β = 0` (the bodies stop approaching), so every bias but a bounce's is
-//!   `≥ 0` and the stage cannot raise the kinetic energy (docs/contact.md, "Energy
-//!   contract"); penetrations are then removed by the position stage
-//!   ([`PositionCorrection`]): a frictionless LCP on the contact-normal and
-//!   position-limit rows with `β = erp·φ/h` on penetrations, whose velocity moves `q`
-//!   over the step and is then dropped;
+//!   [`PenetrationRecovery`]: with `Split` (the default), `β = 0` (the bodies stop
+//!   approaching), so every bias but a bounce's is `≥ 0` and the stage cannot raise the
+//!   kinetic energy (docs/contact.md, "Energy contract"); penetrations are then removed
+//!   by the position stage ([`PositionCorrection`]): a frictionless LCP on the
+//!   contact-normal and position-limit rows with `β = erp·φ/h` on penetrations (its
+//!   contact rows regularized by [`ContactOptions::position_regularization`]), whose
+//!   velocity moves `q` over the step and is then dropped. With `Velocity`,
+//!   `β = erp·φ/h` (for joint limits capped at `−v_max` where the dof has a velocity
+//!   limit, `limit_bias`); with the default `erp = 1` the bias is one linear function of
+//!   φ, so the gradients have no kink at φ = 0, but the push-out speed `|φ|/h` is kept as
+//!   kinetic energy;
 //! * friction rows: `β = 0`.
 //!
 //! Material of a contact between shapes a and b: `μ = (μ_a + μ_b)/2` and
@@ -170,7 +171,6 @@ pub enum PenetrationRecovery {
     /// bodies separate at up to `|φ|/h` and keep that speed (this adds kinetic energy:
     /// a deep penetration launches them). The bias is one linear function of φ with the
     /// default `erp = 1`, so the Jacobians have no kink at φ = 0.
-    #[default]
     Velocity,
     /// Split: the velocity stage gives a penetrating row `β = 0` (the bodies stop
     /// approaching) and a bouncing row its restitution target alone, so it never raises
@@ -178,6 +178,9 @@ pub enum PenetrationRecovery {
     /// ([`PositionCorrection`]) then moves the configuration out of the penetration
     /// (`erp` of it per step) with a velocity that is not kept. The velocity-stage bias
     /// `max(φ, 0)/h` has a kink at φ = 0 (the Jacobians take the gap side there).
+    /// The default: the constraint stage never adds kinetic energy beyond what
+    /// restitution asks.
+    #[default]
     Split,
 }
 
@@ -254,6 +257,24 @@ pub struct ContactOptions {
     /// How penetrations are removed.
     #[serde(default)]
     pub penetration: PenetrationRecovery,
+    /// Regularization ρ (dimensionless, ≥ 0) of the contact rows of the position stage
+    /// ([`PenetrationRecovery::Split`]): a contact's row gets the diagonal term
+    /// `ρ·(1/m_A + 1/m_B)`, with `m` the mass of the subtree of each side's link
+    /// ([`ContactInfo::inverse_mass`]; 0 for the world). Where the mechanism moves the
+    /// contact along its normal as easily as a free body would, the correction removes
+    /// `≈ 1/(1 + ρ)` of the penetration per step; where it can hardly move it (a
+    /// pendulum's ball penetrating the ground near the bottom of its swing, whose path is
+    /// almost tangent to the ground), the correction fades instead of swinging the
+    /// mechanism by `φ/J_n` (see `docs/contact.md`).
+    #[serde(default = "default_position_regularization")]
+    pub position_regularization: f64,
+}
+
+/// The default [`ContactOptions::position_regularization`].
+pub const POSITION_REGULARIZATION: f64 = 1e-3;
+
+fn default_position_regularization() -> f64 {
+    POSITION_REGULARIZATION
 }
 
 impl Default for ContactOptions {
@@ -270,6 +291,7 @@ impl Default for ContactOptions {
             model: ContactModel::Coulomb,
             solver: ContactSolver::Auto,
             penetration: PenetrationRecovery::default(),
+            position_regularization: POSITION_REGULARIZATION,
         }
     }
 }
@@ -289,6 +311,9 @@ impl ContactOptions {
         }
         if !(self.joint_limit_margin.is_finite() && self.joint_limit_margin >= 0.0) {
             return bad("joint_limit_margin (finite, ≥ 0)", self.joint_limit_margin);
+        }
+        if !(self.position_regularization.is_finite() && self.position_regularization >= 0.0) {
+            return bad("position_regularization (finite, ≥ 0)", self.position_regularization);
         }
         Ok(())
     }
@@ -349,6 +374,11 @@ pub struct ContactInfo {
     pub bounce: bool,
     /// Normal relative velocity at the start of the step, `J_n v`.
     pub approach_velocity: f64,
+    /// `1/m_A + 1/m_B`, with `m` the mass of the subtree of each side's link (of its
+    /// nearest moving ancestor, across fixed joints; 1/kg; a side welded to the world adds
+    /// 0): the reference of the position stage's regularization
+    /// ([`ContactOptions::position_regularization`]).
+    pub inverse_mass: f64,
 }
 
 /// The constraint stage of one step: everything its backward pass needs.
@@ -397,7 +427,9 @@ pub struct ConstraintRecord {
     pub relaxed: bool,
     /// The position stage ([`PenetrationRecovery::Split`]) was dropped on this step: its
     /// LCP had no exact solution (penetrations that no motion removes together, e.g. a
-    /// body pinched between two others), so `correction` is `None`. Counted in
+    /// body pinched between two others, with
+    /// [`ContactOptions::position_regularization`] = 0; a regularized stage always has
+    /// one), so `correction` is `None`. Counted in
     /// [`crate::step::SimStats::relaxed_solves`].
     pub correction_dropped: bool,
 }
@@ -407,9 +439,12 @@ pub struct ConstraintRecord {
 /// whose "impulse" `g` moves the configuration but not the velocity:
 ///
 /// ```text
-/// w = J (v⁺ + M̃⁻¹ Jᵀ g) + β_pos ≥ 0,  g ≥ 0,  gᵀw = 0,    β_pos = φ/h (gap), erp·φ/h (penetration)
+/// w = J (v⁺ + M̃⁻¹ Jᵀ g) + β_pos + R g ≥ 0,  g ≥ 0,  gᵀw = 0,    β_pos = φ/h (gap), erp·φ/h (penetration)
 /// q⁺ = q ⊕ h (v⁺ + M̃⁻¹ Jᵀ g),   v_next = v⁺
 /// ```
+///
+/// `R` is diagonal: `ρ·(1/m_A + 1/m_B)` on the contact rows
+/// ([`ContactOptions::position_regularization`]), 0 on the limit rows.
 #[derive(Clone, Debug)]
 pub struct PositionCorrection {
     /// The bias of every row in this stage (0 on the rows other than position rows).
@@ -500,24 +535,71 @@ impl Assembly {
         (0..self.rows.len()).any(|r| self.is_position_row(r) && self.gap[r] < 0.0)
     }
 
+    /// The position stage's bias of position row `r`: `φ/h` on a gap, `erp·φ/h` on a
+    /// penetration.
+    pub fn position_bias(&self, r: usize, h: f64, erp: f64) -> f64 {
+        let phi = self.gap[r];
+        if phi < 0.0 {
+            erp * phi / h
+        } else {
+            phi / h
+        }
+    }
+
+    /// The position stage's regularization of row `r`: `ρ·(1/m_A + 1/m_B)` on a contact
+    /// normal ([`ContactOptions::position_regularization`]), 0 on the other rows.
+    pub fn position_regularization(&self, r: usize, options: &ContactOptions) -> f64 {
+        match self.rows[r] {
+            RowKind::ContactNormal { contact } => options.position_regularization * self.info[contact].inverse_mass,
+            _ => 0.0,
+        }
+    }
+
     /// The rows of the position stage: the position rows unilateral with the bias
     /// `φ/h` on a gap and `erp·φ/h` on a penetration; every other row a collapsed box
-    /// (no friction, no velocity limit, no joint friction); no bounce, no regularization.
-    pub fn position_stage(&mut self, h: f64, erp: f64) {
+    /// (no friction, no velocity limit, no joint friction); no bounce. The contact rows
+    /// get the regularization `ρ·(1/m_A + 1/m_B)`
+    /// ([`ContactOptions::position_regularization`]), the other rows none.
+    pub fn position_stage(&mut self, h: f64, options: &ContactOptions) {
         for r in 0..self.rows.len() {
             if self.is_position_row(r) {
-                let phi = self.gap[r];
-                self.bias[r] = if phi < 0.0 { erp * phi / h } else { phi / h };
+                self.bias[r] = self.position_bias(r, h, options.erp);
                 self.bounds[r] = RowBound::Box { lo: 0.0, hi: f64::INFINITY };
             } else {
                 self.bias[r] = 0.0;
                 self.bounds[r] = RowBound::Box { lo: 0.0, hi: 0.0 };
             }
-            self.regularization[r] = 0.0;
+            self.regularization[r] = self.position_regularization(r, options);
         }
         for i in &mut self.info {
             i.bounce = false;
         }
+    }
+}
+
+/// The body whose subtree mass is the reference of `body`'s contacts in the position
+/// stage's regularization: `body`, or, across fixed joints, its nearest ancestor that
+/// moves (a sensor or collision link welded to a link has no mass of its own). `None`
+/// when the body is welded to the world (its side does not move).
+pub(crate) fn moving_ancestor(model: &Model, body: usize) -> Option<usize> {
+    let mut b = body;
+    while model.joints()[b].nv() == 0 {
+        b = model.parent(b)?;
+    }
+    Some(b)
+}
+
+/// The mass of the subtree of `body` (the body and its descendants), kg.
+pub(crate) fn subtree_mass(model: &Model, body: usize) -> f64 {
+    model.subtree(body).map(|k| model.bodies()[k].inertia.mass).sum()
+}
+
+/// `1/m` of the subtree of [`moving_ancestor`]`(body)`; 0 for a body welded to the world
+/// or a massless subtree (which the model builder rejects for moving bodies).
+fn inverse_subtree_mass(model: &Model, body: usize) -> f64 {
+    match moving_ancestor(model, body).map(|b| subtree_mass(model, b)) {
+        Some(m) if m > 0.0 => 1.0 / m,
+        _ => 0.0,
     }
 }
 
@@ -638,7 +720,19 @@ pub(crate) fn assemble(
         let beta = normal_bias(phi, h, options, if bounce { Some(e * vn) } else { None });
         bias[3 * i] = if relaxed { beta.max(0.0) } else { beta };
         gap[3 * i] = phi;
-        info.push(ContactInfo { friction: mu, viscous_friction: mu_v, restitution: e, bounce, approach_velocity: vn });
+        let inverse_mass = [c.id.shape_a, c.id.shape_b]
+            .iter()
+            .filter_map(|&shape| cm.shapes[shape as usize].body)
+            .map(|body| inverse_subtree_mass(model, body))
+            .sum();
+        info.push(ContactInfo {
+            friction: mu,
+            viscous_friction: mu_v,
+            restitution: e,
+            bounce,
+            approach_velocity: vn,
+            inverse_mass,
+        });
         rows.push(RowKind::ContactNormal { contact: i });
         bounds.push(RowBound::Box { lo: 0.0, hi: f64::INFINITY });
         // No-slip and viscous tangent rows act at contacts that close within the step
@@ -909,14 +1003,16 @@ fn position_stage(
     }
     let mut bias = DVector::zeros(m);
     for &r in &used {
-        let phi = asm.gap[r];
-        bias[r] = if phi < 0.0 { options.erp * phi / h } else { phi / h };
+        bias[r] = asm.position_bias(r, h, options.erp);
     }
     let vp = DVector::from_column_slice(v_plus);
     let b = DVector::from_iterator(used.len(), used.iter().map(|&r| asm.j.row(r).dot(&vp.transpose()) + bias[r]));
     let chol = effective_inertia(model, data, h)?;
     let y = chol.solve(&j.transpose());
-    let a = &j * &y;
+    let mut a = &j * &y;
+    for (k, &r) in used.iter().enumerate() {
+        a[(k, k)] += asm.position_regularization(r, options);
+    }
     let bounds = vec![RowBound::Box { lo: 0.0, hi: f64::INFINITY }; used.len()];
     let sol = solve(&BoxedLcp::new(a, b, bounds)?, &options.lcp, None)?;
     let v_position = &vp + &y * &sol.f;

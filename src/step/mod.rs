@@ -9,7 +9,7 @@ pub mod contact;
 pub use batch::{backward_batch, map_rollouts, rollout_batch, BatchCotangent, BatchOptions, BatchResult, BatchRollout};
 pub use contact::{
     BounceGradients, ConstraintRecord, ContactInfo, ContactModel, ContactOptions, ContactSolver, PenetrationRecovery,
-    PositionCorrection, RowKind,
+    PositionCorrection, RowKind, POSITION_REGULARIZATION,
 };
 pub use semi_implicit_euler::{semi_implicit_euler, IntegratorOptions, StepStats, VelocityProducts};
 pub use simulator::{Control, SimOptions, SimStats, Simulator, State};

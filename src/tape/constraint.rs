@@ -25,8 +25,9 @@
 //! ```
 //!
 //! Rows with a diagonal regularization r (the tangential rows of the viscous contact
-//! model, `r = 1/(h μ_v)`) satisfy `J v⁺ + β + r f = 0` when clamping: `Â` gains
-//! `R_CC` and `r2` the term `−dR_C f_C` (through μ_v in θ).
+//! model, `r = 1/(h μ_v)`; the contact rows of the position stage,
+//! `r = ρ·(1/m_A + 1/m_B)`) satisfy `J v⁺ + β + r f = 0` when clamping: `Â` gains
+//! `R_CC` and `r2` the term `−dR_C f_C` (through μ_v, or the masses, in θ).
 //!
 //! The pseudo-inverse is that of the standardized solution `f_C = −Â⁺ b_C` (App. A.1:
 //! on a rank-deficient `Â` — a box with four coplanar contacts — the forward pass
@@ -45,7 +46,7 @@ use crate::error::{Error, Result};
 use crate::math::Vec3;
 use crate::model::{ParamKind, ParamSpec};
 use crate::solver::lcp::{RowBound, RowState};
-use crate::step::contact::{assemble, effective_inertia, Assembly, RowKind};
+use crate::step::contact::{assemble, effective_inertia, moving_ancestor, subtree_mass, Assembly, RowKind};
 use crate::step::{BounceGradients, ConstraintRecord, PenetrationRecovery};
 use crate::Model;
 use nalgebra::{DMatrix, DVector};
@@ -124,6 +125,31 @@ fn material_weights(model: &Model, spec: &crate::model::ParamSpec, kind: ParamKi
         .collect()
 }
 
+/// `∂(1/m_A + 1/m_B)/∂θ` of contact `c` ([`crate::step::ContactInfo::inverse_mass`]):
+/// a `mass:LINK` parameter adds to the subtree mass of every side (the subtree of the
+/// side's nearest moving ancestor) that holds the link, `∂(1/m)/∂m_k = −1/m²`. One entry
+/// per θ column it touches.
+fn inverse_mass_weights(model: &Model, spec: &ParamSpec, c: &Contact) -> Vec<(usize, f64)> {
+    let cm = model.collision_model();
+    let sides: Vec<usize> = [c.id.shape_a, c.id.shape_b]
+        .iter()
+        .filter_map(|&s| cm.shapes[s as usize].body.and_then(|b| moving_ancestor(model, b)))
+        .filter(|&b| subtree_mass(model, b) > 0.0)
+        .collect();
+    spec.entries()
+        .iter()
+        .filter(|e| e.kind == ParamKind::Mass)
+        .filter_map(|e| {
+            let w: f64 = sides
+                .iter()
+                .filter(|&&side| model.subtree(side).contains(&e.index))
+                .map(|&side| -subtree_mass(model, side).powi(-2))
+                .sum();
+            (w != 0.0).then_some((e.offset, w))
+        })
+        .collect()
+}
+
 /// Linearizes the constraint stage of `rec` (which holds the constraint record `c`)
 /// in its recorded contact mode.
 pub(crate) fn linearize_constraints(rec: &StepRecord, c: &ConstraintRecord) -> Result<ConstraintLinearization> {
@@ -184,7 +210,7 @@ pub(crate) fn linearize_constraints_with(
     let (v_in, v_out, f) = match (stage, &c.correction) {
         (Stage::Velocity, _) => (&c.v_free, &rec.v_next, &c.impulses),
         (Stage::Position, Some(p)) => {
-            asm.position_stage(h, c.options.erp);
+            asm.position_stage(h, &c.options);
             (&rec.v_next, &p.v_position, &p.impulses)
         }
         (Stage::Position, None) => {
@@ -346,6 +372,13 @@ pub(crate) fn linearize_constraints_with(
                 for (m, &col) in pcols.iter().enumerate() {
                     r2[(i, 2 * nv + col)] -=
                         dphi_t[(contact, m)] * (s / h) + jv_start_t[(r, m)] * e + jv_next_t[(r, m)];
+                }
+                // The position stage's regularization ρ·(1/m_A + 1/m_B): −dR g.
+                if asm.regularization[r] > 0.0 && np > 0 {
+                    let rho = c.options.position_regularization;
+                    for (col, w) in inverse_mass_weights(model, &rec.params, &c.contacts[contact]) {
+                        r2[(i, 2 * nv + col)] -= rho * w * f[r];
+                    }
                 }
             }
             RowKind::ContactFriction { contact, .. } => {

@@ -102,14 +102,19 @@ pub fn ball_pinched() -> Scene {
 /// A 1-DoF pendulum (hinge about y, a 1 kg ball of radius 0.1 m at 1 m) hung so that
 /// the ball penetrates the ground (friction 0.5) by 2 mm at the bottom of its swing, at
 /// angle `theta`: near the bottom the ground's normal is almost perpendicular to the
-/// ball's path (`J_n = sin θ`), and the friction jams it (`μ > tan θ`): the recovery's
-/// LCP has no solution, and the step is relaxed.
+/// ball's path (`J_n = sin θ`), and the friction jams it (`μ > tan θ`): the velocity
+/// recovery's LCP has no solution, and the step is relaxed.
 pub fn pendulum_in_ground(theta: f64) -> Scene {
+    pendulum_in_ground_with_friction(theta, 0.5)
+}
+
+/// [`pendulum_in_ground`] with friction coefficient `mu` on both shapes.
+pub fn pendulum_in_ground_with_friction(theta: f64, mu: f64) -> Scene {
     let (l, r) = (1.0, 0.1);
     let mut b = ModelBuilder::new("pendulum_in_ground");
-    ground(&mut b, material(0.5, 0.0), 0.0);
+    ground(&mut b, material(mu, 0.0), 0.0);
     let at_end = SE3::new(nalgebra::Matrix3::identity(), Vec3::new(0.0, 0.0, -l));
-    let sphere = CollisionShape::new(Geometry::Sphere { radius: r }, at_end).with_material(material(0.5, 0.0));
+    let sphere = CollisionShape::new(Geometry::Sphere { radius: r }, at_end).with_material(material(mu, 0.0));
     let inertia = Inertia::from_com(1.0, Vec3::new(0.0, 0.0, -l), nalgebra::Matrix3::identity() * (0.4 * r * r));
     let hinge = SE3::new(nalgebra::Matrix3::identity(), Vec3::new(0.0, 0.0, l + r - 2e-3));
     b.add_body(
