@@ -320,6 +320,11 @@ fn the_tangent_rows_of_each_model() {
     }
 }
 
+/// The LCP tolerance of the scenes' options.
+fn o_tolerance() -> f64 {
+    options().contact.lcp.tolerance
+}
+
 #[test]
 fn the_solvers_agree_on_the_contact_models() {
     // The pivoting solver (Auto) and the boxed LCP solver give the same velocities.
@@ -330,9 +335,14 @@ fn the_solvers_agree_on_the_contact_models() {
             o.contact.solver = solver;
             let mut sim = Simulator::new(s.model.clone(), o).unwrap();
             out.push(sim.step(&s.state, &Control::torques(s.tau.clone())).unwrap().v);
-            let path = sim.last_constraints().unwrap().stats.path;
-            let expected = if solver == ContactSolver::Auto { SolvePath::Ppm } else { SolvePath::Dantzig };
-            assert_eq!(path, expected, "{}", s.name);
+            let stats = sim.last_constraints().unwrap().stats;
+            // The boxed LCP solves exactly by pivoting: Dantzig, or Lemke where Dantzig's
+            // friction fix-point fails (the grasp with the split recovery, whose velocity
+            // stage has no push-out bias).
+            let expected: &[SolvePath] =
+                if solver == ContactSolver::Auto { &[SolvePath::Ppm] } else { &[SolvePath::Dantzig, SolvePath::Lemke] };
+            assert!(expected.contains(&stats.path), "{}: {:?}", s.name, stats.path);
+            assert!(stats.residual <= o_tolerance(), "{}: {stats:?}", s.name);
         }
         let scale = out[1].amax().max(1.0);
         assert!((&out[0] - &out[1]).amax() <= 1e-9 * scale, "{}: {} vs {}", s.name, out[0], out[1]);

@@ -462,7 +462,8 @@ def test_a_pinched_ball_is_relaxed_and_counted():
     b.add_collision("world", "plane", friction=0.0)
     b.add_collision("world", "plane", origin_xyz=(0.0, 0.0, 0.15), origin_rpy=(np.pi, 0.0, 0.0), friction=0.0)
     m = b.build()
-    sim = stiction.Simulator(m, dt=DT)
+    velocity = {"penetration": "velocity"}
+    sim = stiction.Simulator(m, dt=DT, contact=velocity)
     v = np.array([0.0, 0.0, 0.0, 0.5, -0.2, 0.0])
     q1, v1 = sim.step(m.neutral(), v, np.zeros(6))
     assert abs(v1[5]) < 1e-12
@@ -475,8 +476,17 @@ def test_a_pinched_ball_is_relaxed_and_counted():
     assert last["lcp"]["residual"] <= 1e-10
     # A ball on the ground alone is pushed out as usual, not relaxed.
     alone = ball_on_ground(z=0.075, friction=0.0)
-    sim = stiction.Simulator(alone, dt=DT)
+    sim = stiction.Simulator(alone, dt=DT, contact=velocity)
     _, v1 = sim.step(alone.neutral(), v, np.zeros(6))
     assert v1[5] > 1.0
     assert sim.stats["relaxed_solves"] == 0
     assert sim.last_constraints()["relaxed"] is False
+    # The default, split recovery: the velocity stage only stops the approach (feasible),
+    # and the regularized position stage holds the ball between the planes (equal depths:
+    # it stays at its height), with nothing relaxed or dropped.
+    sim = stiction.Simulator(m, dt=DT)
+    q1, v1 = sim.step(m.neutral(), v, np.zeros(6))
+    assert abs(v1[5]) < 1e-12 and abs(q1[2] - 0.075) < 1e-12
+    assert np.allclose(v1[3:5], v[3:5], atol=1e-12)
+    assert sim.stats["relaxed_solves"] == 0 and sim.stats["position_corrections"] == 1
+    assert sim.last_constraints()["relaxed"] is False and sim.last_constraints()["correction_dropped"] is False
