@@ -24,6 +24,7 @@ fn strategy_stats<'py>(py: Python<'py>, s: &StrategyStats) -> PyResult<Bound<'py
     d.set_item("constrained_steps", s.constrained_steps)?;
     d.set_item("loss_driven_tried", s.loss_driven_tried)?;
     d.set_item("loss_driven_used", s.loss_driven_used)?;
+    d.set_item("inexact_steps", s.inexact_steps)?;
     Ok(d)
 }
 
@@ -65,7 +66,7 @@ impl PyStepRecord {
     /// (DiffDART §4.4: where the loss would rather see another contact mode, the VJP in
     /// that mode when it is larger — a search direction, not a derivative; see
     /// `docs/contact.md`); the latter adds `"strategy"`, the counters
-    /// `{"constrained_steps", "loss_driven_tried", "loss_driven_used"}`.
+    /// `{"constrained_steps", "loss_driven_tried", "loss_driven_used", "inexact_steps"}`.
     #[pyo3(signature = (grad_q_next, grad_v_next, strategy="exact"))]
     fn vjp<'py>(
         &self,
@@ -135,6 +136,13 @@ impl PyStepRecord {
     #[getter]
     fn fell_back(&self) -> bool {
         self.record.fell_back()
+    }
+    /// False when the constraint stage kept an inexact last-resort LCP solution (its
+    /// Jacobians are then those of the approximate solution's classification, not exact
+    /// derivatives; `sim.stats["inexact_solves"]` counts such steps).
+    #[getter]
+    fn solved_exactly(&self) -> bool {
+        self.record.solved_exactly()
     }
 
     /// The constraint stage of the step, or `None` when it had no constraint rows

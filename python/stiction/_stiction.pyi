@@ -652,7 +652,8 @@ class StepRecord:
         """Vector-Jacobian product: given ``∂ℓ/∂q⁺`` (tangent, nv) and ``∂ℓ/∂v⁺`` (nv),
         returns ``{"q", "v", "tau", "theta"}``, the gradients of ℓ with respect to the
         step's inputs (``Jᵀλ`` without forming J); with ``strategy="loss_driven"`` also
-        ``"strategy"``, the counters ``{"constrained_steps", "loss_driven_tried", "loss_driven_used"}``.
+        ``"strategy"``, the counters ``{"constrained_steps", "loss_driven_tried", "loss_driven_used",
+        "inexact_steps"}`` (steps whose LCP solution was an inexact last-resort result).
 
         :param strategy: ``"exact"`` (the derivatives of the recorded step) or
             ``"loss_driven"`` (DiffDART §4.4: where the loss would rather see another contact
@@ -684,6 +685,11 @@ class StepRecord:
     def fell_back(self) -> bool:
         """True when the midpoint iteration fell back to the explicit evaluation
         (the step is then differentiated as an explicit step)."""
+    @property
+    def solved_exactly(self) -> bool:
+        """False when the constraint stage kept an inexact last-resort LCP solution
+        (a PGS result above the tolerance): the step's Jacobians are then those of the
+        approximate solution's classification, not exact derivatives."""
     @property
     def constraints(self) -> Optional[Dict[str, Any]]:
         """The constraint stage of the step; None when it had no rows (contact disabled

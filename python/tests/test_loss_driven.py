@@ -35,7 +35,12 @@ def test_vjp_strategies_on_a_resting_ball():
     assert sorted(exact) == ["q", "tau", "theta", "v"]  # exact: no strategy counters
     assert abs(exact["tau"][5]) < 1e-12  # the contact cancels any change of the push
     driven = rec.vjp(np.zeros(6), up, strategy="loss_driven")
-    assert driven["strategy"] == {"constrained_steps": 1, "loss_driven_tried": 1, "loss_driven_used": 1}
+    assert driven["strategy"] == {
+        "constrained_steps": 1,
+        "loss_driven_tried": 1,
+        "loss_driven_used": 1,
+        "inexact_steps": 0,
+    }
     # Differentiated as separating: dv_z⁺/dτ_z = h/m, so ∂ℓ/∂τ_z = −h/m.
     assert driven["tau"][5] == pytest.approx(-DT / MASS, rel=1e-9)
     # A loss that wants the ball pressed down keeps the exact (clamping) gradients.

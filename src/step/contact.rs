@@ -468,6 +468,16 @@ impl ConstraintRecord {
     pub fn tied_rows(&self) -> usize {
         self.states.iter().filter(|s| **s == RowState::Tied).count()
     }
+    /// True when the velocity stage's LCP solution meets the solver's tolerance
+    /// ([`crate::solver::lcp::LcpOptions::tolerance`]; a position stage that misses it is
+    /// dropped, never kept). False only for a last-resort PGS result that no pivoting
+    /// method or standardization could make exact (counted in
+    /// [`crate::step::SimStats::inexact_solves`]): the backward pass then differentiates
+    /// the classification of the approximate solution, with its impulses, which is a
+    /// derivative of no exact solution (see docs/contact.md, "Inexact solves").
+    pub fn solved_exactly(&self) -> bool {
+        self.stats.residual <= self.options.lcp.tolerance
+    }
 }
 
 /// Persistent workspace of the constraint stage (contact detection buffers and the

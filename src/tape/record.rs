@@ -88,6 +88,10 @@ pub struct StrategyStats {
     /// Steps whose gradients come from the loss-driven classification (it gave the
     /// larger `‖∂ℓ/∂v‖² + ‖∂ℓ/∂τ‖²`); the others used the exact gradients.
     pub loss_driven_used: usize,
+    /// Steps whose recorded LCP solution missed the solver's tolerance (an inexact
+    /// last-resort PGS result, [`StepRecord::solved_exactly`] false): differentiated in
+    /// the classification of the approximate solution, not exactly.
+    pub inexact_steps: usize,
 }
 
 impl std::ops::AddAssign for StrategyStats {
@@ -95,6 +99,7 @@ impl std::ops::AddAssign for StrategyStats {
         self.constrained_steps += o.constrained_steps;
         self.loss_driven_tried += o.loss_driven_tried;
         self.loss_driven_used += o.loss_driven_used;
+        self.inexact_steps += o.inexact_steps;
     }
 }
 
@@ -144,6 +149,13 @@ impl StepRecord {
     /// evaluation (the step is then differentiated as an explicit step).
     pub fn fell_back(&self) -> bool {
         self.fallback
+    }
+    /// True unless the step's constraint stage kept an inexact LCP solution
+    /// ([`ConstraintRecord::solved_exactly`]): then its Jacobians and VJPs are those of
+    /// the approximate solution's classification, not exact derivatives (counted by the
+    /// backward passes in [`StrategyStats::inexact_steps`]).
+    pub fn solved_exactly(&self) -> bool {
+        self.constraints.as_ref().is_none_or(|c| c.solved_exactly())
     }
 
     /// The full Jacobian blocks of the step.
@@ -297,7 +309,8 @@ impl StepRecord {
         if let Some(c) = &self.constraints {
             // Through the full blocks (the constraint stage's adjoint is not specialised yet).
             let smooth = self.smooth_blocks(ws)?;
-            let mut stats = StrategyStats { constrained_steps: 1, ..Default::default() };
+            let inexact_steps = usize::from(!c.solved_exactly());
+            let mut stats = StrategyStats { constrained_steps: 1, inexact_steps, ..Default::default() };
             let loss_driven = options.contact_strategy == ContactGradientStrategy::LossDriven;
             let adjoint = if loss_driven {
                 // ∂ℓ/∂v⁺ in total: v⁺ feeds q⁺ through J_w h.
