@@ -892,7 +892,8 @@ pub(crate) fn constraint_stage(
     let (mut pivots, mut pgs_iterations, mut fallbacks) = (0, 0, 0);
     let mut previous_pass: Option<(Vec<RowKind>, Vec<RowState>)> = None;
     let mut relaxed = false;
-    let (asm, sol, v_next) = loop {
+    let split = options.penetration == PenetrationRecovery::Split;
+    let (asm, sol, v_next, correction) = loop {
         let asm = assemble(model, data, contacts.clone(), q, v, v_free.as_slice(), h, options, &added, relaxed)?;
         if asm.rows.is_empty() {
             ws.previous = None;
@@ -943,15 +944,27 @@ pub(crate) fn constraint_stage(
             previous_pass = Some((asm.rows, sol.states));
             continue;
         }
-        let missing = missing_limit_rows(model, q, v_next.as_slice(), h, &asm.rows);
+        let mut missing = missing_limit_rows(model, q, v_next.as_slice(), h, &asm.rows, true);
+        // The position stage (split recovery) moves q by h·M̃⁻¹Jᵀg: a contact's
+        // correction can carry a joint that has no limit row over its position limit.
+        // Such a limit gets its row like one the velocity stage crosses, and the step is
+        // solved again with it.
+        let mut correction = None;
+        if missing.is_empty() && split && asm.penetrates() {
+            let p = position_stage(model, data, &asm, h, options, v_next.as_slice())?;
+            if p.stats.residual <= options.lcp.tolerance {
+                missing = missing_limit_rows(model, q, p.v_position.as_slice(), h, &asm.rows, false);
+            }
+            correction = Some(p);
+        }
         if missing.is_empty() || passes >= MAX_LIMIT_PASSES {
-            break (asm, sol, v_next);
+            break (asm, sol, v_next, correction);
         }
         added.extend(missing);
         previous_pass = Some((asm.rows, sol.states));
     };
     v_out.copy_from_slice(v_next.as_slice());
-    let limit_violations = limit_violations(model, q, v_free.as_slice(), v_next.as_slice(), h, options);
+    let mut limit_violations = limit_violations(model, q, v_free.as_slice(), v_next.as_slice(), h, options);
     let first = first_stats.expect("at least one solve");
     let stats = LcpStats {
         pivots,
@@ -961,17 +974,13 @@ pub(crate) fn constraint_stage(
         warm_start_hit: first.warm_start_hit,
         ..sol.stats
     };
-    let split = options.penetration == PenetrationRecovery::Split;
     // A position stage without an exact solution asks for corrections that no motion
     // gives (an infeasible set of penetrations): dropped for this step.
-    let mut correction_dropped = false;
-    let correction = if split && asm.penetrates() {
-        let p = position_stage(model, data, &asm, h, options, v_out)?;
-        correction_dropped = p.stats.residual > options.lcp.tolerance;
-        (!correction_dropped).then_some(p)
-    } else {
-        None
-    };
+    let correction_dropped = correction.as_ref().is_some_and(|p| p.stats.residual > options.lcp.tolerance);
+    let correction = correction.filter(|_| !correction_dropped);
+    if let Some(p) = &correction {
+        position_limit_violations(model, q, p.v_position.as_slice(), h, &asm.rows, &mut limit_violations);
+    }
     ws.previous = Some((asm.contacts.clone(), asm.rows.clone(), sol.states.clone()));
     Ok(Some(ConstraintRecord {
         contacts: asm.contacts,
@@ -1046,7 +1055,14 @@ fn coordinate_of_dof(model: &Model) -> Vec<Option<usize>> {
 
 /// The limit rows that the solution `v⁺` needs and `rows` lacks: position limits that
 /// `q + h v⁺` crosses, velocity limits that `v⁺` exceeds (in the order of [`assemble`]).
-fn missing_limit_rows(model: &Model, q: &[f64], v_next: &[f64], h: f64, rows: &[RowKind]) -> Vec<RowKind> {
+fn missing_limit_rows(
+    model: &Model,
+    q: &[f64],
+    v_next: &[f64],
+    h: f64,
+    rows: &[RowKind],
+    velocity_limits: bool,
+) -> Vec<RowKind> {
     let mut out = vec![];
     let (lower, upper, vmax) = (model.lower_limits(), model.upper_limits(), model.velocity_limits());
     let mut need = |kind: RowKind, violated: bool| {
@@ -1059,11 +1075,37 @@ fn missing_limit_rows(model: &Model, q: &[f64], v_next: &[f64], h: f64, rows: &[
         need(RowKind::JointLower { dof: k }, lower[c].is_finite() && next < lower[c]);
         need(RowKind::JointUpper { dof: k }, upper[c].is_finite() && next > upper[c]);
     }
-    for k in 0..model.nv() {
+    for k in (0..model.nv()).filter(|_| velocity_limits) {
         need(RowKind::VelocityUpper { dof: k }, vmax[k].is_finite() && v_next[k] > vmax[k]);
         need(RowKind::VelocityLower { dof: k }, vmax[k].is_finite() && v_next[k] < -vmax[k]);
     }
     out
+}
+
+/// Adds to `out` the position limits without a row that the position stage's velocity
+/// `v_position` carries the joint over (`q + h v_position` past the limit by more than
+/// `h·ε`, ε as in [`LIMIT_TOLERANCE`]): only when the limit loop ran out of passes. The
+/// limits with a row hold by the position stage's own conditions.
+fn position_limit_violations(
+    model: &Model,
+    q: &[f64],
+    v_position: &[f64],
+    h: f64,
+    rows: &[RowKind],
+    out: &mut Vec<(RowKind, f64)>,
+) {
+    let eps = h * LIMIT_TOLERANCE * velocity_scale(v_position, v_position);
+    let (lower, upper) = (model.lower_limits(), model.upper_limits());
+    for (c, k) in scalar_coordinates(model) {
+        let next = q[c] + h * v_position[k];
+        for (kind, excess) in
+            [(RowKind::JointLower { dof: k }, lower[c] - next), (RowKind::JointUpper { dof: k }, next - upper[c])]
+        {
+            if excess > eps && !rows.contains(&kind) && !out.iter().any(|(r, _)| *r == kind) {
+                out.push((kind, excess));
+            }
+        }
+    }
 }
 
 /// Relative velocity tolerance beyond which an LCP solution that leaves a row's condition
