@@ -861,7 +861,8 @@ pub const MAX_LIMIT_PASSES: usize = 16;
 /// The limit loop: after each solve, a position limit that `q + h v⁺` crosses, or a
 /// velocity limit that `v⁺` exceeds, and that has no row (the impulses of other rows
 /// moved the joint after the prediction of [`assemble`]) gets its row and the LCP is
-/// solved again, at most [`MAX_LIMIT_PASSES`] solves in all. Limits the final solve
+/// solved again, at most [`MAX_LIMIT_PASSES`] solves in all; with the split recovery, so
+/// does a position limit that the position stage's `q + h v_p` crosses. Limits the final solve
 /// leaves violated beyond [`LIMIT_TOLERANCE`] (the pass bound reached, or an inexact
 /// last-resort PGS solution) are listed in [`ConstraintRecord::limit_violations`].
 #[allow(clippy::too_many_arguments)]
