@@ -606,3 +606,109 @@ fn unknown_elements_warn_where_they_are() {
     assert!(w[3].contains("unknown element <extra> in <robot>"), "{w:#?}");
     assert!(w[0].starts_with("<string>:4:"), "{w:#?}");
 }
+
+/// A base and an `arm` on a revolute joint; `inertial` and `collision` are the arm's
+/// elements.
+fn arm_urdf(inertial: &str, collision: &str) -> String {
+    format!(
+        r#"<robot name="r">
+  <link name="base"><inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+  <link name="arm">{inertial}{collision}</link>
+  <joint name="elbow" type="revolute">
+    <parent link="base"/><child link="arm"/>
+    <limit lower="-1" upper="1" velocity="1" effort="1"/>
+  </joint>
+</robot>"#
+    )
+}
+
+fn inertial(mass: f64, d: [f64; 3]) -> String {
+    format!(
+        r#"<inertial><mass value="{mass}"/><inertia ixx="{}" ixy="0" ixz="0" iyy="{}" iyz="0" izz="{}"/></inertial>"#,
+        d[0], d[1], d[2]
+    )
+}
+
+/// Sorted principal moments of the arm's inertia about its centre of mass.
+fn arm_moments(m: &Model) -> [f64; 3] {
+    let e = body(m, "arm").inertia.inertia_about_com().symmetric_eigenvalues();
+    let mut v = [e[0], e[1], e[2]];
+    v.sort_by(|a, b| a.total_cmp(b));
+    v
+}
+
+/// The loading policy for inertias (docs/models.md): rounding is repaired with a
+/// warning naming the link and the change; `strict` keeps the errors.
+#[test]
+fn rounded_inertias_are_repaired_with_a_warning_and_strict_keeps_the_errors() {
+    let strict = UrdfOptions { strict: true, ..Default::default() };
+    // The triangle inequality broken by 2e-3 relative: projected.
+    let xml = arm_urdf(&inertial(1.0, [0.01, 0.01, 0.02004]), "");
+    let r = parse_urdf(&xml, None, &UrdfOptions::default()).unwrap();
+    let m = arm_moments(&r.model);
+    assert_relative_eq!(m[0] + m[1], m[2], epsilon = 1e-15);
+    assert_relative_eq!(m[2], 0.02004 - 0.00004 / 3.0, epsilon = 1e-15);
+    assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+    assert!(r.warnings[0].contains("inertia of link 'arm'") && r.warnings[0].contains("triangle"), "{:?}", r.warnings);
+    let e = parse_urdf(&xml, None, &strict).unwrap_err();
+    assert!(matches!(e, LoadError::Model { source: ModelError::TriangleInequality { .. }, .. }), "{e:?}");
+    // A thin rod's axial moment printed as −2e−22: raised to 1e-6 of the largest.
+    let xml = arm_urdf(&inertial(1.0, [-2e-22, 0.01, 0.01]), "");
+    let r = parse_urdf(&xml, None, &UrdfOptions::default()).unwrap();
+    assert_relative_eq!(arm_moments(&r.model)[0], 1e-8, epsilon = 1e-20);
+    assert!(r.warnings[0].contains("raised"), "{:?}", r.warnings);
+    let e = parse_urdf(&xml, None, &strict).unwrap_err();
+    assert!(matches!(e, LoadError::Model { source: ModelError::InvalidInertia { .. }, .. }), "{e:?}");
+    // Gross violations stay errors.
+    let xml = arm_urdf(&inertial(1.0, [0.01, 0.01, 0.05]), "");
+    assert!(parse_urdf(&xml, None, &UrdfOptions::default()).is_err());
+    let xml = arm_urdf(&inertial(1.0, [-0.01, 0.01, 0.01]), "");
+    assert!(parse_urdf(&xml, None, &UrdfOptions::default()).is_err());
+}
+
+#[test]
+fn a_link_with_mass_and_no_inertia_gets_its_shapes_inertia() {
+    let strict = UrdfOptions { strict: true, ..Default::default() };
+    let boxed = r#"<collision><geometry><box size="0.1 0.2 0.3"/></geometry></collision>"#;
+    let xml = arm_urdf(&inertial(2.0, [0.0; 3]), boxed);
+    let r = parse_urdf(&xml, None, &UrdfOptions::default()).unwrap();
+    let expected = Vec3::new(0.04 + 0.09, 0.01 + 0.09, 0.01 + 0.04) * (2.0 / 12.0);
+    let ic = body(&r.model, "arm").inertia.inertia_about_com();
+    assert!((ic - Mat3::from_diagonal(&expected)).abs().max() < 1e-15, "{ic}");
+    assert!(
+        r.warnings[0].contains("link 'arm' has mass 2 kg but a zero inertia tensor") && r.warnings[0].contains("box"),
+        "{:?}",
+        r.warnings
+    );
+    assert!(parse_urdf(&xml, None, &strict).is_err());
+    // No collision shape: a sphere of water's density (radius (3m/(4π·1000))^(1/3)).
+    let xml = arm_urdf(&inertial(2.0, [0.0; 3]), "");
+    let r = parse_urdf(&xml, None, &UrdfOptions::default()).unwrap();
+    let radius = (3.0 * 2.0 / (4.0 * std::f64::consts::PI * 1000.0)).cbrt();
+    assert_relative_eq!(arm_moments(&r.model)[0], 0.4 * 2.0 * radius * radius, epsilon = 1e-15);
+    assert!(r.warnings[0].contains("sphere"), "{:?}", r.warnings);
+}
+
+#[test]
+fn a_massless_link_with_an_inertia_tensor_becomes_a_massless_frame() {
+    // A massless leaf welded to the arm (a sensor frame written with a tiny tensor).
+    let xml = arm_urdf(&inertial(1.0, [0.01, 0.01, 0.01]), "").replace(
+        "</robot>",
+        r#"<link name="camera">{I}</link>
+  <joint name="mount" type="fixed"><parent link="arm"/><child link="camera"/></joint>
+</robot>"#
+            .replace("{I}", &inertial(0.0, [1e-6, 1e-6, 1e-6]))
+            .as_str(),
+    );
+    let r = parse_urdf(&xml, None, &UrdfOptions::default()).unwrap();
+    assert_eq!(body(&r.model, "camera").inertia.inertia_about_com(), Mat3::zeros());
+    assert!(r.warnings[0].contains("link 'camera' has no mass"), "{:?}", r.warnings);
+    let strict = UrdfOptions { strict: true, ..Default::default() };
+    assert!(parse_urdf(&xml, None, &strict).is_err());
+}
+
+#[test]
+fn package_uris_with_an_empty_host_resolve() {
+    let p = resolve_mesh_uri("package:///testpkg/meshes/cube.obj", None, &[fixture("packages")]).unwrap();
+    assert_eq!(p, fixture("packages/testpkg/meshes/cube.obj"));
+}

@@ -7,6 +7,7 @@
 //! [`UrdfModel::warnings`], never dropped silently.
 
 mod collada;
+pub mod inertia_policy;
 pub mod mesh;
 mod urdf;
 

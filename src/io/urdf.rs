@@ -8,11 +8,13 @@
 //! is the plane normal) and spherical/ball (extension), with origin, axis, parent,
 //! child, limit and dynamics. `<mimic>` is an error in strict mode and a warning
 //! otherwise; `<calibration>`, `<safety_controller>`, `<transmission>`, `<gazebo>`
-//! and unknown elements give one warning each. Physical validation (masses,
-//! inertias, axes, tree shape) is left to [`ModelBuilder::build`], whose errors
-//! become [`LoadError::Model`].
+//! and unknown elements give one warning each. Inertias that are only rounding away
+//! from physical ones are repaired with a warning unless `strict` (the loading policy of
+//! docs/models.md, [`super::inertia_policy`]); `package:///NAME/PATH` reads as
+//! `package://NAME/PATH`. Physical validation (masses, inertias, axes, tree shape) is
+//! left to [`ModelBuilder::build`], whose errors become [`LoadError::Model`].
 
-use super::{mesh, UrdfModel, UrdfOptions};
+use super::{inertia_policy, mesh, UrdfModel, UrdfOptions};
 use crate::error::LoadError;
 use crate::math::{Inertia, Mat3, Vec3, SE3};
 use crate::model::{Body, CollisionShape, Geometry, Joint, ModelBuilder, VisualGeometry, VisualShape};
@@ -52,6 +54,9 @@ pub fn resolve_mesh_uri(uri: &str, base_dir: Option<&Path>, package_dirs: &[Path
     let fail = |reason: String| LoadError::Mesh { path: uri.into(), reason };
     let list = |c: &[PathBuf]| c.iter().map(|p| format!("'{}'", p.display())).collect::<Vec<_>>().join(", ");
     if let Some(rest) = uri.strip_prefix("package://") {
+        // `package:///NAME/PATH` (an empty host, as some exporters write) reads as
+        // `package://NAME/PATH`.
+        let rest = rest.trim_start_matches('/');
         let (name, rel) = rest.split_once('/').unwrap_or((rest, ""));
         if name.is_empty() || rel.is_empty() {
             return Err(fail("malformed package URI: expected 'package://NAME/PATH'".into()));
@@ -290,10 +295,35 @@ impl<'a, 'input> Parser<'a, 'input> {
                 tag => self.warn(c, format!("unknown element <{tag}> in {owner} ignored")),
             }
         }
+        // A link with mass and an all-zero tensor (only the mass was known): the tensor of
+        // a solid of its collision shape, or of a sphere (docs/models.md, "Loading policy").
+        let ic = body.inertia.inertia_about_com();
+        if !self.options.strict && inertia_policy::is_negligible(body.inertia.mass, &ic) {
+            let mass = body.inertia.mass;
+            let from_shape = body.collisions.iter().find_map(|c| {
+                let shape = match c.geometry {
+                    Geometry::Box { .. } => "box",
+                    Geometry::Sphere { .. } => "sphere",
+                    Geometry::Cylinder { .. } => "cylinder",
+                    _ => "capsule",
+                };
+                inertia_policy::solid_rotational(mass, &c.geometry, &c.origin.rot).map(|i| (i, shape))
+            });
+            let (rot, what) = match from_shape {
+                Some((i, shape)) => (i, format!("a solid {shape} like its collision shape")),
+                None => (inertia_policy::fallback_rotational(mass), "a solid sphere of water's density".to_string()),
+            };
+            body.inertia = Inertia::from_com(mass, body.inertia.com(), rot);
+            let largest = ic.abs().max();
+            self.warn(
+                n,
+                format!("{owner} has mass {mass} kg but a zero inertia tensor (largest entry {largest:e}): given the inertia of {what}"),
+            );
+        }
         Ok(body)
     }
 
-    fn inertial(&self, n: Node, owner: &str) -> R<Inertia> {
+    fn inertial(&mut self, n: Node, owner: &str) -> R<Inertia> {
         let element = format!("inertial of {owner}");
         let (com, rpy) = self.origin(n, &element)?;
         let m = child(n, "mass").ok_or_else(|| self.err(n, &element, "missing <mass>"))?;
@@ -308,7 +338,18 @@ impl<'a, 'input> Parser<'a, 'input> {
         let local = Mat3::new(ixx, ixy, ixz, ixy, iyy, iyz, ixz, iyz, izz);
         // The tensor is given in the inertial frame (rotated by rpy): express it in the link frame.
         let r = SE3::from_xyz_rpy(&com, &rpy).rot;
-        Ok(Inertia::from_com(mass, com, r * local * r.transpose()))
+        let mut ic = r * local * r.transpose();
+        if !self.options.strict {
+            if mass == 0.0 && ic.iter().any(|&x| x != 0.0) {
+                self.warn(n, format!("{owner} has no mass but a nonzero inertia tensor: kept as a massless frame"));
+                ic = Mat3::zeros();
+            }
+            if let (fixed, Some(change)) = inertia_policy::repair_rotational(mass, &ic) {
+                self.warn(n, format!("inertia of {owner}: {change}"));
+                ic = fixed;
+            }
+        }
+        Ok(Inertia::from_com(mass, com, ic))
     }
 
     /// The single shape element of a `<geometry>`.
