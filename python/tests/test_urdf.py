@@ -95,3 +95,18 @@ def test_body_arguments_name_or_index():
     for bad in [1.5, None, True, [1]]:
         with pytest.raises(TypeError, match=r"body must be a body name \(str\) or index \(int\)"):
             m.body_jacobian(q, bad)
+
+
+def test_rounded_inertias_are_repaired_with_a_warning_unless_strict(tmp_path):
+    """The loading policy (docs/models.md): a bob whose tensor breaks the triangle inequality
+    by 0.2 % is projected onto it with a LoadWarning naming the link; strict loading refuses it."""
+    path = tmp_path / "rounded.urdf"
+    head, tail = PENDULUM_URDF.split('<link name="bob">')
+    path.write_text(head + '<link name="bob">' + tail.replace('izz="0.01"', 'izz="0.02004"', 1))
+    with pytest.warns(stiction.LoadWarning) as record:
+        m = stiction.Model.from_urdf(path, load_collision_meshes=False)
+    messages = [str(r.message) for r in record]
+    assert any("inertia of link 'bob'" in s and "triangle" in s for s in messages), messages
+    np.testing.assert_allclose(m.total_mass, 3.0)
+    with pytest.raises(stiction.LoadError, match="triangle"):
+        stiction.Model.from_urdf(path, load_collision_meshes=False, strict=True)
