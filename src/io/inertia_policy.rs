@@ -52,7 +52,7 @@ pub const FALLBACK_DENSITY: f64 = 1000.0;
 /// rounding away from it (see the module docs), with a description of the change
 /// (`None` when nothing changed). Tensors further off are returned unchanged.
 pub fn repair_rotational(mass: f64, ic: &Mat3) -> (Mat3, Option<String>) {
-    if !(mass > 0.0) || !ic.iter().all(|x| x.is_finite()) {
+    if mass.is_nan() || mass <= 0.0 || !ic.iter().all(|x| x.is_finite()) {
         return (*ic, None);
     }
     let sym = (ic + ic.transpose()) * 0.5;
