@@ -712,3 +712,51 @@ fn package_uris_with_an_empty_host_resolve() {
     let p = resolve_mesh_uri("package:///testpkg/meshes/cube.obj", None, &[fixture("packages")]).unwrap();
     assert_eq!(p, fixture("packages/testpkg/meshes/cube.obj"));
 }
+
+/// Collision meshes whose triangles do not share vertices (a triangle soup, as STL files
+/// and many exporters write them) are welded before the checks, with a warning; strict
+/// loading refuses them as before.
+#[test]
+fn triangle_soups_are_welded_with_a_warning() {
+    // On the base, welded to the world: a static triangle mesh, checked as it is (a mesh
+    // on a moving link collides as the convex hull of its vertices).
+    let soup = r#"<collision><geometry><mesh filename="meshes/cube_soup.obj"/></geometry></collision></link>"#;
+    let xml = arm_urdf(&inertial(1.0, [0.01, 0.01, 0.01]), "").replacen(
+        "</inertial></link>",
+        &format!("</inertial>{soup}"),
+        1,
+    );
+    let r = parse_urdf(&xml, Some(&fixture("")), &UrdfOptions::default()).unwrap();
+    let Geometry::Mesh(mesh) = &body(&r.model, "base").collisions[0].geometry else { panic!("a mesh") };
+    assert_eq!(mesh.triangles.len(), 12);
+    let used: std::collections::BTreeSet<u32> = mesh.triangles.iter().flatten().copied().collect();
+    assert_eq!(used.len(), 8, "the 36 corners welded into the cube's 8");
+    assert!(
+        r.warnings.iter().any(|w| w.contains("28 duplicate vertices welded, 0 degenerate triangles dropped")),
+        "{:?}",
+        r.warnings
+    );
+    let strict = UrdfOptions { strict: true, ..Default::default() };
+    let e = parse_urdf(&xml, Some(&fixture("")), &strict).unwrap_err();
+    assert!(e.to_string().contains("duplicate vertices"), "{e}");
+}
+
+/// Welding drops the triangles that collapse (slivers thinner than the tolerance) and
+/// leaves distinct vertices alone.
+#[test]
+fn welding_drops_collapsed_triangles_only() {
+    use stiction::io::mesh::weld_vertices;
+    use stiction::model::TriangleMesh;
+    let v = vec![
+        Vec3::new(0.0, 0.0, 0.0),
+        Vec3::new(1.0, 0.0, 0.0),
+        Vec3::new(0.0, 1.0, 0.0),
+        Vec3::new(1.0, 1e-12, 0.0), // a copy of vertex 1 within 1e-9 of the size
+        Vec3::new(5.0, 5.0, 5.0),   // unused: not counted
+    ];
+    let mut mesh = TriangleMesh { vertices: v, triangles: vec![[0, 1, 2], [1, 3, 2], [0, 3, 2]], source: None };
+    assert_eq!(weld_vertices(&mut mesh, 1e-9), (1, 1));
+    assert_eq!(mesh.triangles, vec![[0, 1, 2], [0, 1, 2]]);
+    let mut clean = TriangleMesh { vertices: mesh.vertices.clone(), triangles: vec![[0, 1, 2]], source: None };
+    assert_eq!(weld_vertices(&mut clean, 1e-9), (0, 0));
+}

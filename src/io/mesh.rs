@@ -51,6 +51,80 @@ pub fn load_mesh(path: &Path, scale: &Vec3) -> Result<TriangleMesh, LoadError> {
     Ok(mesh)
 }
 
+/// Welds the vertices of `mesh` that lie within `rel_tol × size` of an earlier one
+/// (`size`: the largest extent of the bounding box of the vertices the triangles use):
+/// the triangles refer to the first of them, and the triangles that then repeat a vertex
+/// (slivers narrower than the tolerance) are dropped. Returns the numbers of welded
+/// vertices and dropped triangles. Unused vertices are kept (the collision checks ignore
+/// them). STL files list each triangle's corners on their own, and exporters print the
+/// copies with rounding: welded with the collision checks' own tolerance
+/// ([`crate::collision::polytope::MESH_TOLERANCE`]), the triangles share their edges again.
+pub fn weld_vertices(mesh: &mut TriangleMesh, rel_tol: f64) -> (usize, usize) {
+    let n = mesh.vertices.len();
+    let mut used = vec![false; n];
+    for t in &mesh.triangles {
+        for &i in t {
+            if let Some(u) = used.get_mut(i as usize) {
+                *u = true;
+            }
+        }
+    }
+    let (mut lo, mut hi) = (Vec3::repeat(f64::INFINITY), Vec3::repeat(f64::NEG_INFINITY));
+    for (v, _) in mesh.vertices.iter().zip(&used).filter(|(_, u)| **u) {
+        lo = lo.inf(v);
+        hi = hi.sup(v);
+    }
+    let tol = rel_tol * (hi - lo).max();
+    if !(tol.is_finite() && tol > 0.0) {
+        return (0, 0);
+    }
+    // Cells of side tol: a vertex within tol of another lies in one of the 27 cells
+    // around it.
+    let cell = |p: &Vec3| [0, 1, 2].map(|k| (p[k] / tol).floor() as i64);
+    let mut grid: std::collections::HashMap<[i64; 3], Vec<u32>> = std::collections::HashMap::new();
+    let mut rep: Vec<u32> = (0..n as u32).collect();
+    let mut welded = 0;
+    for i in 0..n {
+        if !used[i] {
+            continue;
+        }
+        let p = mesh.vertices[i];
+        let c = cell(&p);
+        let mut found = None;
+        'search: for dx in -1..=1 {
+            for dy in -1..=1 {
+                for dz in -1..=1 {
+                    let key = [c[0] + dx, c[1] + dy, c[2] + dz];
+                    if let Some(list) = grid.get(&key) {
+                        if let Some(&j) = list.iter().find(|&&j| (mesh.vertices[j as usize] - p).norm() <= tol) {
+                            found = Some(j);
+                            break 'search;
+                        }
+                    }
+                }
+            }
+        }
+        match found {
+            Some(j) => {
+                rep[i] = j;
+                welded += 1;
+            }
+            None => grid.entry(c).or_default().push(i as u32),
+        }
+    }
+    if welded == 0 {
+        return (0, 0);
+    }
+    let before = mesh.triangles.len();
+    mesh.triangles = mesh
+        .triangles
+        .iter()
+        .map(|t| t.map(|i| rep[i as usize]))
+        .filter(|t| t[0] != t[1] && t[1] != t[2] && t[0] != t[2])
+        .collect();
+    (welded, before - mesh.triangles.len())
+}
+
 /// Checks a raw mesh: non-empty, finite vertices, indices in range.
 pub(crate) fn finish(vertices: Vec<Vec3>, triangles: Vec<[u32; 3]>) -> Result<TriangleMesh, String> {
     if triangles.is_empty() {

@@ -434,6 +434,18 @@ impl<'a, 'input> Parser<'a, 'input> {
                 };
                 let path = resolve_mesh_uri(&uri, self.base_dir, &self.options.package_dirs).map_err(context)?;
                 let mut mesh = mesh::load_mesh(&path, &scale).map_err(context)?;
+                if !self.options.strict {
+                    let (welded, dropped) = mesh::weld_vertices(&mut mesh, crate::collision::polytope::MESH_TOLERANCE);
+                    if welded > 0 {
+                        self.warn(
+                            s,
+                            format!(
+                                "collision mesh '{uri}' of {what}: {welded} duplicate vertices welded, {dropped} \
+                                 degenerate triangles dropped"
+                            ),
+                        );
+                    }
+                }
                 mesh.source = Some(uri);
                 Geometry::Mesh(mesh)
             }
