@@ -103,18 +103,20 @@ pub fn repair_rotational(mass: f64, ic: &Mat3) -> (Mat3, Option<String>) {
 }
 
 /// The rotational inertia (link frame, about the centre of mass) of a solid body of
-/// `mass` shaped like `geometry` turned by `rotation` (the shape's pose in the link), or
-/// `None` for shapes without a closed form here (plane, mesh).
-pub fn solid_rotational(mass: f64, geometry: &Geometry, rotation: &Mat3) -> Option<Mat3> {
-    let local = match geometry {
-        Geometry::Box { half_extents } => Inertia::solid_box(mass, half_extents * 2.0),
-        Geometry::Sphere { radius } => Inertia::solid_sphere(mass, *radius),
-        Geometry::Cylinder { radius, length } => Inertia::solid_cylinder(mass, *radius, *length),
-        Geometry::Capsule { radius, length } => Inertia::solid_cylinder(mass, *radius, length + 2.0 * radius),
+/// `mass` shaped like `geometry` turned by `rotation` (the shape's pose in the link), with
+/// the shape's name, or `None` for shapes without a closed form here (plane, mesh).
+pub fn solid_rotational(mass: f64, geometry: &Geometry, rotation: &Mat3) -> Option<(Mat3, &'static str)> {
+    let (solid, name) = match geometry {
+        Geometry::Box { half_extents } => (Inertia::solid_box(mass, half_extents * 2.0), "box"),
+        Geometry::Sphere { radius } => (Inertia::solid_sphere(mass, *radius), "sphere"),
+        Geometry::Cylinder { radius, length } => (Inertia::solid_cylinder(mass, *radius, *length), "cylinder"),
+        Geometry::Capsule { radius, length } => {
+            (Inertia::solid_cylinder(mass, *radius, length + 2.0 * radius), "capsule")
+        }
         _ => return None,
-    }
-    .inertia_about_com();
-    Some(rotation * local * rotation.transpose())
+    };
+    let local = solid.inertia_about_com();
+    Some((rotation * local * rotation.transpose(), name))
 }
 
 /// The rotational inertia of a solid sphere of `mass` at [`FALLBACK_DENSITY`].
@@ -178,8 +180,10 @@ mod tests {
 
     #[test]
     fn solids_and_the_fallback_sphere() {
-        let b = solid_rotational(12.0, &Geometry::Box { half_extents: Vec3::new(0.5, 1.0, 1.5) }, &Mat3::identity())
-            .unwrap();
+        let (b, name) =
+            solid_rotational(12.0, &Geometry::Box { half_extents: Vec3::new(0.5, 1.0, 1.5) }, &Mat3::identity())
+                .unwrap();
+        assert_eq!(name, "box");
         assert!((b - Mat3::from_diagonal(&Vec3::new(13.0, 10.0, 5.0))).abs().max() < 1e-12, "{b}");
         let s = fallback_rotational(4.0 / 3.0 * std::f64::consts::PI);
         // Radius 0.1 m at 1000 kg/m³: 0.4 m r².

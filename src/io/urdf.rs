@@ -300,15 +300,8 @@ impl<'a, 'input> Parser<'a, 'input> {
         let ic = body.inertia.inertia_about_com();
         if !self.options.strict && inertia_policy::is_negligible(body.inertia.mass, &ic) {
             let mass = body.inertia.mass;
-            let from_shape = body.collisions.iter().find_map(|c| {
-                let shape = match c.geometry {
-                    Geometry::Box { .. } => "box",
-                    Geometry::Sphere { .. } => "sphere",
-                    Geometry::Cylinder { .. } => "cylinder",
-                    _ => "capsule",
-                };
-                inertia_policy::solid_rotational(mass, &c.geometry, &c.origin.rot).map(|i| (i, shape))
-            });
+            let from_shape =
+                body.collisions.iter().find_map(|c| inertia_policy::solid_rotational(mass, &c.geometry, &c.origin.rot));
             let (rot, what) = match from_shape {
                 Some((i, shape)) => (i, format!("a solid {shape} like its collision shape")),
                 None => (inertia_policy::fallback_rotational(mass), "a solid sphere of water's density".to_string()),

@@ -604,13 +604,16 @@ pub(crate) fn subtree_mass(model: &Model, body: usize) -> f64 {
     model.subtree(body).map(|k| model.bodies()[k].inertia.mass).sum()
 }
 
-/// `1/m` of the subtree of [`moving_ancestor`]`(body)`; 0 for a body welded to the world
-/// or a massless subtree (which the model builder rejects for moving bodies).
-fn inverse_subtree_mass(model: &Model, body: usize) -> f64 {
-    match moving_ancestor(model, body).map(|b| subtree_mass(model, b)) {
-        Some(m) if m > 0.0 => 1.0 / m,
-        _ => 0.0,
-    }
+/// The reference bodies of contact `c`'s position-stage regularization: for each side on
+/// a body, its [`moving_ancestor`], when that has a subtree with mass (a side welded to the
+/// world, or a massless subtree, which the model builder rejects for moving bodies, adds
+/// nothing). `1/m_A + 1/m_B` sums `1/`[`subtree_mass`] over them.
+pub(crate) fn regularization_sides<'a>(model: &'a Model, c: &Contact) -> impl Iterator<Item = usize> + 'a {
+    let cm = model.collision_model();
+    [c.id.shape_a, c.id.shape_b]
+        .into_iter()
+        .filter_map(move |s| cm.shapes[s as usize].body.and_then(|b| moving_ancestor(model, b)))
+        .filter(move |&b| subtree_mass(model, b) > 0.0)
 }
 
 /// The effective inertia `M̃ = M + diag(armature + h·damping)` at the poses in `data`
@@ -730,11 +733,7 @@ pub(crate) fn assemble(
         let beta = normal_bias(phi, h, options, if bounce { Some(e * vn) } else { None });
         bias[3 * i] = if relaxed { beta.max(0.0) } else { beta };
         gap[3 * i] = phi;
-        let inverse_mass = [c.id.shape_a, c.id.shape_b]
-            .iter()
-            .filter_map(|&shape| cm.shapes[shape as usize].body)
-            .map(|body| inverse_subtree_mass(model, body))
-            .sum();
+        let inverse_mass = regularization_sides(model, c).map(|b| 1.0 / subtree_mass(model, b)).sum();
         info.push(ContactInfo {
             friction: mu,
             viscous_friction: mu_v,

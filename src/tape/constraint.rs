@@ -46,7 +46,7 @@ use crate::error::{Error, Result};
 use crate::math::Vec3;
 use crate::model::{ParamKind, ParamSpec};
 use crate::solver::lcp::{RowBound, RowState};
-use crate::step::contact::{assemble, effective_inertia, moving_ancestor, subtree_mass, Assembly, RowKind};
+use crate::step::contact::{assemble, effective_inertia, regularization_sides, subtree_mass, Assembly, RowKind};
 use crate::step::{BounceGradients, ConstraintRecord, PenetrationRecovery};
 use crate::Model;
 use nalgebra::{DMatrix, DVector};
@@ -130,12 +130,7 @@ fn material_weights(model: &Model, spec: &crate::model::ParamSpec, kind: ParamKi
 /// side's nearest moving ancestor) that holds the link, `∂(1/m)/∂m_k = −1/m²`. One entry
 /// per θ column it touches.
 fn inverse_mass_weights(model: &Model, spec: &ParamSpec, c: &Contact) -> Vec<(usize, f64)> {
-    let cm = model.collision_model();
-    let sides: Vec<usize> = [c.id.shape_a, c.id.shape_b]
-        .iter()
-        .filter_map(|&s| cm.shapes[s as usize].body.and_then(|b| moving_ancestor(model, b)))
-        .filter(|&b| subtree_mass(model, b) > 0.0)
-        .collect();
+    let sides: Vec<usize> = regularization_sides(model, c).collect();
     spec.entries()
         .iter()
         .filter(|e| e.kind == ParamKind::Mass)
