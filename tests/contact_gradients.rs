@@ -662,3 +662,61 @@ fn warm_started_steps_give_the_cold_steps_jacobians() {
     println!("all scenes: warm-start hit rate {rate:.3} over {solves} solves");
     assert!(rate > 0.5, "warm-start hit rate {rate}");
 }
+
+/// The VJP of a contact step is taken by adjoints, stage by stage, without forming the
+/// Jacobians (`src/tape/step_vjp.rs`, `src/tape/constraint_vjp.rs`): on every scene, with
+/// both penetration recoveries and both bounce-gradient models, and for random adjoints,
+/// it is the product with the transposed Jacobians of the forward path
+/// (`StepRecord::jacobians`, checked against Ridders above) to round-off: 1e-11 of the
+/// size of the product's terms, `|J|ᵀ|ḡ|`, or absolute where that is below 1 (entries
+/// that cancel to zero, like the mass column of a box at rest).
+#[test]
+fn step_vjp_by_adjoints_is_the_transposed_jacobians_product() {
+    use stiction::math::SplitMix64;
+    use stiction::model::ParamSpec;
+    use stiction::step::BounceGradients;
+    use stiction::{Control, Simulator};
+    let mut rng = SplitMix64::new(18);
+    let mut worst = (0.0f64, String::new());
+    let mut checked = 0;
+    for recovery in [PenetrationRecovery::Split, PenetrationRecovery::Velocity] {
+        for bounce in [BounceGradients::Discrete, BounceGradients::ContinuousTime] {
+            for mut s in scenes() {
+                s.options.contact.penetration = recovery;
+                s.options.contact.bounce_gradients = bounce;
+                let mut sim = Simulator::new(s.model.clone(), s.options.clone()).unwrap();
+                sim.set_params(ParamSpec::parse(&s.model, &s.params).unwrap());
+                let (_, rec) = sim.step_recorded(&s.state, &Control::torques(s.tau.clone())).unwrap();
+                assert!(rec.constraints().is_some(), "{}: no constraint rows", s.name);
+                let jac = rec.jacobians().unwrap();
+                let nv = s.model.nv();
+                for _ in 0..2 {
+                    let gq = DVector::from_fn(nv, |_, _| rng.range(-1.0, 1.0));
+                    let gv = DVector::from_fn(nv, |_, _| rng.range(-1.0, 1.0));
+                    let got = rec.vjp(&gq, &gv).unwrap();
+                    let (aq, av) = (gq.abs(), gv.abs());
+                    for (name, x, a, b) in [
+                        ("q", &got.q, &jac.dq_dq, &jac.dv_dq),
+                        ("v", &got.v, &jac.dq_dv, &jac.dv_dv),
+                        ("tau", &got.tau, &jac.dq_dtau, &jac.dv_dtau),
+                        ("theta", &got.theta, &jac.dq_dtheta, &jac.dv_dtheta),
+                    ] {
+                        let want = a.tr_mul(&gq) + b.tr_mul(&gv);
+                        let terms = a.abs().tr_mul(&aq) + b.abs().tr_mul(&av);
+                        let err = (x - &want).zip_map(&terms, |d, t| d.abs() / t.max(1.0)).amax();
+                        if err > worst.0 {
+                            worst = (err, format!("{} ({recovery:?}, {bounce:?}) ∂ℓ/∂{name}", s.name));
+                        }
+                        assert!(
+                            err <= 1e-11,
+                            "{} ({recovery:?}, {bounce:?}): ∂ℓ/∂{name} off by {err:e} of its terms\n{x}\n{want}",
+                            s.name
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    println!("{checked} VJPs; worst {:e} at {}", worst.0, worst.1);
+}

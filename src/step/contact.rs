@@ -517,6 +517,7 @@ fn scalar_coordinates(model: &Model) -> impl Iterator<Item = (usize, usize)> + '
 }
 
 /// The assembled rows of one step.
+#[derive(Clone)]
 pub(crate) struct Assembly {
     pub contacts: Vec<Contact>,
     pub info: Vec<ContactInfo>,

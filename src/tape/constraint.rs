@@ -63,8 +63,6 @@ pub(crate) struct ConstraintLinearization {
     /// The step's impacts (bouncing clamping contacts), for the continuous-time
     /// (saltation) terms; empty with [`BounceGradients::Discrete`].
     pub impacts: Vec<Impact>,
-    /// `∂ℓ/∂f = J M̃⁻¹ ∂ℓ/∂v⁺` (one entry per row), when an adjoint `∂ℓ/∂v⁺` was given.
-    pub dl_df: Option<DVector<f64>>,
 }
 
 /// One impact of a step: a bouncing contact whose normal row clamps, approaching.
@@ -111,7 +109,12 @@ fn pinv(a: &DMatrix<f64>) -> Result<(DMatrix<f64>, usize)> {
 /// `∂(pair coefficient)/∂θ` of `kind` for contact `c`: the pair uses the mean of its
 /// two shapes' coefficients, and a `friction:LINK` / `restitution:LINK` parameter sets
 /// every shape of the link. One entry per θ column (zero for other kinds).
-fn material_weights(model: &Model, spec: &crate::model::ParamSpec, kind: ParamKind, c: &Contact) -> Vec<(usize, f64)> {
+pub(super) fn material_weights(
+    model: &Model,
+    spec: &crate::model::ParamSpec,
+    kind: ParamKind,
+    c: &Contact,
+) -> Vec<(usize, f64)> {
     let cm = model.collision_model();
     let link = |shape: u32| cm.shapes[shape as usize].body.unwrap_or(model.nbodies());
     let (la, lb) = (link(c.id.shape_a), link(c.id.shape_b));
@@ -148,7 +151,7 @@ fn inverse_mass_weights(model: &Model, spec: &ParamSpec, c: &Contact) -> Vec<(us
 /// Linearizes the constraint stage of `rec` (which holds the constraint record `c`)
 /// in its recorded contact mode.
 pub(crate) fn linearize_constraints(rec: &StepRecord, c: &ConstraintRecord) -> Result<ConstraintLinearization> {
-    linearize_constraints_with(rec, c, Stage::Velocity, &c.states, None)
+    linearize_constraints_with(rec, c, Stage::Velocity, &c.states)
 }
 
 /// Which stage of the constraint solve a linearization is of.
@@ -167,133 +170,378 @@ pub(crate) fn linearize_position_stage(
     c: &ConstraintRecord,
 ) -> Result<Option<ConstraintLinearization>> {
     match &c.correction {
-        Some(p) => Ok(Some(linearize_constraints_with(rec, c, Stage::Position, &p.states, None)?)),
+        Some(p) => Ok(Some(linearize_constraints_with(rec, c, Stage::Position, &p.states)?)),
         None => Ok(None),
+    }
+}
+
+/// The clamping-set system of one stage of a recorded constraint solve, rebuilt from
+/// the record at its start configuration: shared by the stage's linearization (forward
+/// mode, [`linearize_constraints_with`]) and its vector-Jacobian product (reverse mode,
+/// `StageSystem::vjp` in `constraint_vjp.rs`).
+pub(crate) struct StageSystem<'a> {
+    pub rec: &'a StepRecord,
+    pub c: &'a ConstraintRecord,
+    pub stage: Stage,
+    pub states: &'a [RowState],
+    /// What the step's stages share: kinematics, `M̃`, the contact rows and their
+    /// derivative operators.
+    pub geometry: &'a StepGeometry,
+    /// The stage's rows, rebuilt (and checked against the recorded ones).
+    pub asm: std::borrow::Cow<'a, Assembly>,
+    /// The stage's input ("free") and output velocities and its impulses.
+    pub v_in: &'a DVector<f64>,
+    pub v_out: &'a DVector<f64>,
+    pub f: &'a DVector<f64>,
+    /// The clamping rows C, in row order.
+    pub clamping: Vec<usize>,
+    /// Friction rows at their bound: (row, position of its normal in C, ±μ).
+    pub u_friction: Vec<(usize, usize, f64)>,
+    /// `J_C`, `Ĵ = J_C + Eᵀ J_U` (|C| × nv) and `M̃⁻¹ Ĵᵀ` (nv × |C|).
+    pub jc: DMatrix<f64>,
+    pub jhat: DMatrix<f64>,
+    pub minv_jhat_t: DMatrix<f64>,
+    /// `Â = J_C M̃⁻¹ Ĵᵀ + R_CC`, its pseudo-inverse and rank.
+    pub ahat: DMatrix<f64>,
+    pub ahat_pinv: DMatrix<f64>,
+    pub rank: usize,
+    /// `∂ℓ/∂f = J M̃⁻¹ ∂ℓ/∂v⁺` (one entry per row), when an adjoint was given.
+    pub dl_df: Option<DVector<f64>>,
+}
+
+/// The parts of a recorded step's constraint system that its stages share, rebuilt
+/// once per step at its start configuration: kinematics, the factors of `M̃`, the
+/// velocity stage's rows, the contact rows and their derivative operators, the
+/// placement parameters as subtree translations, and scratch for `∂(M̃ w)/∂(q, θ)`.
+pub(crate) struct StepGeometry {
+    /// Kinematics at the step's start configuration.
+    pub data: Data,
+    /// Factors of `M̃`.
+    pub chol: nalgebra::Cholesky<f64, nalgebra::Dyn>,
+    /// The velocity stage's rows, rebuilt from the record (the position stage modifies a copy).
+    pub asm: Assembly,
+    /// The contact rows and their derivative operators at q.
+    pub rows: ContactRows,
+    pub rd: ContactRowDerivatives,
+    /// The `placement:*` scalars of θ (their θ indices) as subtree translations.
+    pub pcols: Vec<usize>,
+    pub moves: Vec<SubtreeTranslation>,
+    /// Scratch of the inertia-product derivatives.
+    pub scratch: std::cell::RefCell<(Data, DerivativeData)>,
+}
+
+impl StepGeometry {
+    /// Rebuilds the shared parts of the constraint system of `rec`, whose constraint record is `c`.
+    pub(crate) fn new(rec: &StepRecord, c: &ConstraintRecord) -> Result<StepGeometry> {
+        let model: &Model = &rec.model;
+        let h = rec.dt;
+        let q = rec.q.as_slice();
+        let mut data = Data::new(model);
+        forward_kinematics(model, &mut data, q)?;
+        let asm = assemble(
+            model,
+            &data,
+            c.contacts.clone(),
+            q,
+            rec.v.as_slice(),
+            c.v_free.as_slice(),
+            h,
+            &c.options,
+            &c.added_rows,
+            c.relaxed,
+        )?;
+        let chol = effective_inertia(model, &mut data, h)?;
+        let rows = ContactRows::new(model, &data, &c.contacts)?;
+        let rd = ContactRowDerivatives::new(model, &data, &c.contacts, &rows)?;
+        // Joint placements (θ) translate subtrees: their columns of the row derivatives.
+        let (pcols, moves) =
+            if c.contacts.is_empty() { (vec![], vec![]) } else { placement_translations(model, &data, &rec.params) };
+        let scratch = std::cell::RefCell::new((Data::new(model), DerivativeData::new(model)));
+        Ok(StepGeometry { data, chol, asm, rows, rd, pcols, moves, scratch })
+    }
+}
+
+/// One clamping row's share of `r2 = −(∂(J_C v⁺)/∂x + ∂β_C/∂x)` (see the module doc):
+/// the row of `r2` is `−(phi·∂φ_c/∂x + start·∂(J_r v)/∂x + next·∂(J_r v⁺)/∂x)` in the q
+/// and placement columns, `−start·J_r` in the v columns, `−slope` at a joint-limit
+/// row's dof, plus the `theta` entries as they stand. Shared by the forward and the
+/// reverse linearizations so that both differentiate the same bias.
+pub(crate) struct RowTerms {
+    /// The row's contact (contact rows only).
+    pub contact: Option<usize>,
+    /// Coefficient of `∂φ/∂x` of the contact: the bias slope `s/h`.
+    pub phi: f64,
+    /// Coefficient of `∂(J_r v)/∂x` at the step's start velocity and of `J_r` in the v
+    /// columns: the restitution of a bouncing normal row.
+    pub start: f64,
+    /// Coefficient of `∂(J_r v⁺)/∂x` at the stage's output velocity.
+    pub next: f64,
+    /// A joint-limit row's `(dof, ±∂β/∂φ)`.
+    pub dof: Option<(usize, f64)>,
+    /// θ entries `(index in θ, value)` added to the row as they stand: the material and
+    /// mass derivatives of the bias and of the regularization.
+    pub theta: Vec<(usize, f64)>,
+}
+
+impl<'a> StageSystem<'a> {
+    /// Rebuilds the stage's system from the record, classified by `states` (the recorded
+    /// classification, or another one for the loss-driven strategy; a friction row at
+    /// its bound must have a clamping normal row). With `adjoint = Some(∂ℓ/∂v⁺)` it also
+    /// holds `∂ℓ/∂f = J M̃⁻¹ ∂ℓ/∂v⁺` for every row (DiffDART §4.4).
+    pub(crate) fn new(
+        geometry: &'a StepGeometry,
+        rec: &'a StepRecord,
+        c: &'a ConstraintRecord,
+        stage: Stage,
+        states: &'a [RowState],
+        adjoint: Option<&DVector<f64>>,
+    ) -> Result<StageSystem<'a>> {
+        let model: &Model = &rec.model;
+        let (nv, h) = (model.nv(), rec.dt);
+        let (v_in, v_out, f, asm) = match (stage, &c.correction) {
+            (Stage::Velocity, _) => (&c.v_free, &rec.v_next, &c.impulses, std::borrow::Cow::Borrowed(&geometry.asm)),
+            (Stage::Position, Some(p)) => {
+                let mut asm = geometry.asm.clone();
+                asm.position_stage(h, &c.options);
+                (&rec.v_next, &p.v_position, &p.impulses, std::borrow::Cow::Owned(asm))
+            }
+            (Stage::Position, None) => {
+                return Err(Error::Numerical {
+                    algorithm: "contact backward",
+                    detail: "the record has no position stage to differentiate".into(),
+                })
+            }
+        };
+        if asm.rows != c.rows {
+            return Err(Error::Numerical {
+                algorithm: "contact backward",
+                detail: "the constraint rows could not be rebuilt from the record".into(),
+            });
+        }
+        if states.len() != asm.rows.len() {
+            return Err(Error::Dimension { what: "row classification", expected: asm.rows.len(), got: states.len() });
+        }
+        let chol = &geometry.chol;
+        let dl_df = match adjoint {
+            Some(g) => {
+                crate::error::check_vector("dl/dv+", g.as_slice(), nv)?;
+                Some(&asm.j * chol.solve(g))
+            }
+            None => None,
+        };
+
+        // Classification: C (positions), U friction rows (row, normal row, ±μ), U0 constant.
+        let clamping: Vec<usize> = (0..asm.rows.len()).filter(|&r| states[r] == RowState::Clamping).collect();
+        let pos_in_c = |row: usize| clamping.iter().position(|&x| x == row);
+        let mut u_friction: Vec<(usize, usize, f64)> = vec![];
+        for (r, s) in states.iter().enumerate() {
+            if let (RowState::AtBound { sign }, RowBound::Friction { normal, mu }) = (s, asm.bounds[r]) {
+                match pos_in_c(normal) {
+                    Some(ci) => u_friction.push((r, ci, f64::from(*sign) * mu)),
+                    // A friction row "at its bound" under a normal row that is not clamping
+                    // sits in a collapsed box: f_n = 0 and stays 0 inside the mode (the normal
+                    // separates, or is tied and differentiated as separating), so its impulse
+                    // ±μ f_n is identically zero — exactly a separating row, which contributes
+                    // nothing to the linearization. Only a nonzero impulse there would be an
+                    // inconsistent record.
+                    None if f[r] == 0.0 && f[normal] == 0.0 => {}
+                    None => {
+                        return Err(Error::Numerical {
+                            algorithm: "contact backward",
+                            detail: format!(
+                                "friction row {r} carries an impulse {:e} at its bound but its normal row {normal} \
+                                 is not clamping ({:?}, f_n = {:e})",
+                                f[r], states[normal], f[normal]
+                            ),
+                        })
+                    }
+                }
+            }
+        }
+        let nclamp = clamping.len();
+        let mut jc = DMatrix::zeros(nclamp, nv);
+        for (i, &r) in clamping.iter().enumerate() {
+            jc.row_mut(i).copy_from(&asm.j.row(r));
+        }
+        let mut jhat = jc.clone();
+        for &(r, ci, e) in &u_friction {
+            let row = asm.j.row(r) * e;
+            let mut dst = jhat.row_mut(ci);
+            dst += row;
+        }
+        let minv_jhat_t = chol.solve(&jhat.transpose());
+        let mut ahat = &jc * &minv_jhat_t;
+        for (i, &r) in clamping.iter().enumerate() {
+            ahat[(i, i)] += asm.regularization[r];
+        }
+        let (ahat_pinv, rank) = pinv(&ahat)?;
+        Ok(StageSystem {
+            rec,
+            c,
+            stage,
+            states,
+            geometry,
+            asm,
+            v_in,
+            v_out,
+            f,
+            clamping,
+            u_friction,
+            jc,
+            jhat,
+            minv_jhat_t,
+            ahat,
+            ahat_pinv,
+            rank,
+            dl_df,
+        })
+    }
+
+    /// The model of the record.
+    pub(crate) fn model(&self) -> &'a Model {
+        &self.rec.model
+    }
+
+    /// The terms of clamping row `r` in `r2` ([`RowTerms`]).
+    pub(crate) fn row_terms(&self, r: usize) -> RowTerms {
+        let (model, c, asm) = (self.model(), self.c, &*self.asm);
+        let (h, erp, np) = (self.rec.dt, c.options.erp, self.rec.params.len());
+        let params = &self.rec.params;
+        let mut t = RowTerms { contact: None, phi: 0.0, start: 0.0, next: 0.0, dof: None, theta: vec![] };
+        match asm.rows[r] {
+            RowKind::ContactNormal { contact } => {
+                let info = &asm.info[contact];
+                // A relaxed step's penetrating contacts have the constant β = 0.
+                let s = if self.stage == Stage::Velocity && c.relaxed && asm.gap[r] < 0.0 {
+                    0.0
+                } else {
+                    bias_slope(self.stage, c.options.penetration, info.bounce, asm.gap[r], erp)
+                };
+                t.contact = Some(contact);
+                t.phi = s / h;
+                t.start = if info.bounce { info.restitution } else { 0.0 };
+                t.next = 1.0;
+                // The position stage's regularization ρ·(1/m_A + 1/m_B): −dR g.
+                if asm.regularization[r] > 0.0 && np > 0 {
+                    let rho = c.options.position_regularization;
+                    for (col, w) in inverse_mass_weights(model, params, &c.contacts[contact]) {
+                        t.theta.push((col, -rho * w * self.f[r]));
+                    }
+                }
+                if info.bounce && np > 0 {
+                    for (col, w) in material_weights(model, params, ParamKind::Restitution, &c.contacts[contact]) {
+                        t.theta.push((col, -info.approach_velocity * w));
+                    }
+                }
+            }
+            RowKind::ContactFriction { contact, .. } => {
+                t.contact = Some(contact);
+                t.next = 1.0;
+                // Viscous rows: w = J v⁺ + f/(h μ_v); d(1/(h μ_v))/dμ_v = −1/(h μ_v²).
+                let mu_v = c.info[contact].viscous_friction;
+                if asm.regularization[r] > 0.0 && np > 0 {
+                    let kind = ParamKind::ViscousFriction;
+                    for (col, w) in material_weights(model, params, kind, &c.contacts[contact]) {
+                        t.theta.push((col, w * self.f[r] / (h * mu_v * mu_v)));
+                    }
+                }
+            }
+            // β(φ) with φ = q − lo (lower) or hi − q (upper): ∂β/∂q = ±∂β/∂φ, for rows
+            // created near the limit, predicted or added by the re-solve loop alike.
+            RowKind::JointLower { dof } | RowKind::JointUpper { dof } => {
+                let sign = if matches!(asm.rows[r], RowKind::JointLower { .. }) { 1.0 } else { -1.0 };
+                let slope = match (self.stage, c.options.penetration) {
+                    // The velocity recovery's limit bias, capped at v_max (its slope from `limit_bias`).
+                    (Stage::Velocity, PenetrationRecovery::Velocity) => asm.bias_slope[r],
+                    _ => bias_slope(self.stage, c.options.penetration, false, asm.gap[r], erp) / h,
+                };
+                t.dof = Some((dof, sign * slope));
+            }
+            // Constant Jacobian and bias (the limit is not a parameter).
+            RowKind::VelocityUpper { .. } | RowKind::VelocityLower { .. } | RowKind::JointFriction { .. } => {}
+        }
+        t
+    }
+
+    /// True when some clamping row bounces (its bias has the start-velocity term).
+    pub(crate) fn bounces(&self) -> bool {
+        self.asm.info.iter().any(|i| i.bounce)
+    }
+
+    /// The clamping impulses `f_C`.
+    pub(crate) fn clamped_impulses(&self) -> DVector<f64> {
+        DVector::from_iterator(self.clamping.len(), self.clamping.iter().map(|&r| self.f[r]))
+    }
+
+    /// The rank-deficient sliding case: `N = (I − Â⁺Â) dÂᵀ Â⁺ᵀ f_C` is nonzero only when
+    /// friction rows sit at their bounds and `Â` is rank deficient (module doc).
+    pub(crate) fn has_null_space_term(&self) -> bool {
+        !self.u_friction.is_empty() && self.rank < self.clamping.len() && !self.c.contacts.is_empty()
+    }
+
+    /// `z = Â⁺ᵀ f_C`, `u = M̃⁻¹ J_Cᵀ z` and the contact-row impulses `λ` holding z (the
+    /// pieces of `dÂᵀ z` in the null-space term).
+    pub(crate) fn null_space_pieces(&self) -> (DVector<f64>, DVector<f64>, Vec<f64>) {
+        let z = self.ahat_pinv.transpose() * self.clamped_impulses();
+        let u = self.geometry.chol.solve(&(self.jc.transpose() * &z));
+        let mut lambda = vec![0.0; 3 * self.c.contacts.len()];
+        for (i, &r) in self.clamping.iter().enumerate() {
+            if r < lambda.len() {
+                lambda[r] = z[i];
+            }
+        }
+        (z, u, lambda)
+    }
+
+    /// The step's impacts for the continuous-time bounce gradients (empty with
+    /// [`BounceGradients::Discrete`]).
+    pub(crate) fn impacts(&self) -> Vec<Impact> {
+        if self.c.options.bounce_gradients == BounceGradients::ContinuousTime {
+            impacts(
+                self.rec,
+                self.c,
+                &self.asm,
+                self.states,
+                &self.clamping,
+                &self.jhat,
+                &self.ahat_pinv,
+                &self.geometry.chol,
+                self.f,
+            )
+        } else {
+            vec![]
+        }
     }
 }
 
 /// [`linearize_constraints`] with the row classification `states` in place of the
 /// recorded one (the loss-driven strategy overrides it; a friction row at its bound
-/// must have a clamping normal row). With `adjoint = Some(∂ℓ/∂v⁺)` it also returns
-/// `∂ℓ/∂f = J M̃⁻¹ ∂ℓ/∂v⁺` for every row (DiffDART §4.4).
+/// must have a clamping normal row).
 pub(crate) fn linearize_constraints_with(
     rec: &StepRecord,
     c: &ConstraintRecord,
     stage: Stage,
     states: &[RowState],
-    adjoint: Option<&DVector<f64>>,
 ) -> Result<ConstraintLinearization> {
+    let geometry = StepGeometry::new(rec, c)?;
+    let sys = StageSystem::new(&geometry, rec, c, stage, states, None)?;
     let model: &Model = &rec.model;
     let (nv, np, h) = (model.nv(), rec.params.len(), rec.dt);
     let nx = 2 * nv + np;
     let q = rec.q.as_slice();
-    let mut data = Data::new(model);
-    forward_kinematics(model, &mut data, q)?;
-    let mut asm = assemble(
-        model,
-        &data,
-        c.contacts.clone(),
-        q,
-        rec.v.as_slice(),
-        c.v_free.as_slice(),
-        h,
-        &c.options,
-        &c.added_rows,
-        c.relaxed,
-    )?;
-    // The stage's input and output velocities and impulses.
-    let (v_in, v_out, f) = match (stage, &c.correction) {
-        (Stage::Velocity, _) => (&c.v_free, &rec.v_next, &c.impulses),
-        (Stage::Position, Some(p)) => {
-            asm.position_stage(h, &c.options);
-            (&rec.v_next, &p.v_position, &p.impulses)
-        }
-        (Stage::Position, None) => {
-            return Err(Error::Numerical {
-                algorithm: "contact backward",
-                detail: "the record has no position stage to differentiate".into(),
-            })
-        }
-    };
-    if asm.rows != c.rows {
-        return Err(Error::Numerical {
-            algorithm: "contact backward",
-            detail: "the constraint rows could not be rebuilt from the record".into(),
-        });
-    }
-    if states.len() != asm.rows.len() {
-        return Err(Error::Dimension { what: "row classification", expected: asm.rows.len(), got: states.len() });
-    }
     let nc = c.contacts.len();
-    let chol = effective_inertia(model, &mut data, h)?;
-    let dl_df = match adjoint {
-        Some(g) => {
-            crate::error::check_vector("dl/dv+", g.as_slice(), nv)?;
-            Some(&asm.j * chol.solve(g))
-        }
-        None => None,
-    };
-
-    // Classification: C (positions), U friction rows (row, normal row, ±μ), U0 constant.
-    let clamping: Vec<usize> = (0..asm.rows.len()).filter(|&r| states[r] == RowState::Clamping).collect();
-    let pos_in_c = |row: usize| clamping.iter().position(|&x| x == row);
-    let mut u_friction: Vec<(usize, usize, f64)> = vec![];
-    for (r, s) in states.iter().enumerate() {
-        if let (RowState::AtBound { sign }, RowBound::Friction { normal, mu }) = (s, asm.bounds[r]) {
-            match pos_in_c(normal) {
-                Some(ci) => u_friction.push((r, ci, f64::from(*sign) * mu)),
-                // A friction row "at its bound" under a normal row that is not clamping
-                // sits in a collapsed box: f_n = 0 and stays 0 inside the mode (the normal
-                // separates, or is tied and differentiated as separating), so its impulse
-                // ±μ f_n is identically zero — exactly a separating row, which contributes
-                // nothing to the linearization. Only a nonzero impulse there would be an
-                // inconsistent record.
-                None if f[r] == 0.0 && f[normal] == 0.0 => {}
-                None => {
-                    return Err(Error::Numerical {
-                        algorithm: "contact backward",
-                        detail: format!(
-                            "friction row {r} carries an impulse {:e} at its bound but its normal row {normal} is not \
-                             clamping ({:?}, f_n = {:e})",
-                            f[r], states[normal], f[normal]
-                        ),
-                    })
-                }
-            }
-        }
-    }
+    let (asm, data, rows, rd, chol) = (&*sys.asm, &geometry.data, &geometry.rows, &geometry.rd, &geometry.chol);
+    let (clamping, pcols, moves, f) = (&sys.clamping, &geometry.pcols, &geometry.moves, sys.f);
     let nclamp = clamping.len();
-    let mut jc = DMatrix::zeros(nclamp, nv);
-    for (i, &r) in clamping.iter().enumerate() {
-        jc.row_mut(i).copy_from(&asm.j.row(r));
-    }
-    let mut jhat = jc.clone();
-    for &(r, ci, e) in &u_friction {
-        let row = asm.j.row(r) * e;
-        let mut dst = jhat.row_mut(ci);
-        dst += row;
-    }
-    let minv_jhat_t = chol.solve(&jhat.transpose());
-    let mut ahat = &jc * &minv_jhat_t;
-    for (i, &r) in clamping.iter().enumerate() {
-        ahat[(i, i)] += asm.regularization[r];
-    }
-    let (ahat_pinv, rank) = pinv(&ahat)?;
-    let g = &minv_jhat_t * &ahat_pinv;
-
-    // Derivative operators at q.
-    let rows = ContactRows::new(model, &data, &c.contacts)?;
-    let rd = ContactRowDerivatives::new(model, &data, &c.contacts, &rows)?;
-    // Joint placements (θ) translate subtrees: their columns of the row derivatives.
-    let (pcols, moves) = if nc > 0 { placement_translations(model, &data, &rec.params) } else { (vec![], vec![]) };
+    let g = &sys.minv_jhat_t * &sys.ahat_pinv;
     let add_columns = |dst: &mut DMatrix<f64>, src: &DMatrix<f64>| {
         for (i, &col) in pcols.iter().enumerate() {
             let mut d = dst.column_mut(2 * nv + col);
             d += src.column(i);
         }
     };
-    let v_next = v_out.as_slice();
-    let dv: DVector<f64> = v_out - v_in;
+    let v_next = sys.v_out.as_slice();
+    let dv: DVector<f64> = sys.v_out - sys.v_in;
     let mut deriv = DerivativeData::new(model);
     let mut scratch = Data::new(model);
 
@@ -301,7 +549,7 @@ pub(crate) fn linearize_constraints_with(
     let mut r1 = DMatrix::zeros(nv, nx);
     let f_contact = &f.as_slice()[..3 * nc];
     if nc > 0 {
-        let jtf = rd.jtf_q(model, &data, &rows, f_contact)?;
+        let jtf = rd.jtf_q(model, data, rows, f_contact)?;
         r1.columns_mut(0, nv).copy_from(&jtf);
     }
     let (dm_q, dm_t) = inertia_product_derivatives(model, &rec.params, &mut scratch, &mut deriv, q, dv.as_slice(), h)?;
@@ -312,10 +560,10 @@ pub(crate) fn linearize_constraints_with(
     if np > 0 {
         r1.columns_mut(2 * nv, np).copy_from(&(-dm_t));
         if !moves.is_empty() {
-            add_columns(&mut r1, &rd.jtf_translation(model, &data, &rows, f_contact, &moves)?);
+            add_columns(&mut r1, &rd.jtf_translation(model, data, rows, f_contact, moves)?);
         }
         // J_Uᵀ dE f_C: a friction row at its bound carries ±μ f_n.
-        for &(r, ci, e) in &u_friction {
+        for &(r, ci, e) in &sys.u_friction {
             let RowKind::ContactFriction { contact, .. } = asm.rows[r] else { continue };
             let fn_ = f[clamping[ci]];
             let sign = e.signum();
@@ -327,90 +575,43 @@ pub(crate) fn linearize_constraints_with(
     }
 
     // r2 = −(∂(J_C v⁺)/∂q dq + dβ_C).
-    let jv_next = if nc > 0 { Some(rd.jv_q(model, &data, &rows, v_next)?) } else { None };
-    let jv_start =
-        if asm.info.iter().any(|i| i.bounce) { Some(rd.jv_q(model, &data, &rows, rec.v.as_slice())?) } else { None };
+    let jv_next = if nc > 0 { Some(rd.jv_q(model, data, rows, v_next)?) } else { None };
+    let jv_start = if sys.bounces() { Some(rd.jv_q(model, data, rows, rec.v.as_slice())?) } else { None };
     let dphi = if nc > 0 { Some(rd.distance_q()) } else { None };
     // ∂(J v⁺)/∂θ, ∂(J v)/∂θ (bounces) and ∂φ/∂θ along the placements: (3nc | nc) × |moves|.
     let (jv_next_t, jv_start_t, dphi_t) = if moves.is_empty() {
         (DMatrix::zeros(3 * nc, 0), DMatrix::zeros(3 * nc, 0), DMatrix::zeros(nc, 0))
     } else {
         let start = match jv_start {
-            Some(_) => rd.jv_translation(model, &data, &rows, rec.v.as_slice(), &moves)?,
+            Some(_) => rd.jv_translation(model, data, rows, rec.v.as_slice(), moves)?,
             None => DMatrix::zeros(3 * nc, moves.len()),
         };
-        (rd.jv_translation(model, &data, &rows, v_next, &moves)?, start, rd.distance_translation(model, &moves))
+        (rd.jv_translation(model, data, rows, v_next, moves)?, start, rd.distance_translation(model, moves))
     };
-    let erp = c.options.erp;
     let mut r2 = DMatrix::zeros(nclamp, nx);
     for (i, &r) in clamping.iter().enumerate() {
+        let t = sys.row_terms(r);
         let mut row_q = DVector::zeros(nv);
         let mut row_v = DVector::zeros(nv);
-        match asm.rows[r] {
-            RowKind::ContactNormal { contact } => {
-                let info = &asm.info[contact];
-                // A relaxed step's penetrating contacts have the constant β = 0.
-                let s = if stage == Stage::Velocity && c.relaxed && asm.gap[r] < 0.0 {
-                    0.0
-                } else {
-                    bias_slope(stage, c.options.penetration, info.bounce, asm.gap[r], erp)
-                };
-                let dphi = dphi.as_ref().expect("contacts exist");
-                row_q += dphi.row(contact).transpose() * (s / h);
-                if info.bounce {
-                    let jv0 = jv_start.as_ref().expect("bounce rows computed");
-                    row_q += jv0.row(r).transpose() * info.restitution;
-                    row_v += asm.j.row(r).transpose() * info.restitution;
-                }
-                row_q += jv_next.as_ref().expect("contacts exist").row(r).transpose();
-                let e = if info.bounce { info.restitution } else { 0.0 };
-                for (m, &col) in pcols.iter().enumerate() {
-                    r2[(i, 2 * nv + col)] -=
-                        dphi_t[(contact, m)] * (s / h) + jv_start_t[(r, m)] * e + jv_next_t[(r, m)];
-                }
-                // The position stage's regularization ρ·(1/m_A + 1/m_B): −dR g.
-                if asm.regularization[r] > 0.0 && np > 0 {
-                    let rho = c.options.position_regularization;
-                    for (col, w) in inverse_mass_weights(model, &rec.params, &c.contacts[contact]) {
-                        r2[(i, 2 * nv + col)] -= rho * w * f[r];
-                    }
-                }
+        if let Some(contact) = t.contact {
+            if t.phi != 0.0 {
+                row_q += dphi.as_ref().expect("contacts exist").row(contact).transpose() * t.phi;
             }
-            RowKind::ContactFriction { contact, .. } => {
-                row_q += jv_next.as_ref().expect("contacts exist").row(r).transpose();
-                for (m, &col) in pcols.iter().enumerate() {
-                    r2[(i, 2 * nv + col)] -= jv_next_t[(r, m)];
-                }
-                // Viscous rows: w = J v⁺ + f/(h μ_v); d(1/(h μ_v))/dμ_v = −1/(h μ_v²).
-                let mu_v = c.info[contact].viscous_friction;
-                if asm.regularization[r] > 0.0 && np > 0 {
-                    let kind = ParamKind::ViscousFriction;
-                    for (col, w) in material_weights(model, &rec.params, kind, &c.contacts[contact]) {
-                        r2[(i, 2 * nv + col)] += w * f[r] / (h * mu_v * mu_v);
-                    }
-                }
+            if t.start != 0.0 {
+                row_q += jv_start.as_ref().expect("bounce rows computed").row(r).transpose() * t.start;
+                row_v += asm.j.row(r).transpose() * t.start;
             }
-            // β(φ) with φ = q − lo (lower) or hi − q (upper): ∂β/∂q = ±∂β/∂φ, for rows
-            // created near the limit, predicted or added by the re-solve loop alike.
-            RowKind::JointLower { dof } | RowKind::JointUpper { dof } => {
-                let sign = if matches!(asm.rows[r], RowKind::JointLower { .. }) { 1.0 } else { -1.0 };
-                let slope = match (stage, c.options.penetration) {
-                    // The velocity recovery's limit bias, capped at v_max (its slope from `limit_bias`).
-                    (Stage::Velocity, PenetrationRecovery::Velocity) => asm.bias_slope[r],
-                    _ => bias_slope(stage, c.options.penetration, false, asm.gap[r], erp) / h,
-                };
-                row_q[dof] += sign * slope;
+            row_q += jv_next.as_ref().expect("contacts exist").row(r).transpose() * t.next;
+            for (m, &col) in pcols.iter().enumerate() {
+                r2[(i, 2 * nv + col)] -=
+                    dphi_t[(contact, m)] * t.phi + jv_start_t[(r, m)] * t.start + jv_next_t[(r, m)] * t.next;
             }
-            // Constant Jacobian and bias (the limit is not a parameter).
-            RowKind::VelocityUpper { .. } | RowKind::VelocityLower { .. } | RowKind::JointFriction { .. } => {}
         }
-        if let RowKind::ContactNormal { contact } = asm.rows[r] {
-            let info = &asm.info[contact];
-            if info.bounce && np > 0 {
-                for (col, w) in material_weights(model, &rec.params, ParamKind::Restitution, &c.contacts[contact]) {
-                    r2[(i, 2 * nv + col)] -= info.approach_velocity * w;
-                }
-            }
+        if let Some((dof, slope)) = t.dof {
+            row_q[dof] += slope;
+        }
+        for &(col, x) in &t.theta {
+            r2[(i, 2 * nv + col)] += x;
         }
         r2.view_mut((i, 0), (1, nv)).copy_from(&(-row_q).transpose());
         r2.view_mut((i, nv), (1, nv)).copy_from(&(-row_v).transpose());
@@ -418,18 +619,16 @@ pub(crate) fn linearize_constraints_with(
 
     // Q = G r2 + (I − G J_C) M̃⁻¹ r1 + M̃⁻¹ Ĵᵀ N.
     let minv_r1 = chol.solve(&r1);
-    let mut direct = &g * &r2 + &minv_r1 - &g * (&jc * &minv_r1);
-    if !u_friction.is_empty() && rank < nclamp && nc > 0 {
+    let mut direct = &g * &r2 + &minv_r1 - &g * (&sys.jc * &minv_r1);
+    if sys.has_null_space_term() {
         // N = (I − Â⁺Â) dÂᵀ z,  z = Â⁺ᵀ f_C,  u = M̃⁻¹ J_Cᵀ z:
         // dÂᵀ z = dĴ u − Ĵ M̃⁻¹ ∂(M̃u) + Ĵ M̃⁻¹ ∂(J_Cᵀ z).
-        let f_c = DVector::from_iterator(nclamp, clamping.iter().map(|&r| f[r]));
-        let z = ahat_pinv.transpose() * &f_c;
-        let u = chol.solve(&(jc.transpose() * &z));
-        let jv_u = rd.jv_q(model, &data, &rows, u.as_slice())?;
+        let (_, u, lambda) = sys.null_space_pieces();
+        let jv_u = rd.jv_q(model, data, rows, u.as_slice())?;
         let jv_u_t = if moves.is_empty() {
             DMatrix::zeros(3 * nc, 0)
         } else {
-            rd.jv_translation(model, &data, &rows, u.as_slice(), &moves)?
+            rd.jv_translation(model, data, rows, u.as_slice(), moves)?
         };
         let mut dahat_t = DMatrix::zeros(nclamp, nx);
         for (i, &r) in clamping.iter().enumerate() {
@@ -442,7 +641,7 @@ pub(crate) fn linearize_constraints_with(
             }
         }
         let ju = &asm.j * &u;
-        for &(r, ci, e) in &u_friction {
+        for &(r, ci, e) in &sys.u_friction {
             let mut dst = dahat_t.view_mut((ci, 0), (1, nv));
             dst += jv_u.row(r) * e;
             for (m, &col) in pcols.iter().enumerate() {
@@ -454,14 +653,8 @@ pub(crate) fn linearize_constraints_with(
                 }
             }
         }
-        let mut lambda = vec![0.0; 3 * nc];
-        for (i, &r) in clamping.iter().enumerate() {
-            if r < 3 * nc {
-                lambda[r] = z[i];
-            }
-        }
         let mut inner = DMatrix::zeros(nv, nx);
-        inner.columns_mut(0, nv).copy_from(&rd.jtf_q(model, &data, &rows, &lambda)?);
+        inner.columns_mut(0, nv).copy_from(&rd.jtf_q(model, data, rows, &lambda)?);
         let (du_q, du_t) =
             inertia_product_derivatives(model, &rec.params, &mut scratch, &mut deriv, q, u.as_slice(), h)?;
         {
@@ -473,20 +666,16 @@ pub(crate) fn linearize_constraints_with(
             cols -= &du_t;
         }
         if !moves.is_empty() {
-            add_columns(&mut inner, &rd.jtf_translation(model, &data, &rows, &lambda, &moves)?);
+            add_columns(&mut inner, &rd.jtf_translation(model, data, rows, &lambda, moves)?);
         }
-        dahat_t += &jhat * chol.solve(&inner);
-        let proj = DMatrix::identity(nclamp, nclamp) - &ahat_pinv * &ahat;
+        dahat_t += &sys.jhat * chol.solve(&inner);
+        let proj = DMatrix::identity(nclamp, nclamp) - &sys.ahat_pinv * &sys.ahat;
         let n = proj * dahat_t;
-        direct += &minv_jhat_t * n;
+        direct += &sys.minv_jhat_t * n;
     }
 
-    let impacts = if c.options.bounce_gradients == BounceGradients::ContinuousTime {
-        impacts(rec, c, &asm, states, &clamping, &jhat, &ahat_pinv, &chol, f)
-    } else {
-        vec![]
-    };
-    Ok(ConstraintLinearization { g, jc, direct, impacts, dl_df })
+    let impacts = sys.impacts();
+    Ok(ConstraintLinearization { g, jc: sys.jc, direct, impacts })
 }
 
 /// The step's impacts ([`Impact`]): the bouncing contacts whose normal row clamps and

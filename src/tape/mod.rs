@@ -10,8 +10,10 @@
 //! space (nv), perturbing `q ⊕ δ`; θ is ordered by the simulator's [`ParamSpec`](crate::model::ParamSpec).
 
 mod constraint;
+mod constraint_vjp;
 mod linearize;
 mod record;
+mod step_vjp;
 
 pub use linearize::Workspace;
 pub use record::{

@@ -1,12 +1,13 @@
 //! [`StepRecord`] (one recorded step) and [`Tape`] (a recorded rollout).
 
 use super::constraint::{
-    linearize_constraints, linearize_constraints_with, linearize_position_stage, loss_driven_states,
-    ConstraintLinearization, Stage,
+    linearize_constraints, linearize_position_stage, loss_driven_states, ConstraintLinearization, Stage, StageSystem,
+    StepGeometry,
 };
 use super::linearize::{add_config_blocks, config_blocks_tr, config_rows, linearize, Workspace};
+use super::step_vjp::check_gradients;
 use crate::error::{Error, Result};
-use crate::math::{lu_factor, lu_solve_and_invert, lu_solve_transpose, Force};
+use crate::math::{lu_factor, lu_solve_and_invert, Force};
 use crate::model::ParamSpec;
 use crate::solver::lcp::RowState;
 use crate::step::{ConstraintRecord, IntegratorOptions};
@@ -307,24 +308,27 @@ impl StepRecord {
         crate::error::check_vector("grad_q_next", grad_q_next.as_slice(), nv)?;
         crate::error::check_vector("grad_v_next", grad_v_next.as_slice(), nv)?;
         if let Some(c) = &self.constraints {
-            // Through the full blocks (the constraint stage's adjoint is not specialised yet).
-            let smooth = self.smooth_blocks(ws)?;
             let inexact_steps = usize::from(!c.solved_exactly());
             let mut stats = StrategyStats { constrained_steps: 1, inexact_steps, ..Default::default() };
             let loss_driven = options.contact_strategy == ContactGradientStrategy::LossDriven;
+            let h = linearize(self, ws)?;
+            factor(ws)?;
+            // ∂ℓ/∂v⁺ in total (DiffDART §4.4's adjoint): v⁺ feeds q⁺ through J_w h.
             let adjoint = if loss_driven {
-                // ∂ℓ/∂v⁺ in total: v⁺ feeds q⁺ through J_w h.
                 let mut g = DVector::zeros(nv);
                 config_blocks_tr(model, &ws.jw, grad_q_next.as_slice(), g.as_mut_slice());
-                Some(g * smooth.h + grad_v_next)
+                Some(g * h + grad_v_next)
             } else {
                 None
             };
-            let lin = linearize_constraints_with(self, c, Stage::Velocity, &c.states, adjoint.as_ref())?;
-            let pos = linearize_position_stage(self, c)?;
-            let jac = self.assemble_jacobians(ws, &smooth, Some(&lin), pos.as_ref())?;
-            let exact = jacobian_vjp(&jac, grad_q_next, grad_v_next);
-            let Some(dl_df) = &lin.dl_df else {
+            let geometry = StepGeometry::new(self, c)?;
+            let vel = StageSystem::new(&geometry, self, c, Stage::Velocity, &c.states, adjoint.as_ref())?;
+            let pos = match &c.correction {
+                Some(p) => Some(StageSystem::new(&geometry, self, c, Stage::Position, &p.states, None)?),
+                None => None,
+            };
+            let exact = self.constrained_vjp(ws, h, &vel, pos.as_ref(), grad_q_next, grad_v_next)?;
+            let Some(dl_df) = &vel.dl_df else {
                 return Ok((exact, stats));
             };
             let states = loss_driven_states(&c.rows, &c.bounds, &c.states, dl_df);
@@ -333,9 +337,8 @@ impl StepRecord {
                 return Ok((exact, stats));
             }
             stats.loss_driven_tried = 1;
-            let lin2 = linearize_constraints_with(self, c, Stage::Velocity, &states, None)?;
-            let jac2 = self.assemble_jacobians(ws, &smooth, Some(&lin2), pos.as_ref())?;
-            let other = jacobian_vjp(&jac2, grad_q_next, grad_v_next);
+            let vel2 = StageSystem::new(&geometry, self, c, Stage::Velocity, &states, None)?;
+            let other = self.constrained_vjp(ws, h, &vel2, pos.as_ref(), grad_q_next, grad_v_next)?;
             let size = |g: &StepGradients| g.v.norm_squared() + g.tau.norm_squared();
             if size(&other) > size(&exact) {
                 stats.loss_driven_used = 1;
@@ -351,26 +354,11 @@ impl StepRecord {
         for (g, gv) in gv_tot.iter_mut().zip(grad_v_next.iter()) {
             *g = *g * h + gv;
         }
-        // μ = K_a⁻ᵀ (h g_v)
-        let mut mu = &gv_tot * h;
-        lu_solve_transpose(&ws.k, &ws.piv, mu.as_mut_slice());
-        let mut q = DVector::zeros(nv);
-        config_blocks_tr(model, &ws.jq, grad_q_next.as_slice(), q.as_mut_slice());
-        let q = q - ws.g_q().tr_mul(&mu);
-        let v = &gv_tot - ws.g_v().tr_mul(&mu);
-        let theta = -ws.g_theta.tr_mul(&mu);
-        let grads = StepGradients { q, v, tau: mu, theta };
-        if !grads
-            .q
-            .iter()
-            .chain(grads.v.iter())
-            .chain(grads.tau.iter())
-            .chain(grads.theta.iter())
-            .all(|x| x.is_finite())
-        {
-            return Err(Error::Numerical { algorithm: "step VJP", detail: "non-finite gradient".into() });
-        }
-        Ok((grads, StrategyStats::default()))
+        let mut grads = self.smooth_vjp(ws, h, &gv_tot, None);
+        let mut jq_g = DVector::zeros(nv);
+        config_blocks_tr(model, &ws.jq, grad_q_next.as_slice(), jq_g.as_mut_slice());
+        grads.q += jq_g;
+        check_gradients(grads).map(|g| (g, StrategyStats::default()))
     }
 }
 
@@ -381,16 +369,6 @@ struct SmoothBlocks {
     dv_dv: DMatrix<f64>,
     dv_dtau: DMatrix<f64>,
     dv_dtheta: DMatrix<f64>,
-}
-
-/// `(∂ℓ/∂q, ∂ℓ/∂v, ∂ℓ/∂τ, ∂ℓ/∂θ)` from full Jacobian blocks.
-fn jacobian_vjp(jac: &StepJacobians, gq: &DVector<f64>, gv: &DVector<f64>) -> StepGradients {
-    StepGradients {
-        q: jac.dq_dq.tr_mul(gq) + jac.dv_dq.tr_mul(gv),
-        v: jac.dq_dv.tr_mul(gq) + jac.dv_dv.tr_mul(gv),
-        tau: jac.dq_dtau.tr_mul(gq) + jac.dv_dtau.tr_mul(gv),
-        theta: jac.dq_dtheta.tr_mul(gq) + jac.dv_dtheta.tr_mul(gv),
-    }
 }
 
 /// Writes `bᵀ` into the rows `first..first + b.ncols()` of `zt`.
@@ -425,7 +403,7 @@ fn scaled_transpose(zt: &DMatrix<f64>, first: usize, cols: usize, s: f64) -> DMa
 }
 
 /// Factorises the workspace's `K_a` in place.
-fn factor(ws: &mut Workspace) -> Result<()> {
+pub(super) fn factor(ws: &mut Workspace) -> Result<()> {
     if lu_factor(&mut ws.k, &mut ws.piv) {
         Ok(())
     } else {
