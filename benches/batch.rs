@@ -1,4 +1,4 @@
-//! Batched rollouts (`step::rollout_batch`): 1,024 cartpoles (no contact) × 100 steps of
+//! Batched rollouts (`sim::rollout_batch`): 1,024 cartpoles (no contact) × 100 steps of
 //! dt = 0.01 with random start states and torques, on 1 and 2 worker threads; criterion's
 //! throughput is in steps per second.
 
@@ -8,7 +8,8 @@ use std::hint::black_box;
 use std::time::Duration;
 use stiction::math::SplitMix64;
 use stiction::model::{samples, ParamSpec};
-use stiction::step::{rollout_batch, BatchOptions, BatchRollout, ContactOptions};
+use stiction::sim::{rollout_batch, BatchOptions, BatchRollout};
+use stiction::step::ContactOptions;
 use stiction::{SimOptions, State};
 
 fn bench_batch(c: &mut Criterion) {

@@ -1,11 +1,12 @@
-//! Batched rollouts (`step::rollout_batch`): the same results as sequential simulator
+//! Batched rollouts (`sim::rollout_batch`): the same results as sequential simulator
 //! rollouts, for any thread count, with per-rollout parameters and tapes; bad input is a
 //! typed error naming the rollout.
 
 use nalgebra::{DMatrix, DVector};
 use stiction::math::SplitMix64;
 use stiction::model::{samples, ParamSpec};
-use stiction::step::{backward_batch, rollout_batch, BatchCotangent, BatchOptions, BatchRollout, ContactOptions};
+use stiction::sim::{backward_batch, rollout_batch, BatchCotangent, BatchOptions, BatchRollout};
+use stiction::step::ContactOptions;
 use stiction::{Control, Error, Model, SimOptions, Simulator, State};
 
 fn options() -> SimOptions {

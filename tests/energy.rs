@@ -77,7 +77,7 @@ fn free_body() -> Model {
 /// Spins the free body with body-frame twist `v0` for 10 s; returns the world-frame
 /// angular momenta about the centre of mass, the linear momenta and the kinetic
 /// energies at start and after every step, and the simulator's statistics.
-fn spin(v0: [f64; 6]) -> (Vec<Vec3>, Vec<Vec3>, Vec<f64>, stiction::step::SimStats) {
+fn spin(v0: [f64; 6]) -> (Vec<Vec3>, Vec<Vec3>, Vec<f64>, stiction::sim::SimStats) {
     let model = free_body();
     let mut sim = Simulator::new(model.clone(), SimOptions { dt: DT, ..Default::default() }).unwrap();
     let mut data = Data::new(&model);

@@ -6,9 +6,8 @@ use nalgebra::{DMatrix, DVector};
 use stiction::dynamics::{Data, DerivativeData};
 use stiction::model::samples;
 use stiction::model::ParamSpec;
-use stiction::step::{
-    rollout_batch, semi_implicit_euler, BatchOptions, BatchRollout, ContactOptions, IntegratorOptions,
-};
+use stiction::sim::{rollout_batch, BatchOptions, BatchRollout};
+use stiction::step::{semi_implicit_euler, ContactOptions, IntegratorOptions};
 use stiction::tape::Tape;
 use stiction::{Control, Error, SimOptions, Simulator, State};
 

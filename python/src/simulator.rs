@@ -12,7 +12,7 @@ use numpy::PyArrayMethods;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use std::sync::Mutex;
-use stiction::step::{rollout_batch, BatchOptions, BatchRollout};
+use stiction::sim::{rollout_batch, BatchOptions, BatchRollout};
 use stiction::step::{IntegratorOptions, VelocityProducts};
 use stiction::tape::Tape;
 use stiction::{Control, SimOptions, Simulator, State};

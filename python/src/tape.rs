@@ -401,7 +401,7 @@ impl PyTape {
             Ok(flat)
         };
         let out: Vec<f64> =
-            py.detach(|| stiction::step::map_rollouts(batch, threads, one)).py_err()?.into_iter().flatten().collect();
+            py.detach(|| stiction::sim::map_rollouts(batch, threads, one)).py_err()?.into_iter().flatten().collect();
         let width = nq + nv + steps * nv + np;
         let column = |offset: usize, n: usize| -> Vec<f64> {
             (0..batch).flat_map(|b| out[b * width + offset..b * width + offset + n].iter().copied()).collect()

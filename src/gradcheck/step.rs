@@ -12,7 +12,7 @@ use super::report::{BlockReport, GradReport};
 use super::{FdMethod, GradcheckConfig};
 use crate::error::{Error, Result};
 use crate::model::ParamSpec;
-use crate::step::{Control, SimOptions, Simulator, State};
+use crate::sim::{Control, SimOptions, Simulator, State};
 use crate::tape::StepJacobians;
 use crate::Model;
 use nalgebra::{DMatrix, DVector};

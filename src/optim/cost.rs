@@ -6,7 +6,7 @@
 //! costs on free and spherical joints are well defined.
 
 use crate::error::{check_vector, Error, Result};
-use crate::step::State;
+use crate::sim::State;
 use crate::Model;
 use nalgebra::{DMatrix, DVector};
 

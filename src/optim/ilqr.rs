@@ -22,7 +22,7 @@
 use super::cost::{RunningDerivatives, TerminalDerivatives, TrajectoryCost};
 use super::{check_problem, rollout, ControlBounds, JacobianSource, Rollout};
 use crate::error::{Error, Result};
-use crate::step::{Control, Simulator, State};
+use crate::sim::{Control, Simulator, State};
 use crate::tape::Workspace;
 use crate::Model;
 use nalgebra::{DMatrix, DVector};

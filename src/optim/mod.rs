@@ -33,7 +33,7 @@ pub use sysid::{
 pub use world_cost::{BodyPoint, ObstacleCost, PointCost, SumCost};
 
 use crate::error::{check_vector, Error, Result};
-use crate::step::{Control, Simulator, State};
+use crate::sim::{Control, Simulator, State};
 use crate::tape::StepRecord;
 use crate::Model;
 use nalgebra::DVector;

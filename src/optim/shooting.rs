@@ -13,7 +13,7 @@
 use super::cost::TrajectoryCost;
 use super::{check_problem, rollout, ControlBounds};
 use crate::error::{Error, Result};
-use crate::step::{Simulator, State};
+use crate::sim::{Simulator, State};
 use crate::tape::Tape;
 use nalgebra::DVector;
 use std::collections::VecDeque;

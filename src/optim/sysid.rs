@@ -17,7 +17,7 @@
 use super::JacobianSource;
 use crate::error::{check_vector, Error, Result};
 use crate::model::{ParamKind, ParamSpec};
-use crate::step::{Control, SimOptions, Simulator, State};
+use crate::sim::{Control, SimOptions, Simulator, State};
 use crate::tape::{StepRecord, Workspace};
 use crate::Model;
 use nalgebra::{DMatrix, DVector};

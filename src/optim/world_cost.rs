@@ -17,7 +17,7 @@ use super::cost::{RunningDerivatives, TerminalDerivatives, TrajectoryCost};
 use crate::dynamics::{forward_kinematics, point_jacobian, point_position, Data};
 use crate::error::{check_vector, Error, Result};
 use crate::math::{Mat3, Vec3};
-use crate::step::State;
+use crate::sim::State;
 use crate::Model;
 use nalgebra::{DMatrix, DVector, Matrix3xX};
 

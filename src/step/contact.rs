@@ -48,7 +48,7 @@
 //! made. Rows are only added, so the loop ends. The added rows are recorded
 //! ([`ConstraintRecord::added_rows`]) and rebuilt by the backward pass; inside the step's
 //! mode they are ordinary rows, so the linearization is the usual one. Re-solves are
-//! counted in [`crate::step::SimStats::limit_resolves`].
+//! counted in [`crate::sim::SimStats::limit_resolves`].
 //!
 //! Tolerance ([`LIMIT_TOLERANCE`]): with `ε = 1e-9 · max(1, ‖v_f‖∞, ‖v⁺‖∞)` (rad/s or
 //! m/s), after the final solve every velocity limit holds as `|v⁺| ≤ v_max + ε`, and every
@@ -62,8 +62,8 @@
 //! final solve leaves violated beyond the tolerance (the pass bound reached, or an
 //! inexact last-resort PGS solution of the LCP) are never silent: they are listed in
 //! [`ConstraintRecord::limit_violations`] and counted in
-//! [`crate::step::SimStats::limit_violations`]; LCP solutions that miss the LCP tolerance
-//! are counted in [`crate::step::SimStats::inexact_solves`].
+//! [`crate::sim::SimStats::limit_violations`]; LCP solutions that miss the LCP tolerance
+//! are counted in [`crate::sim::SimStats::inexact_solves`].
 //!
 //! Infeasible row sets: when the LCP has no exact solution, or its solution leaves a
 //! row's condition violated beyond [`RELAX_TOLERANCE`] in velocity (impulses so large
@@ -74,7 +74,7 @@
 //! stage then solves it again with `β = max(β, 0)` and no bounce, which always has a
 //! solution ([`ConstraintRecord::relaxed`]); a position stage without an exact solution is
 //! dropped ([`ConstraintRecord::correction_dropped`]). Both are counted in
-//! [`crate::step::SimStats::relaxed_solves`] (docs/contact.md, "Infeasible row sets").
+//! [`crate::sim::SimStats::relaxed_solves`] (docs/contact.md, "Infeasible row sets").
 //!
 //! Bias β (the velocity target):
 //!
@@ -418,19 +418,19 @@ pub struct ConstraintRecord {
     /// Limits that the final solve leaves violated beyond [`LIMIT_TOLERANCE`], with the
     /// violation (rad or m past the position the row allows for a position limit; rad/s
     /// or m/s over `v_max` for a velocity limit). Empty when every limit holds; counted
-    /// in [`crate::step::SimStats::limit_violations`].
+    /// in [`crate::sim::SimStats::limit_violations`].
     pub limit_violations: Vec<(RowKind, f64)>,
     /// The recovery biases were dropped on this step: the LCP with them had no exact
     /// solution (an infeasible row set, see the module docs), so it was solved again with
     /// no bounce target and `β = 0` on every penetrating contact and position limit.
-    /// Counted in [`crate::step::SimStats::relaxed_solves`].
+    /// Counted in [`crate::sim::SimStats::relaxed_solves`].
     pub relaxed: bool,
     /// The position stage ([`PenetrationRecovery::Split`]) was dropped on this step: its
     /// LCP had no exact solution (penetrations that no motion removes together, e.g. a
     /// body pinched between two others, with
     /// [`ContactOptions::position_regularization`] = 0; a regularized stage always has
     /// one), so `correction` is `None`. Counted in
-    /// [`crate::step::SimStats::relaxed_solves`].
+    /// [`crate::sim::SimStats::relaxed_solves`].
     pub correction_dropped: bool,
 }
 
@@ -472,7 +472,7 @@ impl ConstraintRecord {
     /// ([`crate::solver::lcp::LcpOptions::tolerance`]; a position stage that misses it is
     /// dropped, never kept). False only for a last-resort PGS result that no pivoting
     /// method or standardization could make exact (counted in
-    /// [`crate::step::SimStats::inexact_solves`]): the backward pass then differentiates
+    /// [`crate::sim::SimStats::inexact_solves`]): the backward pass then differentiates
     /// the classification of the approximate solution, with its impulses, which is a
     /// derivative of no exact solution (see docs/contact.md, "Inexact solves").
     pub fn solved_exactly(&self) -> bool {

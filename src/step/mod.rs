@@ -1,15 +1,14 @@
-//! Time stepping: the contact-free semi-implicit Euler integrator on the
-//! configuration manifold and the [`Simulator`] that owns a model and its options.
+//! Time stepping, as functions of a model and workspaces: the contact-free
+//! semi-implicit Euler integrator on the configuration manifold ([`semi_implicit_euler`])
+//! and the constraint stage (`contact`: contacts, joint limits and joint friction as
+//! LCP rows, and the position stage). The [`crate::sim::Simulator`] runs them in order.
 
-mod batch;
 mod semi_implicit_euler;
-mod simulator;
 
 pub mod contact;
-pub use batch::{backward_batch, map_rollouts, rollout_batch, BatchCotangent, BatchOptions, BatchResult, BatchRollout};
 pub use contact::{
     BounceGradients, ConstraintRecord, ContactInfo, ContactModel, ContactOptions, ContactSolver, PenetrationRecovery,
     PositionCorrection, RowKind, POSITION_REGULARIZATION,
 };
-pub use semi_implicit_euler::{semi_implicit_euler, IntegratorOptions, StepStats, VelocityProducts};
-pub use simulator::{Control, SimOptions, SimStats, Simulator, State};
+pub(crate) use semi_implicit_euler::check_dt;
+pub use semi_implicit_euler::{semi_implicit_euler, IntegratorOptions, StepStats, VelocityProducts, MAX_DT};

@@ -95,7 +95,7 @@ pub struct StepStats {
 /// Advances `(q, v)` by one step of length `dt` under joint torques `tau` and
 /// optional world-frame body wrenches, writing `q⁺` and `v⁺` into `q_out`, `v_out`.
 /// `data` and `deriv` are the workspaces ([`Data::new`], [`DerivativeData::new`]).
-/// `dt` must be finite, positive and at most [`super::SimOptions::MAX_DT`].
+/// `dt` must be finite, positive and at most [`MAX_DT`].
 #[allow(clippy::too_many_arguments)]
 pub fn semi_implicit_euler(
     model: &Model,
@@ -113,7 +113,7 @@ pub fn semi_implicit_euler(
     check_q(model, q)?;
     check_vector("v", v, model.nv())?;
     check_vector("tau", tau, model.nv())?;
-    super::simulator::check_dt(dt)?;
+    check_dt(dt)?;
     if q_out.len() != model.nq() || v_out.len() != model.nv() {
         return Err(Error::Dimension {
             what: "output state",
@@ -400,3 +400,16 @@ const MAX_HALVINGS: usize = 12;
 const ARMIJO: f64 = 1e-4;
 /// Relative size of `‖G‖₂` below which it is round-off.
 const ROUNDOFF: f64 = 1e-13;
+
+/// The largest time step a step accepts, in seconds.
+pub const MAX_DT: f64 = 1.0;
+
+/// Checks a time step: finite, positive and at most [`MAX_DT`].
+pub(crate) fn check_dt(dt: f64) -> Result<()> {
+    if !(dt.is_finite() && dt > 0.0 && dt <= MAX_DT) {
+        return Err(Error::InvalidInput(format!(
+            "time step dt must be finite, positive and at most {MAX_DT} s, got dt = {dt}"
+        )));
+    }
+    Ok(())
+}

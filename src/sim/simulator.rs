@@ -1,7 +1,7 @@
 //! The [`Simulator`]: owns a model, its options and its workspace, and steps states.
 
-use super::contact::{constraint_stage, ConstraintRecord, ConstraintWorkspace, ContactOptions};
-use super::semi_implicit_euler::{semi_implicit_euler, IntegratorOptions, StepStats};
+use crate::step::contact::{constraint_stage, ConstraintRecord, ConstraintWorkspace, ContactOptions};
+use crate::step::{check_dt, semi_implicit_euler, IntegratorOptions, StepStats};
 use crate::dynamics::{Data, DerivativeData};
 use crate::error::{check_vector, Error, Result};
 use crate::math::{Force, Vec3};
@@ -32,7 +32,7 @@ impl SimOptions {
     /// explicitly evaluated velocity products are only meaningful for steps far below a
     /// second; beyond that a resting body sinks through the ground (at `dt = 1e9` a box on
     /// a plane ends metres below it) instead of failing, so such steps are refused.
-    pub const MAX_DT: f64 = 1.0;
+    pub const MAX_DT: f64 = crate::step::MAX_DT;
 
     /// Checks the options: `dt` finite, positive and at most [`SimOptions::MAX_DT`]; the
     /// integrator tolerance positive with at least one iteration; the contact options
@@ -73,17 +73,6 @@ fn check_divergence(model: &Model, next: &State, max_speed: f64) -> Result<()> {
     let dof = next.v.iamax();
     if next.v[dof].abs() > max_speed {
         return Err(diverged(dof, next.v[dof]));
-    }
-    Ok(())
-}
-
-/// Checks a time step: finite, positive and at most [`SimOptions::MAX_DT`].
-pub(crate) fn check_dt(dt: f64) -> Result<()> {
-    if !(dt.is_finite() && dt > 0.0 && dt <= SimOptions::MAX_DT) {
-        return Err(Error::InvalidInput(format!(
-            "time step dt must be finite, positive and at most {} s, got dt = {dt}",
-            SimOptions::MAX_DT
-        )));
     }
     Ok(())
 }

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Checks that no top-level module of the stiction crate imports one that imports it back.
+
+An edge A -> B is any `crate::B` path (in a `use` or inline; `crate::Name` for a name the
+crate root re-exports counts as its module) in a file under src/A/ or in
+src/A.rs, for top-level modules A != B. Doc comments (`//!`, `///`) and line comments are
+skipped, so intra-doc links do not count. Prints the edges of every strongly connected
+component with more than one module and exits 1 if there is one; prints the module order
+(dependencies first) and exits 0 otherwise.
+
+Run: python3 scripts/module_cycles.py [--all]   (--all: print every edge)
+"""
+import re
+import sys
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+PATH = re.compile(r"\bcrate::([A-Za-z_][A-Za-z0-9_]*)")
+ROOT_REEXPORT = re.compile(r"^pub use ([a-z_][a-z0-9_]*)::(\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*);", re.M)
+USE_GROUP = re.compile(r"\buse\s+crate::\{([^;]*)\}", re.S)
+
+
+def top_modules():
+    mods = set()
+    for p in SRC.iterdir():
+        if p.is_dir() and (p / "mod.rs").exists():
+            mods.add(p.name)
+        elif p.suffix == ".rs" and p.stem not in ("lib", "main"):
+            mods.add(p.stem)
+    return mods
+
+
+def root_names():
+    """Names the crate root re-exports (`crate::Model` is `crate::model::Model`)."""
+    names = {}
+    for module, items in ROOT_REEXPORT.findall((SRC / "lib.rs").read_text()):
+        for item in items.strip("{}").split(","):
+            if item.strip():
+                names[item.strip()] = module
+    return names
+
+
+def code_of(path):
+    lines = []
+    for line in path.read_text().splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith("//"):
+            continue
+        lines.append(line.split("//")[0] if "//" in line and '"' not in line else line)
+    return "\n".join(lines)
+
+
+def edges(mods):
+    names = root_names()
+    out = {}
+    for m in sorted(mods):
+        files = [SRC / f"{m}.rs"] if (SRC / f"{m}.rs").exists() else sorted((SRC / m).rglob("*.rs"))
+        for f in files:
+            code = code_of(f)
+            targets = set(PATH.findall(code))
+            for group in USE_GROUP.findall(code):
+                targets |= {t.strip().split("::")[0] for t in group.split(",") if t.strip()}
+            for t in {names.get(t, t) for t in targets}:
+                if t in mods and t != m:
+                    out.setdefault((m, t), set()).add(str(f.relative_to(SRC.parent)))
+    return out
+
+
+def sccs(mods, adj):
+    index, low, stack, on, comps, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(adj.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            comps.append(sorted(comp))
+
+    for v in sorted(mods):
+        if v not in index:
+            visit(v)
+    return comps
+
+
+def main():
+    mods = top_modules()
+    e = edges(mods)
+    adj = {}
+    for a, b in e:
+        adj.setdefault(a, set()).add(b)
+    if "--all" in sys.argv:
+        for (a, b), files in sorted(e.items()):
+            print(f"{a} -> {b}   ({', '.join(sorted(files))})")
+    comps = sccs(mods, adj)
+    cyclic = [c for c in comps if len(c) > 1]
+    if cyclic:
+        for c in cyclic:
+            print("import cycle among: " + ", ".join(c))
+            for (a, b), files in sorted(e.items()):
+                if a in c and b in c:
+                    print(f"  {a} -> {b}   ({', '.join(sorted(files))})")
+        return 1
+    # Tarjan emits components in reverse topological order: dependencies first.
+    print("no import cycles; modules, dependencies first: " + " < ".join(c[0] for c in comps))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
