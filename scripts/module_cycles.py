@@ -4,7 +4,8 @@
 An edge A -> B is any `crate::B` path (in a `use` or inline; `crate::Name` for a name the
 crate root re-exports counts as its module) in a file under src/A/ or in
 src/A.rs, for top-level modules A != B. Doc comments (`//!`, `///`) and line comments are
-skipped, so intra-doc links do not count. Prints the edges of every strongly connected
+skipped, so intra-doc links do not count, and so is unit-test code (a file's `#[cfg(test)]` tail
+and `tests.rs` files). Prints the edges of every strongly connected
 component with more than one module and exits 1 if there is one; prints the module order
 (dependencies first) and exits 0 otherwise.
 
@@ -41,9 +42,17 @@ def root_names():
 
 
 def code_of(path):
+    """The file's code without comments and without its `#[cfg(test)]` tail (unit
+    tests, conventionally last in a file, and `tests.rs` files are not part of the
+    library's dependency graph)."""
+    if path.name == "tests.rs":
+        return ""
     lines = []
-    for line in path.read_text().splitlines():
+    text = path.read_text().splitlines()
+    for i, line in enumerate(text):
         stripped = line.lstrip()
+        if stripped.startswith("#[cfg(test)]") and i + 1 < len(text) and text[i + 1].lstrip().startswith("mod "):
+            break
         if stripped.startswith("//"):
             continue
         lines.append(line.split("//")[0] if "//" in line and '"' not in line else line)

@@ -35,6 +35,9 @@ fi
 # does not rebuild pyo3 between `cargo test` and `maturin develop`.
 export PYO3_PYTHON="$VENV/bin/python"
 
+banner "module import graph (scripts/module_cycles.py)"
+"$PYTHON_BIN" scripts/module_cycles.py
+
 banner "cargo fmt --all -- --check"
 cargo fmt --all -- --check
 

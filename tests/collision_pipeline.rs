@@ -7,9 +7,9 @@
 //! sphere × sphere).
 
 use nalgebra::DVector;
-use stiction::collision::{
-    contact_jacobians, contacts_at, detect_contacts, feature_pair, match_contacts, CollisionOptions,
-    CollisionWorkspace, Contact, ContactKind, Feature, ShapeKind,
+use stiction::collision::{feature_pair, Contact, ContactKind, Feature, ShapeKind};
+use stiction::constraint::{
+    contact_jacobians, contacts_at, detect_contacts, match_contacts, CollisionOptions, CollisionWorkspace,
 };
 use stiction::dynamics::forward_kinematics;
 use stiction::gradcheck::fd::ridders;

@@ -21,7 +21,8 @@
 //! differentiable there) and counted.
 
 use nalgebra::{DMatrix, DVector, Matrix3xX};
-use stiction::collision::{contacts_at, CollisionOptions, Contact};
+use stiction::collision::Contact;
+use stiction::constraint::{contacts_at, CollisionOptions};
 use stiction::constraint::{recompute_contacts, ContactFrame, ContactRowDerivatives, ContactRows};
 use stiction::dynamics::{forward_kinematics, forward_kinematics_velocity};
 use stiction::gradcheck::fd::ridders;

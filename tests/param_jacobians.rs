@@ -257,3 +257,75 @@ fn rollout_vjp_matches_finite_differences_of_the_loss() {
     eprintln!("200-step rollout VJP: worst relative error {worst:.1e}");
     let _ = Vec3::zeros();
 }
+
+/// `ParamSpec::apply` shares the compiled collision shapes (hull cores) with the model
+/// it starts from and sets only the materials θ names: the result equals a model built
+/// from scratch with the same values, a material out of range is still an error naming
+/// the shape, and a θ of masses and placements leaves the materials as they were.
+#[test]
+fn apply_reuses_the_compiled_shapes_and_sets_materials() {
+    use stiction::collision::{ShapeCore, TriangleMesh};
+    use stiction::math::{Inertia, SE3};
+    use stiction::model::{Body, CollisionShape, Geometry, Material, WORLD};
+    use stiction::{Joint, ModelBuilder};
+    // A convex-mesh body (an octahedron) and a box on a hinge, over a ground plane.
+    let v = |x: f64, y: f64, z: f64| Vec3::new(x, y, z);
+    let octahedron = TriangleMesh {
+        vertices: vec![
+            v(0.1, 0.0, 0.0),
+            v(-0.1, 0.0, 0.0),
+            v(0.0, 0.1, 0.0),
+            v(0.0, -0.1, 0.0),
+            v(0.0, 0.0, 0.1),
+            v(0.0, 0.0, -0.1),
+        ],
+        triangles: vec![[0, 2, 4], [2, 1, 4], [1, 3, 4], [3, 0, 4], [2, 0, 5], [1, 2, 5], [3, 1, 5], [0, 3, 5]],
+        source: None,
+    };
+    let mut b = ModelBuilder::new("apply_shapes");
+    b.add_link(Body::massless(WORLD).with_collision(CollisionShape::new(Geometry::Plane, SE3::identity())));
+    b.add_body(
+        WORLD,
+        Joint::free("gem_free"),
+        Body::new("gem", Inertia::solid_sphere(0.5, 0.1)).with_collision(
+            CollisionShape::new(Geometry::ConvexMesh(octahedron), SE3::identity())
+                .with_material(Material::new(0.4, 0.1)),
+        ),
+    );
+    b.add_body(
+        WORLD,
+        Joint::revolute("hinge", Vec3::z()),
+        Body::new("paddle", Inertia::solid_box(1.0, v(0.2, 0.1, 0.1)))
+            .with_collision(CollisionShape::new(Geometry::Box { half_extents: v(0.1, 0.05, 0.05) }, SE3::identity())),
+    );
+    let model = b.build().unwrap();
+    let spec =
+        ParamSpec::parse(&model, &["friction:gem", "restitution:world", "mass:paddle", "placement:hinge"]).unwrap();
+    let mut theta = spec.values(&model);
+    theta[0] = 0.9;
+    theta[1] = 0.3;
+    theta[2] = 2.5;
+    theta[3] = 0.25;
+    let applied = spec.apply(&model, &theta).unwrap();
+    // The hull cores are shared, not recompiled.
+    let core = |m: &Model, i: usize| match &m.collision_model().shapes[i].core {
+        ShapeCore::Convex(p) => std::sync::Arc::as_ptr(p),
+        other => panic!("shape {i} is not convex: {other:?}"),
+    };
+    for i in 0..2 {
+        assert_eq!(core(&model, i), core(&applied, i), "shape {i} was recompiled");
+    }
+    // The same model as one built from scratch with these values.
+    let scratch = ModelBuilder::from(applied.clone()).build().unwrap();
+    assert_eq!(applied.collision_model(), scratch.collision_model());
+    assert_eq!(applied, scratch);
+    let materials: Vec<Material> = applied.collision_model().shapes.iter().map(|s| s.material).collect();
+    assert_eq!(materials[0], Material::new(0.9, 0.1), "the gem's friction is θ's");
+    assert_eq!(materials[1], Material::default(), "the paddle's material is untouched");
+    assert_eq!(materials[2].restitution, 0.3, "the ground's restitution is θ's");
+    assert_eq!(spec.values(&applied), theta);
+    // A material out of range is an error that names the shape.
+    theta[1] = 1.5;
+    let e = spec.apply(&model, &theta).unwrap_err().to_string();
+    assert!(e.contains("restitution") && e.contains("'world'"), "{e}");
+}

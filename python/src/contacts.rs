@@ -6,7 +6,8 @@ use numpy::ndarray::{Array1, Array3};
 use numpy::IntoPyArray;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use stiction::collision::{Contact, ContactJacobians, Feature};
+use stiction::collision::{Contact, Feature};
+use stiction::constraint::ContactJacobians;
 use stiction::Model;
 
 fn feature(f: &Feature) -> String {

@@ -9,7 +9,8 @@ use pyo3::types::{PyDict, PyTuple};
 use std::ffi::CString;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
-use stiction::collision::{self, CollisionOptions, CollisionWorkspace, Contact, ContactJacobians};
+use stiction::collision::Contact;
+use stiction::constraint::{self, CollisionOptions, CollisionWorkspace, ContactJacobians};
 use stiction::dynamics::{self, Data, DerivativeData, ReferenceFrame};
 use stiction::io::UrdfOptions;
 use stiction::{Model, ModelBuilder};
@@ -125,12 +126,12 @@ impl PyModel {
             let model = &self.model;
             dynamics::forward_kinematics(model, data, &q)?;
             let ws = ws.get_or_insert_with(|| CollisionWorkspace::new(model));
-            let contacts = collision::detect_contacts(model, data, &CollisionOptions { margin }, ws)?.to_vec();
+            let contacts = constraint::detect_contacts(model, data, &CollisionOptions { margin }, ws)?.to_vec();
             let jac = if jacobians {
                 Some(
                     contacts
                         .iter()
-                        .map(|c| collision::contact_jacobians(model, data, c))
+                        .map(|c| constraint::contact_jacobians(model, data, c))
                         .collect::<Result<Vec<_>, _>>()?,
                 )
             } else {

@@ -510,12 +510,13 @@ mod tests {
     /// two static shapes are never paired.
     #[test]
     fn triangle_meshes_are_boxed_by_their_placed_bounds() {
+        use crate::collision::Material;
         use crate::collision::{CollisionFilter, Polytope, ShapeInstance, ShapeKind, TriMeshCore};
-        use crate::model::Material;
         use std::sync::Arc;
         let vertices = vec![Vec3::new(0.0, 0.0, 0.0), Vec3::new(2.0, 0.0, 0.0), Vec3::new(0.0, 1.0, 0.0)];
-        let mesh = TriMeshCore::new(&crate::model::TriangleMesh { vertices, triangles: vec![[0, 1, 2]], source: None })
-            .expect("valid mesh");
+        let mesh =
+            TriMeshCore::new(&crate::collision::TriangleMesh { vertices, triangles: vec![[0, 1, 2]], source: None })
+                .expect("valid mesh");
         let instance = |body, core, radius, kind| ShapeInstance {
             body,
             index_on_body: 0,

@@ -10,27 +10,25 @@
 
 pub mod broad_phase;
 pub mod bvh;
-pub mod compile;
 pub mod contact;
-pub mod detect;
 pub mod dual;
 pub mod face_merge;
 pub mod feature_pair;
 pub mod filter;
 pub mod hull;
+pub mod material;
 pub(crate) mod mesh_check;
 pub mod narrow_phase;
 pub mod polytope;
 pub mod predicates;
 pub mod shape;
+pub mod triangle_mesh;
 
 pub use broad_phase::BroadPhase;
 pub use bvh::Bvh;
 pub use contact::{Contact, ContactGeometry, ContactGeometryDerivatives, ContactId, ContactKind, Feature};
-pub use detect::{
-    contact_jacobians, contacts_at, detect_contacts, match_contacts, CollisionOptions, CollisionWorkspace,
-    ContactJacobians,
-};
 pub use feature_pair::{Side, WorldFeature};
+pub use material::Material;
 pub use polytope::Polytope;
 pub use shape::{Aabb, CollisionFilter, CollisionModel, ShapeCore, ShapeInstance, ShapeKind, TriMeshCore};
+pub use triangle_mesh::TriangleMesh;

@@ -185,7 +185,7 @@ impl Polytope {
     /// tolerance are flattened). Its vertex numbering is its own (the used vertices in
     /// increasing mesh order, minus the dropped ones). A mesh whose volume differs from
     /// its hull's by more than 1e-4 relative (one folding over itself) is rejected.
-    pub fn from_convex_mesh(mesh: &crate::model::TriangleMesh) -> Result<Polytope, String> {
+    pub fn from_convex_mesh(mesh: &crate::collision::TriangleMesh) -> Result<Polytope, String> {
         use super::mesh_check::{check_areas, check_duplicates, check_indices, edge_table, fmt_point, size};
         let (vertices, triangles) = (&mesh.vertices, &mesh.triangles);
         let used = check_indices(vertices, triangles, 4)?;

@@ -7,8 +7,8 @@ use super::contact::Feature;
 use super::feature_pair::WorldFeature;
 use super::polytope::{PolyEdge, Polytope, MESH_TOLERANCE};
 use super::predicates::cross_accurate;
+use crate::collision::Material;
 use crate::math::{Vec3, SE3};
-use crate::model::Material;
 use std::sync::Arc;
 
 /// An axis-aligned bounding box.
@@ -95,7 +95,7 @@ impl TriMeshCore {
     /// Edges follow the convention of [`Polytope::from_faces`]: `edges[e].v` sorted,
     /// `faces[0]` the triangle running `v[0] → v[1]`, `faces[1]` the one running back,
     /// [`NO_FACE`](super::polytope::NO_FACE) on the open side of a boundary edge.
-    pub fn new(mesh: &crate::model::TriangleMesh) -> Result<TriMeshCore, String> {
+    pub fn new(mesh: &crate::collision::TriangleMesh) -> Result<TriMeshCore, String> {
         use super::mesh_check::{check_areas, check_duplicates, check_indices, edge_table, size};
         let (vertices, triangles) = (&mesh.vertices, &mesh.triangles);
         let used = check_indices(vertices, triangles, 1)?;

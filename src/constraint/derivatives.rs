@@ -26,7 +26,7 @@
 //! ∂ΔV/∂ε_k      = S_k × ΔV (k above the common ancestor),  S_k × (V_B − V_k⁻) (B only),  −S_k × (V_A − V_k⁻) (A only)
 //! ```
 //!
-//! with ∂p, ∂n from `collision::contact_jacobians` and ∂t₁, ∂t₂ = L₁∂n, L₂∂n from
+//! with ∂p, ∂n from `constraint::contact_jacobians` and ∂t₁, ∂t₂ = L₁∂n, L₂∂n from
 //! [`ContactFrame::tangent_jacobians`]. Transpose (DiffDART eqs. 19–20): with each
 //! contact's impulse `F_c = [p × f_c; f_c]`, `f_c = Σ_r λ_r d_r`, applied to B and
 //! `−F_c` to A, and `Φ_j` the net wrench on the subtree of dof j's body,
@@ -52,8 +52,9 @@
 //! side under b ([`SubtreeTranslation`]).
 
 use super::contact_rows::{check_contact, check_data, for_each_dof, world_subspace, Chains, ContactRows};
+use super::detect::{contact_jacobians, ContactJacobians};
 use super::frame::ContactFrame;
-use crate::collision::{contact_jacobians, Contact, ContactJacobians};
+use crate::collision::Contact;
 use crate::dynamics::Data;
 use crate::error::{Error, Result};
 use crate::math::{Force, Mat3, Motion, Vec3};
@@ -219,7 +220,7 @@ fn row_derivatives(kin: &Motion, w: &[Force; 3], dxw: &[Vec3; 3], dvp: &Vec3, dp
     std::array::from_fn(|r| kin.dot(&w[r]) + dp.dot(&dxw[r]) + dd[r].dot(dvp))
 }
 
-/// Configuration derivatives of the rows, for fixed contact features (as crate::collision::contact_jacobians).
+/// Configuration derivatives of the rows, for fixed contact features (as [`crate::constraint::contact_jacobians`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ContactRowDerivatives {
     contacts: Vec<ContactDerivatives>,

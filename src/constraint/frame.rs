@@ -18,7 +18,7 @@
 //! ```
 //!
 //! These are the derivatives of the formulas above for any dn (not only dn ⟂ n); the
-//! contact normal's own derivative (`collision::contact_jacobians`) is ⟂ n. The rows
+//! contact normal's own derivative (`constraint::contact_jacobians`) is ⟂ n. The rows
 //! built on this frame are the friction directions of the DiffDART contact model
 //! (Werling et al. 2021, §5, eqs. 19–20 use them through `∂F_k/∂q`).
 

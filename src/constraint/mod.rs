@@ -20,8 +20,13 @@
 
 pub mod contact_rows;
 pub mod derivatives;
+pub mod detect;
 pub mod frame;
 
 pub use contact_rows::{recompute_contacts, ContactRows};
 pub use derivatives::{ContactRowDerivatives, SubtreeTranslation};
+pub use detect::{
+    contact_jacobians, contacts_at, detect_contacts, match_contacts, CollisionOptions, CollisionWorkspace,
+    ContactJacobians,
+};
 pub use frame::ContactFrame;

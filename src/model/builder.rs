@@ -149,6 +149,19 @@ impl ModelBuilder {
     /// Orders the tree depth-first from the world, assigns coordinates, validates,
     /// and compiles the collision shapes ([`crate::collision::CollisionModel`]).
     pub fn build(&self) -> Result<Model, ModelError> {
+        self.build_with(None)
+    }
+
+    /// [`ModelBuilder::build`] that takes the compiled collision shapes from `compiled`
+    /// (a model with the same links, joints and shape geometry: this builder's model
+    /// differs from it in masses, inertias, joint dynamics, placements, gravity or
+    /// materials only, as [`crate::model::ParamSpec::apply`] makes it), replacing only
+    /// their materials, instead of compiling the shapes (hulls, terrain trees) again.
+    pub(crate) fn build_reusing_shapes(&self, compiled: &Model) -> Result<Model, ModelError> {
+        self.build_with(Some(compiled))
+    }
+
+    fn build_with(&self, compiled: Option<&Model>) -> Result<Model, ModelError> {
         let mut world_shapes = vec![];
         let mut links: Vec<&Body> = vec![];
         let mut index: HashMap<&str, usize> = HashMap::new();
@@ -259,13 +272,18 @@ impl ModelBuilder {
         let joints: Vec<Joint> = order.into_iter().map(|(_, _, j)| j).collect();
         let model = Model::assemble(self.name.clone(), self.gravity, bodies, joints, parents, world_shapes);
         let mut model = validate(model)?;
-        let collision = crate::collision::CollisionModel::build(
-            &model.bodies,
-            &model.joints,
-            &model.parents,
-            &model.world_shapes,
-            &self.collision,
-        )?;
+        let collision = match compiled {
+            Some(c) if c.collision_settings == self.collision => {
+                c.collision.with_materials(&model.bodies, &model.world_shapes)?
+            }
+            _ => crate::collision::CollisionModel::build(
+                &model.bodies,
+                &model.joints,
+                &model.parents,
+                &model.world_shapes,
+                &self.collision,
+            )?,
+        };
         model.collision = Arc::new(collision);
         model.collision_settings = self.collision.clone();
         Ok(model)

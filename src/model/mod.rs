@@ -4,6 +4,7 @@
 
 mod body;
 mod builder;
+mod collision_compile;
 mod configuration;
 mod definition;
 mod joint;

@@ -317,7 +317,8 @@ impl ParamSpec {
     /// A copy of `model` with θ set to `theta`, rebuilt and validated like a built model
     /// (so an invalid θ, e.g. a negative mass, is an error). Everything θ does not name
     /// is kept bit for bit; a body's inertia is recomputed only when one of its mass,
-    /// COM or inertia values actually changes.
+    /// COM or inertia values actually changes. The compiled collision shapes are shared
+    /// with `model` (θ changes no geometry), with the materials θ sets.
     pub fn apply(&self, model: &Model, theta: &DVector<f64>) -> Result<Model> {
         self.check_model(model)?;
         if theta.len() != self.len {
@@ -379,7 +380,9 @@ impl ParamSpec {
                 b.links[i].inertia = Inertia::from_com(p.0, p.1, p.2);
             }
         }
-        let rebuilt = b.build()?;
+        // θ never changes the shapes' geometry: their compiled cores (hulls, terrain
+        // trees) are reused, and only the materials are replaced.
+        let rebuilt = b.build_reusing_shapes(model)?;
         debug_assert_eq!(rebuilt.nbodies(), model.nbodies());
         Ok(rebuilt)
     }

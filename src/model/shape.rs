@@ -1,19 +1,9 @@
 //! Collision and visual geometry attached to bodies, and contact materials.
 //! Stored by the model now; used by the collision and contact layers.
 
+pub use crate::collision::{Material, TriangleMesh};
 use crate::math::{Vec3, SE3};
 use serde::{Deserialize, Serialize};
-
-/// A triangle mesh (collision meshes are loaded into memory; see `io`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TriangleMesh {
-    /// Vertex positions in the shape frame (scale already applied).
-    pub vertices: Vec<Vec3>,
-    /// Triangles as vertex-index triples (counter-clockwise seen from outside).
-    pub triangles: Vec<[u32; 3]>,
-    /// Where the mesh came from, if loaded from a file.
-    pub source: Option<String>,
-}
 
 /// A collision geometry, in its own shape frame.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -51,39 +41,6 @@ pub enum Geometry {
     /// A convex polyhedron given as a closed triangle mesh; coplanar triangles are
     /// merged into polygonal faces. Building the model checks that it is convex.
     ConvexMesh(TriangleMesh),
-}
-
-/// Contact material of a shape.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Material {
-    /// Coulomb friction coefficient μ.
-    pub friction: f64,
-    /// Coefficient of restitution in [0, 1].
-    pub restitution: f64,
-    /// Viscous friction coefficient μ_v (N·s/m) of the purely viscous contact model
-    /// ([`crate::step::ContactModel::Viscous`]): each contact point applies the tangential
-    /// force `−μ_v v_t`. Ignored by the other contact models. Default 0.
-    #[serde(default)]
-    pub viscous_friction: f64,
-}
-
-impl Material {
-    /// A material with Coulomb friction `friction`, restitution `restitution` and no viscous friction.
-    pub const fn new(friction: f64, restitution: f64) -> Self {
-        Self { friction, restitution, viscous_friction: 0.0 }
-    }
-
-    /// The same material with viscous friction coefficient `viscous_friction` (N·s/m).
-    pub const fn with_viscous_friction(mut self, viscous_friction: f64) -> Self {
-        self.viscous_friction = viscous_friction;
-        self
-    }
-}
-
-impl Default for Material {
-    fn default() -> Self {
-        Self::new(0.8, 0.0)
-    }
 }
 
 /// A collision shape: a geometry placed on a body, with a material.

@@ -1,11 +1,11 @@
 //! The [`Simulator`]: owns a model, its options and its workspace, and steps states.
 
-use crate::step::contact::{constraint_stage, ConstraintRecord, ConstraintWorkspace, ContactOptions};
-use crate::step::{check_dt, semi_implicit_euler, IntegratorOptions, StepStats};
 use crate::dynamics::{Data, DerivativeData};
 use crate::error::{check_vector, Error, Result};
 use crate::math::{Force, Vec3};
 use crate::model::ParamSpec;
+use crate::step::contact::{constraint_stage, ConstraintRecord, ConstraintWorkspace, ContactOptions};
+use crate::step::{check_dt, semi_implicit_euler, IntegratorOptions, StepStats};
 use crate::tape::StepRecord;
 use crate::Model;
 use nalgebra::DVector;

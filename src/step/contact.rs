@@ -102,8 +102,9 @@
 //! Material of a contact between shapes a and b: `μ = (μ_a + μ_b)/2` and
 //! `e = (e_a + e_b)/2` (arithmetic means: smooth in both, documented in docs/contact.md).
 
-use crate::collision::{detect_contacts, match_contacts, CollisionOptions, CollisionWorkspace, Contact};
+use crate::collision::Contact;
 use crate::constraint::ContactRows;
+use crate::constraint::{detect_contacts, match_contacts, CollisionOptions, CollisionWorkspace};
 use crate::dynamics::Data;
 use crate::error::{Error, Result};
 use crate::solver::lcp::{solve, BoxedLcp, LcpOptions, LcpSolution, LcpStats, RowBound, RowState};

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::collision::shape::ShapeKind;
-use crate::model::Material;
+use crate::collision::Material;
 use std::sync::Arc;
 
 fn instance(core: ShapeCore, radius: f64, body: Option<usize>) -> ShapeInstance {

@@ -23,11 +23,11 @@
 //! with each other, meshes on them are static terrain, and since the body's Jacobian
 //! is zero they contribute nothing to contact derivatives.
 
-use super::polytope::Polytope;
-use super::shape::{CollisionFilter, CollisionModel, ShapeCore, ShapeInstance, ShapeKind, TriMeshCore};
+use super::{Body, CollisionSettings, CollisionShape, Geometry, Joint, WORLD};
+use crate::collision::polytope::Polytope;
+use crate::collision::shape::{CollisionFilter, CollisionModel, ShapeCore, ShapeInstance, ShapeKind, TriMeshCore};
 use crate::error::ModelError;
 use crate::math::{Mat3, Vec3};
-use crate::model::{Body, CollisionSettings, CollisionShape, Geometry, Joint, WORLD};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -87,6 +87,43 @@ impl CollisionModel {
         Ok(CollisionModel { shapes, filter })
     }
 
+    /// A copy whose shapes take their materials from `bodies`' and `world_shapes`'
+    /// collision shapes (validated as [`CollisionModel::build`] does), keeping the
+    /// compiled cores: for a model that differs from the compiled one in materials and
+    /// non-geometric quantities only. The shape lists must match the compiled ones in
+    /// number (an internal error otherwise).
+    pub(crate) fn with_materials(
+        &self,
+        bodies: &[Body],
+        world_shapes: &[CollisionShape],
+    ) -> Result<CollisionModel, ModelError> {
+        let mut out = self.clone();
+        for s in &mut out.shapes {
+            let (list, link) = match s.body {
+                Some(b) => {
+                    (bodies.get(b).map(|b| b.collisions.as_slice()), bodies.get(b).map_or("?", |b| b.name.as_str()))
+                }
+                None => (Some(world_shapes), WORLD),
+            };
+            let shape = list.and_then(|l| l.get(s.index_on_body)).ok_or_else(|| {
+                ModelError::Invalid(format!("collision model: shape {} of link '{link}' is missing", s.index_on_body))
+            })?;
+            check_material(&shape.material).map_err(|reason| ModelError::InvalidGeometry {
+                what: format!("collision shape {} of link '{link}'", s.index_on_body),
+                reason,
+            })?;
+            s.material = shape.material;
+        }
+        let count = bodies.iter().map(|b| b.collisions.len()).sum::<usize>() + world_shapes.len();
+        if count != out.shapes.len() {
+            return Err(ModelError::Invalid(format!(
+                "collision model: {count} shapes, but {} compiled",
+                out.shapes.len()
+            )));
+        }
+        Ok(out)
+    }
+
     /// Whether shape `i` is static (on the world or on a body welded to it).
     pub fn is_static(&self, i: usize) -> bool {
         self.shapes.get(i).is_some_and(|s| s.body.is_none_or(|b| self.filter.rigid_group[b].is_none()))
@@ -103,11 +140,26 @@ fn positive(x: f64, what: &str) -> Result<f64, String> {
     }
 }
 
-fn check_mesh_finite(mesh: &crate::model::TriangleMesh) -> Result<(), String> {
+fn check_mesh_finite(mesh: &crate::collision::TriangleMesh) -> Result<(), String> {
     match mesh.vertices.iter().position(|v| !v.iter().all(|x| x.is_finite())) {
         Some(i) => Err(format!("mesh vertex {i} is not finite")),
         None => Ok(()),
     }
+}
+
+/// A contact material's checks: friction and viscous friction finite and
+/// non-negative, restitution in [0, 1].
+fn check_material(m: &crate::collision::Material) -> Result<(), String> {
+    if !(m.friction.is_finite() && m.friction >= 0.0) {
+        return Err(format!("friction must be finite and non-negative, got {}", m.friction));
+    }
+    if !(m.restitution.is_finite() && (0.0..=1.0).contains(&m.restitution)) {
+        return Err(format!("restitution must be in [0, 1], got {}", m.restitution));
+    }
+    if !(m.viscous_friction.is_finite() && m.viscous_friction >= 0.0) {
+        return Err(format!("viscous friction must be finite and non-negative, got {}", m.viscous_friction));
+    }
+    Ok(())
 }
 
 /// One shape: validation of its pose, material and sizes, then its core.
@@ -124,16 +176,7 @@ fn compile_shape(
     if (rot.transpose() * rot - Mat3::identity()).abs().max() > 1e-6 || rot.determinant() < 0.0 {
         return Err("the shape's origin rotation is not a rotation matrix".into());
     }
-    let m = &shape.material;
-    if !(m.friction.is_finite() && m.friction >= 0.0) {
-        return Err(format!("friction must be finite and non-negative, got {}", m.friction));
-    }
-    if !(m.restitution.is_finite() && (0.0..=1.0).contains(&m.restitution)) {
-        return Err(format!("restitution must be in [0, 1], got {}", m.restitution));
-    }
-    if !(m.viscous_friction.is_finite() && m.viscous_friction >= 0.0) {
-        return Err(format!("viscous friction must be finite and non-negative, got {}", m.viscous_friction));
-    }
+    check_material(&shape.material)?;
     let convex = |p: Polytope| ShapeCore::Convex(Arc::new(p));
     let (core, radius, kind) = match &shape.geometry {
         Geometry::Plane => (ShapeCore::HalfSpace, 0.0, ShapeKind::Plane),

@@ -10,11 +10,11 @@
 //! eq. 8.4, as in `dynamics::body_jacobian`), so by the chain rule
 //! `∂g/∂q = ∂g/∂δ_A · J_A + ∂g/∂δ_B · J_B`, with zero for a static side.
 
-use super::broad_phase::BroadPhase;
-use super::contact::{Contact, ContactGeometry, ContactGeometryDerivatives, ContactId};
-use super::feature_pair;
-use super::narrow_phase;
-use super::shape::CollisionModel;
+use crate::collision::broad_phase::BroadPhase;
+use crate::collision::contact::{Contact, ContactGeometry, ContactGeometryDerivatives, ContactId};
+use crate::collision::feature_pair;
+use crate::collision::narrow_phase;
+use crate::collision::shape::CollisionModel;
 use crate::dynamics::{forward_kinematics, Data};
 use crate::error::{Error, Result};
 use crate::math::SE3;
