@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Checks that no top-level module of the stiction crate imports one that imports it back.
+"""Checks that no module of the stiction crate imports one that imports it back: neither
+between top-level modules (src/X.rs, src/X/) nor between the children (files and folders)
+of one top-level module.
 
 An edge A -> B is any `crate::B` path (in a `use` or inline; `crate::Name` for a name the
 crate root re-exports counts as its module) in a file under src/A/ or in
@@ -105,8 +107,52 @@ def sccs(mods, adj):
     return comps
 
 
+def child_edges(top):
+    """Edges between the children (files and folders) of top-level module `top`: `super::X`
+    from a file directly in src/top/, `super::super::X` from one a folder deeper, and
+    `crate::top::X`; a name that src/top/mod.rs re-exports counts as its child."""
+    folder = SRC / top
+    if not folder.is_dir():
+        return set(), {}
+    children = {p.stem for p in folder.glob("*.rs") if p.stem != "mod"} | {p.name for p in folder.iterdir() if p.is_dir()}
+    names = {}
+    for module, items in ROOT_REEXPORT.findall((folder / "mod.rs").read_text().replace("pub(crate) use", "pub use")):
+        for item in items.strip("{}").split(","):
+            if item.strip():
+                names[item.strip()] = module
+    out = {}
+    for child in sorted(children):
+        files = [folder / f"{child}.rs"] if (folder / f"{child}.rs").exists() else sorted((folder / child).rglob("*.rs"))
+        for f in files:
+            depth = len(f.relative_to(folder).parts)  # 1: src/top/x.rs, 2: src/top/sub/x.rs
+            code = code_of(f)
+            up = "super::" if depth == 1 else "super::super::" if depth == 2 else None
+            targets = set(re.findall(rf"\bcrate::{top}::([A-Za-z_][A-Za-z0-9_]*)", code))
+            if up:
+                targets |= set(re.findall(rf"(?<![A-Za-z_:]){up}([A-Za-z_][A-Za-z0-9_]*)", code))
+                for group in re.findall(rf"(?<![A-Za-z_:]){up}\{{([^;]*)\}}", code):
+                    targets |= {t.strip().split("::")[0] for t in group.split(",") if t.strip()}
+            for t in {names.get(t, t) for t in targets}:
+                if t in children and t != child:
+                    out.setdefault((child, t), set()).add(str(f.relative_to(SRC.parent)))
+    return children, out
+
+
 def main():
     mods = top_modules()
+    status = 0
+    for top in sorted(mods):
+        children, e = child_edges(top)
+        adj = {}
+        for a, b in e:
+            adj.setdefault(a, set()).add(b)
+        for c in sccs(children, adj):
+            if len(c) > 1:
+                status = 1
+                print(f"import cycle inside {top}: " + ", ".join(c))
+                for (a, b), files in sorted(e.items()):
+                    if a in c and b in c:
+                        print(f"  {top}::{a} -> {top}::{b}   ({', '.join(sorted(files))})")
     e = edges(mods)
     adj = {}
     for a, b in e:
@@ -116,7 +162,7 @@ def main():
             print(f"{a} -> {b}   ({', '.join(sorted(files))})")
     comps = sccs(mods, adj)
     cyclic = [c for c in comps if len(c) > 1]
-    if cyclic:
+    if cyclic or status:
         for c in cyclic:
             print("import cycle among: " + ", ".join(c))
             for (a, b), files in sorted(e.items()):
@@ -124,7 +170,8 @@ def main():
                     print(f"  {a} -> {b}   ({', '.join(sorted(files))})")
         return 1
     # Tarjan emits components in reverse topological order: dependencies first.
-    print("no import cycles; modules, dependencies first: " + " < ".join(c[0] for c in comps))
+    print("no import cycles among the top-level modules nor among the children of any of them;")
+    print("top-level modules, dependencies first: " + " < ".join(c[0] for c in comps))
     return 0
 
 

@@ -1,6 +1,6 @@
 //! Exact derivatives of narrow-phase contacts: for every contact kind and shape
 //! family, the derivatives of point, normal and signed distance with respect to the
-//! two bodies' world-frame twists (`feature_pair::recompute_with_derivatives`) against
+//! two bodies' world-frame twists (`recompute::recompute_with_derivatives`) against
 //! Ridders' extrapolated finite differences of the recomputed closed form under
 //! `X ← exp(εδ) X` (columns 0..6 body A, 6..12 body B), and through the kinematics of an
 //! articulated model against Ridders on `q ⊕ εδ`.
@@ -20,7 +20,7 @@ use collision_common::*;
 use nalgebra::{DMatrix, DVector};
 use std::collections::BTreeMap;
 use stiction::collision::narrow_phase::collide;
-use stiction::collision::{feature_pair, CollisionFilter, CollisionModel, Contact, ContactKind, Polytope, ShapeCore};
+use stiction::collision::{recompute, CollisionFilter, CollisionModel, Contact, ContactKind, Polytope, ShapeCore};
 use stiction::collision::{ShapeInstance, ShapeKind};
 use stiction::dynamics::{body_jacobian, forward_kinematics, ReferenceFrame};
 use stiction::gradcheck::fd::ridders;
@@ -83,7 +83,7 @@ fn check(
             *tally.skipped_kinds.entry(c.kind.name()).or_default() += 1;
             continue;
         }
-        let (g, d) = feature_pair::recompute_with_derivatives(&cm, &x, c).expect("non-degenerate contact");
+        let (g, d) = recompute::recompute_with_derivatives(&cm, &x, c).expect("non-degenerate contact");
         // the dual-number evaluation rounds differently from the plain one (x·(1/y) for x/y)
         assert!((geometry_vector(&g) - geometry_vector(&c.geometry)).amax() < 1e-13, "{g:?} vs {:?}", c.geometry);
         let mut jac = DMatrix::zeros(7, 12);
@@ -97,7 +97,7 @@ fn check(
         let mut fd = DMatrix::zeros(7, 12);
         for k in 0..12 {
             let f = |e: f64| {
-                feature_pair::recompute(&cm, &moved(&x, k, e), c)
+                recompute::recompute(&cm, &moved(&x, k, e), c)
                     .map(|g| geometry_vector(&g))
                     .ok_or_else(|| Error::InvalidInput("degenerate closed form".into()))
             };
@@ -431,7 +431,7 @@ fn through_the_kinematics() {
                 continue;
             }
             forward_kinematics(&model, &mut data, q.as_slice()).unwrap();
-            let (_, d) = feature_pair::recompute_with_derivatives(&cm, &data.x_world, c).unwrap();
+            let (_, d) = recompute::recompute_with_derivatives(&cm, &data.x_world, c).unwrap();
             let mut jq = DMatrix::zeros(7, nv);
             for (cols, body) in [(0usize, c.body_a), (6, c.body_b)] {
                 let Some(body) = body else { continue };
@@ -456,7 +456,7 @@ fn through_the_kinematics() {
                     let qe = model.integrate(&q, &DVector::from_fn(nv, |i, _| f64::from(i == j)), e)?;
                     let mut dd = data.clone();
                     forward_kinematics(&model, &mut dd, qe.as_slice())?;
-                    feature_pair::recompute(&cm, &dd.x_world, c)
+                    recompute::recompute(&cm, &dd.x_world, c)
                         .map(|g| geometry_vector(&g))
                         .ok_or_else(|| Error::InvalidInput("degenerate closed form".into()))
                 };

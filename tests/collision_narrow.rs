@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use stiction::collision::narrow_phase::collide;
-use stiction::collision::{feature_pair, Contact, ContactKind, ShapeCore, ShapeInstance};
+use stiction::collision::{recompute, Contact, ContactKind, ShapeCore, ShapeInstance};
 use stiction::math::{Mat3, SplitMix64, Vec3, SE3};
 
 mod collision_common;
@@ -25,7 +25,7 @@ fn contacts(a: &ShapeInstance, xa: &SE3, b: &ShapeInstance, xb: &SE3, margin: f6
     assert_eq!(out, again, "not deterministic");
     let x = [*xa, *xb];
     for (k, c) in out.iter().enumerate() {
-        let g = feature_pair::recompute(&cm, &x, c).expect("closed form defined");
+        let g = recompute::recompute(&cm, &x, c).expect("closed form defined");
         assert_eq!(g, c.geometry, "recompute differs for {c:?}");
         assert!(c.geometry.distance < margin);
         assert!((c.geometry.normal.norm() - 1.0).abs() < 1e-12);

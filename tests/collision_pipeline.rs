@@ -7,7 +7,7 @@
 //! sphere × sphere).
 
 use nalgebra::DVector;
-use stiction::collision::{feature_pair, Contact, ContactKind, Feature, ShapeKind};
+use stiction::collision::{recompute, Contact, ContactKind, Feature, ShapeKind};
 use stiction::constraint::{
     contact_jacobians, contacts_at, detect_contacts, match_contacts, CollisionOptions, CollisionWorkspace,
 };
@@ -171,7 +171,7 @@ fn geometry_at(m: &Model, c: &Contact, q: &DVector<f64>, k: usize, eps: f64) -> 
     let q = m.integrate(q, &dq, 1.0)?;
     let mut data = Data::new(m);
     forward_kinematics(m, &mut data, q.as_slice())?;
-    let g = feature_pair::recompute(m.collision_model(), &data.x_world, c)
+    let g = recompute::recompute(m.collision_model(), &data.x_world, c)
         .ok_or_else(|| Error::InvalidInput("degenerate".into()))?;
     Ok(DVector::from_iterator(7, g.point.iter().chain(g.normal.iter()).copied().chain([g.distance])))
 }

@@ -20,7 +20,8 @@
 //! Output: pairs `(a, b)` with `a < b`, sorted, so the order depends only on the
 //! scene, never on the history of calls.
 
-use super::shape::{Aabb, CollisionModel, ShapeCore};
+use super::bvh::Aabb;
+use super::shape::{CollisionModel, ShapeCore};
 use crate::error::{Error, Result};
 use crate::math::{Vec3, SE3};
 

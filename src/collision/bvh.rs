@@ -6,7 +6,44 @@
 //! [`Bvh::query`] walks the tree with a fixed-size stack and allocates nothing: it only
 //! pushes the overlapping items into the caller's vector.
 
-use super::shape::Aabb;
+use crate::math::Vec3;
+
+/// An axis-aligned bounding box.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Aabb {
+    /// Lower corner.
+    pub min: Vec3,
+    /// Upper corner.
+    pub max: Vec3,
+}
+
+impl Aabb {
+    /// The empty box (contains nothing; the neutral element of [`Aabb::merge`]).
+    pub fn empty() -> Aabb {
+        Aabb { min: Vec3::repeat(f64::INFINITY), max: Vec3::repeat(f64::NEG_INFINITY) }
+    }
+    /// The smallest box containing the points.
+    pub fn from_points<'a>(points: impl IntoIterator<Item = &'a Vec3>) -> Aabb {
+        let mut b = Aabb::empty();
+        for p in points {
+            b.min = b.min.inf(p);
+            b.max = b.max.sup(p);
+        }
+        b
+    }
+    /// The smallest box containing both.
+    pub fn merge(&self, o: &Aabb) -> Aabb {
+        Aabb { min: self.min.inf(&o.min), max: self.max.sup(&o.max) }
+    }
+    /// The box grown by `r` on every side.
+    pub fn inflated(&self, r: f64) -> Aabb {
+        Aabb { min: self.min.add_scalar(-r), max: self.max.add_scalar(r) }
+    }
+    /// Whether the boxes overlap (touching counts).
+    pub fn overlaps(&self, o: &Aabb) -> bool {
+        (0..3).all(|k| self.min[k] <= o.max[k] && o.min[k] <= self.max[k])
+    }
+}
 
 /// Largest number of items in a leaf.
 pub const LEAF_SIZE: usize = 4;

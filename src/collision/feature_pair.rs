@@ -219,38 +219,6 @@ pub fn evaluate_with_derivatives(
     Some((geo, d))
 }
 
-/// The two sides of a contact, from the collision model and the bodies' world poses.
-pub fn sides(cm: &super::CollisionModel, x_world: &[crate::math::SE3], c: &super::Contact) -> Option<(Side, Side)> {
-    let side = |shape: u32, f| {
-        let s = cm.shapes.get(shape as usize)?;
-        let pose = s.world_pose(x_world);
-        Some(Side { feature: s.world_feature(&pose, f)?, radius: s.radius, moving: s.body.is_some() })
-    };
-    Some((side(c.id.shape_a, c.id.feature_a)?, side(c.id.shape_b, c.id.feature_b)?))
-}
-
-/// Recomputes a contact's geometry at new body poses, keeping its feature pair
-/// (`None` if the closed form is degenerate there).
-pub fn recompute(
-    cm: &super::CollisionModel,
-    x_world: &[crate::math::SE3],
-    c: &super::Contact,
-) -> Option<ContactGeometry> {
-    let (a, b) = sides(cm, x_world, c)?;
-    evaluate(c.kind, &a, &b, c.orientation)
-}
-
-/// A contact's geometry at the given body poses with its derivatives with respect to
-/// the two bodies' world-frame twists.
-pub fn recompute_with_derivatives(
-    cm: &super::CollisionModel,
-    x_world: &[crate::math::SE3],
-    c: &super::Contact,
-) -> Option<(ContactGeometry, ContactGeometryDerivatives)> {
-    let (a, b) = sides(cm, x_world, c)?;
-    evaluate_with_derivatives(c.kind, &a, &b, c.orientation)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,8 +8,19 @@
 //! and edge manifoldness: every undirected edge used by at most two triangles, in
 //! opposite directions (consistent winding).
 
-use super::polytope::{PolyEdge, NO_FACE};
 use crate::math::Vec3;
+
+/// No adjacent face (edges of a segment, or of a one-sided triangle).
+pub const NO_FACE: u32 = u32::MAX;
+
+/// An edge: two vertex indices and the (up to two) faces that share it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolyEdge {
+    /// Start and end vertex.
+    pub v: [u32; 2],
+    /// The faces on either side ([`NO_FACE`] where none).
+    pub faces: [u32; 2],
+}
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 

@@ -21,14 +21,17 @@ pub(crate) mod mesh_check;
 pub mod narrow_phase;
 pub mod polytope;
 pub mod predicates;
+pub mod recompute;
 pub mod shape;
 pub mod triangle_mesh;
 
 pub use broad_phase::BroadPhase;
+pub use bvh::Aabb;
 pub use bvh::Bvh;
 pub use contact::{Contact, ContactGeometry, ContactGeometryDerivatives, ContactId, ContactKind, Feature};
 pub use feature_pair::{Side, WorldFeature};
 pub use material::Material;
 pub use polytope::Polytope;
-pub use shape::{Aabb, CollisionFilter, CollisionModel, ShapeCore, ShapeInstance, ShapeKind, TriMeshCore};
+pub use recompute::{recompute, recompute_with_derivatives};
+pub use shape::{CollisionFilter, CollisionModel, ShapeCore, ShapeInstance, ShapeKind, TriMeshCore};
 pub use triangle_mesh::TriangleMesh;

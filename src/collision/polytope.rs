@@ -5,10 +5,8 @@
 //! A polytope may be degenerate (a point or a segment: no faces) — the narrow phase
 //! handles those through the same feature machinery, with the shape's sweep radius.
 
+pub use super::mesh_check::{PolyEdge, NO_FACE};
 use crate::math::Vec3;
-
-/// No adjacent face (edges of a segment, or of a one-sided triangle).
-pub const NO_FACE: u32 = u32::MAX;
 
 /// Relative tolerance of mesh validation (convex meshes and terrain): two used vertices
 /// closer than `MESH_TOLERANCE × size` are duplicates, and a triangle whose smallest
@@ -32,15 +30,6 @@ const HULL_CHECK_TOLERANCE: f64 = 1e-8;
 /// Number of sides of the prism standing for a cylinder in compiled models (see
 /// [`Polytope::cylinder`]): radial error `r (1 − cos(π/16)) ≈ 0.019 r`.
 pub const CYLINDER_SEGMENTS: usize = 16;
-
-/// An edge: two vertex indices and the (up to two) faces that share it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PolyEdge {
-    /// Start and end vertex.
-    pub v: [u32; 2],
-    /// The faces on either side ([`NO_FACE`] where none).
-    pub faces: [u32; 2],
-}
 
 /// A planar convex face.
 #[derive(Clone, Debug, PartialEq)]

@@ -2,7 +2,7 @@
 //! convex core swept by a radius (or a half-space, or a static triangle mesh), with
 //! the filtering data the broad phase needs. Built and validated once, with the model.
 
-use super::bvh::Bvh;
+use super::bvh::{Aabb, Bvh};
 use super::contact::Feature;
 use super::feature_pair::WorldFeature;
 use super::polytope::{PolyEdge, Polytope, MESH_TOLERANCE};
@@ -10,43 +10,6 @@ use super::predicates::cross_accurate;
 use crate::collision::Material;
 use crate::math::{Vec3, SE3};
 use std::sync::Arc;
-
-/// An axis-aligned bounding box.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Aabb {
-    /// Lower corner.
-    pub min: Vec3,
-    /// Upper corner.
-    pub max: Vec3,
-}
-
-impl Aabb {
-    /// The empty box (contains nothing; the neutral element of [`Aabb::merge`]).
-    pub fn empty() -> Aabb {
-        Aabb { min: Vec3::repeat(f64::INFINITY), max: Vec3::repeat(f64::NEG_INFINITY) }
-    }
-    /// The smallest box containing the points.
-    pub fn from_points<'a>(points: impl IntoIterator<Item = &'a Vec3>) -> Aabb {
-        let mut b = Aabb::empty();
-        for p in points {
-            b.min = b.min.inf(p);
-            b.max = b.max.sup(p);
-        }
-        b
-    }
-    /// The smallest box containing both.
-    pub fn merge(&self, o: &Aabb) -> Aabb {
-        Aabb { min: self.min.inf(&o.min), max: self.max.sup(&o.max) }
-    }
-    /// The box grown by `r` on every side.
-    pub fn inflated(&self, r: f64) -> Aabb {
-        Aabb { min: self.min.add_scalar(-r), max: self.max.add_scalar(r) }
-    }
-    /// Whether the boxes overlap (touching counts).
-    pub fn overlaps(&self, o: &Aabb) -> bool {
-        (0..3).all(|k| self.min[k] <= o.max[k] && o.min[k] <= self.max[k])
-    }
-}
 
 /// A static triangle mesh (terrain), one-sided: each triangle's front is the side its
 /// counter-clockwise winding faces, and contacts push shapes out of the front.

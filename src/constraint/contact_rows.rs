@@ -18,7 +18,7 @@
 //! eq. 19, `(Jᵀ f)_i = A_iᵀ Σ_k F_k`.
 
 use super::frame::{ContactFrame, UNIT_TOLERANCE};
-use crate::collision::{feature_pair, Contact};
+use crate::collision::{recompute, Contact};
 use crate::dynamics::Data;
 use crate::error::{Error, Result};
 use crate::math::{Force, Motion};
@@ -80,7 +80,7 @@ impl ContactRows {
 }
 
 /// The contacts re-evaluated at the body poses in `data` (after forward kinematics at
-/// a new q), each keeping its feature pair (`collision::feature_pair::recompute`):
+/// a new q), each keeping its feature pair (`collision::recompute`):
 /// what the rows and their derivatives at the new configuration refer to.
 ///
 /// Errors: `data` not made for `model` or non-finite poses, a contact whose shapes or
@@ -94,7 +94,7 @@ pub fn recompute_contacts(model: &Model, data: &Data, contacts: &[Contact]) -> R
         .enumerate()
         .map(|(i, c)| {
             check_contact(model, c, i)?;
-            let geometry = feature_pair::recompute(cm, &data.x_world, c).ok_or_else(|| Error::Numerical {
+            let geometry = recompute::recompute(cm, &data.x_world, c).ok_or_else(|| Error::Numerical {
                 algorithm: "recompute_contacts",
                 detail: format!(
                     "contact {i}: the {} closed form of shapes {} and {} is degenerate at these poses, or a feature \

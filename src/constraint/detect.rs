@@ -4,7 +4,7 @@
 //!
 //! Derivatives (`contact_jacobians`): the closed form of each feature pair gives the
 //! derivatives of point, normal and distance with respect to the world-frame twists
-//! `δ_A, δ_B` of the two bodies (`feature_pair::recompute_with_derivatives`, a 3×12 /
+//! `δ_A, δ_B` of the two bodies (`recompute::recompute_with_derivatives`, a 3×12 /
 //! 1×12 block). A tangent perturbation `q ⊕ ε e_k` moves body X by the world-frame
 //! twist `J_X e_k ε`, with `J_X` the body's world-frame Jacobian (Featherstone 2008,
 //! eq. 8.4, as in `dynamics::body_jacobian`), so by the chain rule
@@ -12,8 +12,8 @@
 
 use crate::collision::broad_phase::BroadPhase;
 use crate::collision::contact::{Contact, ContactGeometry, ContactGeometryDerivatives, ContactId};
-use crate::collision::feature_pair;
 use crate::collision::narrow_phase;
+use crate::collision::recompute;
 use crate::collision::shape::CollisionModel;
 use crate::dynamics::{forward_kinematics, Data};
 use crate::error::{Error, Result};
@@ -203,7 +203,7 @@ pub fn contact_jacobians(model: &Model, data: &Data, contact: &Contact) -> Resul
         )));
     }
     let (geometry, d) =
-        feature_pair::recompute_with_derivatives(cm, &data.x_world, contact).ok_or_else(|| Error::Numerical {
+        recompute::recompute_with_derivatives(cm, &data.x_world, contact).ok_or_else(|| Error::Numerical {
             algorithm: "contact_jacobians",
             detail: format!(
                 "the {} closed form of shapes {} and {} ({:?} / {:?}) is degenerate at these poses, \

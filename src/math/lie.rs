@@ -14,32 +14,7 @@
 use super::{skew, Mat3, Mat6, Motion, Vec3, SE3};
 use nalgebra::{Quaternion, Rotation3, UnitQuaternion};
 
-const SMALL: f64 = 1e-4;
-
-/// `(1 − cos θ)/θ²`, `(θ − sin θ)/θ³` for `θ² = t2`.
-#[inline]
-fn so3_coeffs(t2: f64) -> (f64, f64) {
-    if t2 < SMALL * SMALL {
-        (0.5 - t2 / 24.0 + t2 * t2 / 720.0, 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0)
-    } else {
-        let t = t2.sqrt();
-        ((1.0 - t.cos()) / t2, (t - t.sin()) / (t2 * t))
-    }
-}
-
-/// The rotation `exp([φ]×)` (Rodrigues' formula).
-pub fn so3_exp(phi: &Vec3) -> Mat3 {
-    let t2 = phi.norm_squared();
-    let k = skew(phi);
-    let (a, _) = so3_coeffs(t2);
-    let s = if t2 < SMALL * SMALL {
-        1.0 - t2 / 6.0 + t2 * t2 / 120.0
-    } else {
-        let t = t2.sqrt();
-        t.sin() / t
-    };
-    Mat3::identity() + k * s + k * k * a
-}
+use super::so3::{so3_coeffs, so3_exp, SMALL};
 
 /// The rotation vector `φ` with `exp([φ]×) = R`, `|φ| ≤ π` (via the quaternion, robust near π).
 pub fn so3_log(r: &Mat3) -> Vec3 {

@@ -12,6 +12,7 @@ mod inertia;
 mod lie;
 mod pseudo_inverse;
 mod rng;
+mod so3;
 mod spatial;
 mod transform;
 
@@ -19,11 +20,12 @@ pub use dense::{lu_factor, lu_inverse, lu_solve, lu_solve_and_invert, lu_solve_t
 pub use inertia::Inertia;
 pub use lie::{
     quat_integrate, se3_exp, se3_left_jacobian, se3_left_jacobian_inv, se3_log, se3_right_jacobian,
-    se3_right_jacobian_inv, so3_exp, so3_left_jacobian, so3_left_jacobian_inv, so3_log, so3_right_jacobian,
+    se3_right_jacobian_inv, so3_left_jacobian, so3_left_jacobian_inv, so3_log, so3_right_jacobian,
     so3_right_jacobian_inv,
 };
 pub use pseudo_inverse::{min_norm_solve, pseudo_inverse};
 pub use rng::SplitMix64;
+pub use so3::so3_exp;
 pub use spatial::{Force, Motion};
 pub use transform::SE3;
 

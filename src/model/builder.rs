@@ -1,16 +1,14 @@
 //! The model builder: links and joints by name (URDF-like), or chained bodies, then
 //! [`ModelBuilder::build`] orders the tree depth-first and validates it.
 
+use super::definition::{CollisionSettings, WORLD};
 use super::validate::validate;
 use super::{Body, Joint, Model};
 use crate::error::ModelError;
 use crate::math::Vec3;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
-
-/// The name that stands for the fixed world frame as a parent.
-pub const WORLD: &str = "world";
 
 /// A joint together with the names of the links it connects.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -31,32 +29,6 @@ pub enum BaseJoint {
     Fixed,
     /// Attached by a free (floating) joint.
     Floating,
-}
-
-/// Which shape pairs of a model may collide, beyond the per-shape group/mask bits
-/// (see [`crate::collision::CollisionModel::allows`]). Stored by the builder, so it
-/// round-trips through the model's JSON form; every field has a default, so JSON
-/// written without it still loads.
-///
-/// Defaults: every articulation collides with itself (self-collision on), shapes on a
-/// parent and a child rigid group are skipped, no excluded pairs.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct CollisionSettings {
-    /// Whether shapes on a rigid group and on its parent rigid group are skipped
-    /// (default `true`: neighbouring links usually overlap at their joint).
-    pub skip_parent_child: bool,
-    /// Self-collision of the articulation rooted at each named link (a child of the
-    /// world); articulations not named here collide with themselves.
-    pub self_collision: BTreeMap<String, bool>,
-    /// Link pairs whose shapes never collide.
-    pub excluded_pairs: Vec<(String, String)>,
-}
-
-impl Default for CollisionSettings {
-    fn default() -> Self {
-        Self { skip_parent_child: true, self_collision: BTreeMap::new(), excluded_pairs: vec![] }
-    }
 }
 
 /// Builds a [`Model`].
@@ -314,4 +286,54 @@ fn cycle_names(
     }
     let start = path.iter().position(|&p| p == cur).unwrap_or(0);
     names(links, &path[start..])
+}
+
+impl From<Model> for ModelBuilder {
+    fn from(m: Model) -> ModelBuilder {
+        let joints = m
+            .joints
+            .iter()
+            .zip(&m.parents)
+            .zip(&m.bodies)
+            .map(|((j, p), b)| JointSpec {
+                parent: p.map_or_else(|| WORLD.to_string(), |p| m.bodies[p].name.clone()),
+                child: b.name.clone(),
+                joint: j.clone(),
+            })
+            .collect();
+        let mut links = m.bodies.clone();
+        if !m.world_shapes.is_empty() {
+            let mut w = Body::massless(WORLD);
+            w.collisions = m.world_shapes.clone();
+            links.push(w);
+        }
+        ModelBuilder {
+            name: m.name.clone(),
+            gravity: m.gravity,
+            base: Default::default(),
+            links,
+            joints,
+            collision: m.collision_settings.clone(),
+        }
+    }
+}
+
+impl TryFrom<ModelBuilder> for Model {
+    type Error = ModelError;
+    fn try_from(b: ModelBuilder) -> Result<Model, ModelError> {
+        b.build()
+    }
+}
+
+impl Serialize for Model {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        ModelBuilder::from(self.clone()).serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Model {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Model, D::Error> {
+        let builder = ModelBuilder::deserialize(deserializer)?;
+        Model::try_from(builder).map_err(serde::de::Error::custom)
+    }
 }

@@ -1,7 +1,6 @@
 //! The immutable [`Model`]: the kinematic tree in depth-first order, with the
 //! coordinate layout and the per-degree-of-freedom joint parameters flattened.
 
-use super::builder::{CollisionSettings, JointSpec, ModelBuilder, WORLD};
 use super::shape::CollisionShape;
 use super::{Body, Joint};
 use crate::collision::CollisionModel;
@@ -9,15 +8,46 @@ use crate::error::{Error, ModelError, Result};
 use crate::math::Vec3;
 use nalgebra::DVector;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// An articulated rigid-body system. Immutable once built (see [`ModelBuilder`]).
+/// The name that stands for the fixed world frame as a parent.
+pub const WORLD: &str = "world";
+
+/// Which shape pairs of a model may collide, beyond the per-shape group/mask bits
+/// (see [`crate::collision::CollisionModel::allows`]). Stored by the builder, so it
+/// round-trips through the model's JSON form; every field has a default, so JSON
+/// written without it still loads.
+///
+/// Defaults: every articulation collides with itself (self-collision on), shapes on a
+/// parent and a child rigid group are skipped, no excluded pairs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CollisionSettings {
+    /// Whether shapes on a rigid group and on its parent rigid group are skipped
+    /// (default `true`: neighbouring links usually overlap at their joint).
+    pub skip_parent_child: bool,
+    /// Self-collision of the articulation rooted at each named link (a child of the
+    /// world); articulations not named here collide with themselves.
+    pub self_collision: BTreeMap<String, bool>,
+    /// Link pairs whose shapes never collide.
+    pub excluded_pairs: Vec<(String, String)>,
+}
+
+impl Default for CollisionSettings {
+    fn default() -> Self {
+        Self { skip_parent_child: true, self_collision: BTreeMap::new(), excluded_pairs: vec![] }
+    }
+}
+
+/// An articulated rigid-body system. Immutable once built (see [`crate::model::ModelBuilder`]).
 ///
 /// Bodies are numbered in depth-first order, so `parent(i) < i`; joint `i` attaches
 /// body `i` to its parent (or the world). Body `i`'s configuration coordinates are
 /// `q[q_index(i) .. q_index(i) + joint(i).nq()]`, likewise for velocities.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(into = "ModelBuilder", try_from = "ModelBuilder")]
+/// A model serializes through its builder form (`ModelBuilder`), so a deserialized model
+/// is validated exactly like a built one (the impls are in `builder.rs`).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Model {
     pub(crate) name: String,
     pub(crate) gravity: Vec3,
@@ -298,42 +328,5 @@ impl Model {
     /// Reads a model from JSON; the result is validated like a built model.
     pub fn from_json(s: &str) -> Result<Model> {
         serde_json::from_str(s).map_err(|e| Error::Serde(e.to_string()))
-    }
-}
-
-impl From<Model> for ModelBuilder {
-    fn from(m: Model) -> ModelBuilder {
-        let joints = m
-            .joints
-            .iter()
-            .zip(&m.parents)
-            .zip(&m.bodies)
-            .map(|((j, p), b)| JointSpec {
-                parent: p.map_or_else(|| WORLD.to_string(), |p| m.bodies[p].name.clone()),
-                child: b.name.clone(),
-                joint: j.clone(),
-            })
-            .collect();
-        let mut links = m.bodies.clone();
-        if !m.world_shapes.is_empty() {
-            let mut w = Body::massless(WORLD);
-            w.collisions = m.world_shapes.clone();
-            links.push(w);
-        }
-        ModelBuilder {
-            name: m.name.clone(),
-            gravity: m.gravity,
-            base: Default::default(),
-            links,
-            joints,
-            collision: m.collision_settings.clone(),
-        }
-    }
-}
-
-impl TryFrom<ModelBuilder> for Model {
-    type Error = ModelError;
-    fn try_from(b: ModelBuilder) -> Result<Model, ModelError> {
-        b.build()
     }
 }

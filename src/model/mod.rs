@@ -14,8 +14,8 @@ mod shape;
 mod validate;
 
 pub use body::Body;
-pub use builder::{BaseJoint, CollisionSettings, JointSpec, ModelBuilder, WORLD};
-pub use definition::Model;
+pub use builder::{BaseJoint, JointSpec, ModelBuilder};
+pub use definition::{CollisionSettings, Model, WORLD};
 pub use joint::{plane_basis, Joint, JointDynamics, JointLimits, JointType};
 pub use params::{ParamEntry, ParamKind, ParamSpec};
 pub use shape::{CollisionShape, Geometry, Material, TriangleMesh, VisualGeometry, VisualShape};

@@ -18,8 +18,9 @@
 
 use super::record::StepRecord;
 use crate::dynamics::{derivative_columns_and_mass, placement_column, rnea_derivatives_at, Data, DerivativeData};
+use crate::error::Error;
 use crate::error::Result;
-use crate::math::{skew, Inertia, Mat3, Mat6, Vec3};
+use crate::math::{lu_factor, skew, Inertia, Mat3, Mat6, Vec3};
 use crate::model::{ParamKind, ParamSpec};
 use crate::step::VelocityProducts;
 use crate::Model;
@@ -345,4 +346,16 @@ pub(crate) fn inertia_product_derivatives(
         }
     }
     Ok((out_q, out_t))
+}
+
+/// Factorises the workspace's `K_a` in place.
+pub(super) fn factor(ws: &mut Workspace) -> Result<()> {
+    if lu_factor(&mut ws.k, &mut ws.piv) {
+        Ok(())
+    } else {
+        Err(Error::Numerical {
+            algorithm: "step linearization",
+            detail: "the acceleration Jacobian ∂G/∂a is singular".into(),
+        })
+    }
 }

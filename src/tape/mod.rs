@@ -11,12 +11,12 @@
 
 mod constraint;
 mod constraint_vjp;
+mod jacobians;
 mod linearize;
 mod record;
+mod rollout;
 mod step_vjp;
 
 pub use linearize::Workspace;
-pub use record::{
-    BackwardOptions, ContactGradientStrategy, StepGradients, StepJacobians, StepRecord, StrategyStats, Tape,
-    TapeGradients,
-};
+pub use record::{BackwardOptions, ContactGradientStrategy, StepGradients, StepJacobians, StepRecord, StrategyStats};
+pub use rollout::{Tape, TapeGradients};

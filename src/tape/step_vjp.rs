@@ -20,14 +20,110 @@
 //! `ConstraintLinearization::saltation_velocity`): the q adjoints of the two outputs
 //! are then taken apart and each is multiplied by the transposed saltation factors.
 
-use super::constraint::StageSystem;
-use super::linearize::{config_blocks_tr, Workspace};
-use super::record::{StepGradients, StepRecord};
+use super::constraint::{loss_driven_states, Stage, StageSystem, StepGeometry};
+use super::linearize::{config_blocks_tr, factor, linearize, Workspace};
+use super::record::{BackwardOptions, ContactGradientStrategy, StepGradients, StepRecord, StrategyStats};
 use crate::error::{Error, Result};
 use crate::math::lu_solve_transpose;
+use crate::solver::lcp::RowState;
 use nalgebra::DVector;
 
 impl StepRecord {
+    /// Vector-Jacobian product: given `∂ℓ/∂q⁺` (tangent, nv) and `∂ℓ/∂v⁺` (nv), the
+    /// gradients with respect to the step's inputs (exact gradients of the recorded
+    /// contact mode; see [`StepRecord::vjp_with_options`] for the loss-driven strategy).
+    pub fn vjp(&self, grad_q_next: &DVector<f64>, grad_v_next: &DVector<f64>) -> Result<StepGradients> {
+        self.vjp_with(&mut Workspace::new(&self.model), grad_q_next, grad_v_next)
+    }
+
+    /// [`StepRecord::vjp`] reusing a workspace.
+    pub fn vjp_with(
+        &self,
+        ws: &mut Workspace,
+        grad_q_next: &DVector<f64>,
+        grad_v_next: &DVector<f64>,
+    ) -> Result<StepGradients> {
+        Ok(self.vjp_with_options(ws, grad_q_next, grad_v_next, &BackwardOptions::default())?.0)
+    }
+
+    /// [`StepRecord::vjp_with`] under `options`; also says which contact strategy gave
+    /// the gradients (one step's counts in [`StrategyStats`]).
+    ///
+    /// With [`ContactGradientStrategy::LossDriven`] and a step with constraint rows
+    /// (DiffDART §4.4): the exact VJP is computed first; then `∂ℓ/∂f = J M̃⁻¹ ∂ℓ/∂v⁺`
+    /// (with `∂ℓ/∂v⁺` the total adjoint of `v⁺`, including its path through
+    /// `q⁺ = q ⊕ h v⁺`) classifies the unilateral rows — `∂ℓ/∂f_i < 0` separating,
+    /// `> 0` clamping, friction rows following their normal — and, when that
+    /// classification differs from the recorded one, the VJP is recomputed in it. The
+    /// gradients kept are those with the larger `‖∂ℓ/∂v‖² + ‖∂ℓ/∂τ‖²` (this step's
+    /// contributions; the exact ones on a tie). These are not the derivatives of the
+    /// step when the loss-driven mode is kept: they are a search direction that lets
+    /// an optimiser see past a contact's clamping (or separating) mode.
+    pub fn vjp_with_options(
+        &self,
+        ws: &mut Workspace,
+        grad_q_next: &DVector<f64>,
+        grad_v_next: &DVector<f64>,
+        options: &BackwardOptions,
+    ) -> Result<(StepGradients, StrategyStats)> {
+        let model = &*self.model;
+        let nv = model.nv();
+        crate::error::check_vector("grad_q_next", grad_q_next.as_slice(), nv)?;
+        crate::error::check_vector("grad_v_next", grad_v_next.as_slice(), nv)?;
+        if let Some(c) = &self.constraints {
+            let inexact_steps = usize::from(!c.solved_exactly());
+            let mut stats = StrategyStats { constrained_steps: 1, inexact_steps, ..Default::default() };
+            let loss_driven = options.contact_strategy == ContactGradientStrategy::LossDriven;
+            let h = linearize(self, ws)?;
+            factor(ws)?;
+            // ∂ℓ/∂v⁺ in total (DiffDART §4.4's adjoint): v⁺ feeds q⁺ through J_w h.
+            let adjoint = if loss_driven {
+                let mut g = DVector::zeros(nv);
+                config_blocks_tr(model, &ws.jw, grad_q_next.as_slice(), g.as_mut_slice());
+                Some(g * h + grad_v_next)
+            } else {
+                None
+            };
+            let geometry = StepGeometry::new(self, c)?;
+            let vel = StageSystem::new(&geometry, self, c, Stage::Velocity, &c.states, adjoint.as_ref())?;
+            let pos = match &c.correction {
+                Some(p) => Some(StageSystem::new(&geometry, self, c, Stage::Position, &p.states, None)?),
+                None => None,
+            };
+            let exact = self.constrained_vjp(ws, h, &vel, pos.as_ref(), grad_q_next, grad_v_next)?;
+            let Some(dl_df) = &vel.dl_df else {
+                return Ok((exact, stats));
+            };
+            let states = loss_driven_states(&c.rows, &c.bounds, &c.states, dl_df);
+            let recorded = c.states.iter().map(|s| if *s == RowState::Tied { RowState::Separating } else { *s });
+            if states.iter().copied().eq(recorded) {
+                return Ok((exact, stats));
+            }
+            stats.loss_driven_tried = 1;
+            let vel2 = StageSystem::new(&geometry, self, c, Stage::Velocity, &states, None)?;
+            let other = self.constrained_vjp(ws, h, &vel2, pos.as_ref(), grad_q_next, grad_v_next)?;
+            let size = |g: &StepGradients| g.v.norm_squared() + g.tau.norm_squared();
+            if size(&other) > size(&exact) {
+                stats.loss_driven_used = 1;
+                return Ok((other, stats));
+            }
+            return Ok((exact, stats));
+        }
+        let h = linearize(self, ws)?;
+        factor(ws)?;
+        // v⁺ feeds q⁺ through J_w h.
+        let mut gv_tot = DVector::zeros(nv);
+        config_blocks_tr(model, &ws.jw, grad_q_next.as_slice(), gv_tot.as_mut_slice());
+        for (g, gv) in gv_tot.iter_mut().zip(grad_v_next.iter()) {
+            *g = *g * h + gv;
+        }
+        let mut grads = self.smooth_vjp(ws, h, &gv_tot, None);
+        let mut jq_g = DVector::zeros(nv);
+        config_blocks_tr(model, &ws.jq, grad_q_next.as_slice(), jq_g.as_mut_slice());
+        grads.q += jq_g;
+        check_gradients(grads).map(|g| (g, StrategyStats::default()))
+    }
+
     /// `∂ℓ/∂(q, v, τ, θ)` of the smooth update `v_f = v + h a(q, v, τ, θ)` for
     /// `g_f = ∂ℓ/∂v_f`, plus `direct = ∂ℓ/∂[q | v | θ]` along other paths (the
     /// configuration update's `J_qᵀ ḡ_q` is not included). Needs the factored
@@ -121,7 +217,7 @@ impl StepRecord {
 }
 
 /// The gradients, or an error when one is not finite.
-pub(super) fn check_gradients(grads: StepGradients) -> Result<StepGradients> {
+fn check_gradients(grads: StepGradients) -> Result<StepGradients> {
     let finite = grads.q.iter().chain(&grads.v).chain(&grads.tau).chain(&grads.theta).all(|x| x.is_finite());
     if finite {
         Ok(grads)

@@ -16,7 +16,7 @@
 //! terrain triangle's local features onto the mesh's global indices — by placing the
 //! two features with [`ShapeInstance::world_feature`] and evaluating their closed form
 //! with [`feature_pair::evaluate`](super::feature_pair::evaluate). The closed form is
-//! thus the single source of every contact's geometry: `feature_pair::recompute` at
+//! thus the single source of every contact's geometry: `recompute::recompute` at
 //! the same poses reproduces it bit for bit, and its derivatives are exact.
 //!
 //! Files: `closest_points` (segment and point closest points, overlap of parallel

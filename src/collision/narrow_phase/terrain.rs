@@ -38,9 +38,10 @@
 
 use super::polytope_pair::collide_convex;
 use super::{Emitter, Placed, TriangleFeatures};
+use crate::collision::bvh::Aabb;
 use crate::collision::contact::{Contact, Feature};
 use crate::collision::polytope::{Polytope, NO_FACE};
-use crate::collision::shape::{Aabb, TriMeshCore};
+use crate::collision::shape::TriMeshCore;
 use crate::math::{Vec3, SE3};
 
 /// Angular tolerance of the normal-cone test of mesh edges and vertices.
