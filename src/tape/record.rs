@@ -65,7 +65,7 @@ pub enum ContactGradientStrategy {
     LossDriven,
 }
 
-/// Options of the backward passes ([`StepRecord::vjp_with_options`], [`Tape::backward_with`]).
+/// Options of the backward passes ([`StepRecord::vjp_with_options`], [`super::Tape::backward_with`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct BackwardOptions {
     /// How steps with constraint rows are differentiated.
