@@ -7,7 +7,7 @@ use stiction::dynamics::{Data, DerivativeData};
 use stiction::model::samples;
 use stiction::model::ParamSpec;
 use stiction::sim::{rollout_batch, BatchOptions, BatchRollout};
-use stiction::step::{semi_implicit_euler, ContactOptions, IntegratorOptions};
+use stiction::step::{semi_implicit_euler, ContactOptions, IntegratorOptions, StepInputs};
 use stiction::tape::Tape;
 use stiction::{Control, Error, SimOptions, Simulator, State};
 
@@ -40,15 +40,12 @@ fn time_step_must_be_finite_positive_and_at_most_one_second() {
     let (q, v) = (model.neutral(), DVector::zeros(2));
     let (mut q_out, mut v_out) = (vec![0.0; 2], vec![0.0; 2]);
     let mut step = |dt: f64| {
+        let inputs = StepInputs { q: q.as_slice(), v: v.as_slice(), tau: &[0.0, 0.0], wrenches: None, dt };
         semi_implicit_euler(
             &model,
             &mut data,
             &mut deriv,
-            q.as_slice(),
-            v.as_slice(),
-            &[0.0, 0.0],
-            None,
-            dt,
+            &inputs,
             &IntegratorOptions::default(),
             &mut q_out,
             &mut v_out,

@@ -5,7 +5,7 @@ use crate::error::{check_vector, Error, Result};
 use crate::math::{Force, Vec3};
 use crate::model::ParamSpec;
 use crate::step::contact::{constraint_stage, ConstraintRecord, ConstraintWorkspace, ContactOptions};
-use crate::step::{check_dt, semi_implicit_euler, IntegratorOptions, StepStats};
+use crate::step::{check_dt, smooth_velocity, IntegratorOptions, StepInputs, StepStats};
 use crate::tape::StepRecord;
 use crate::Model;
 use nalgebra::DVector;
@@ -271,34 +271,36 @@ impl Simulator {
         if next.v.len() != self.model.nv() {
             next.v = DVector::zeros(self.model.nv());
         }
-        let stats = semi_implicit_euler(
+        // The step's stages, in order: smooth dynamics (kinematics at q, the free
+        // velocity v_f into next.v) → constraint stage (collision, rows, solve, limit
+        // loop, position stage; v⁺ into next.v) → one configuration update with the
+        // velocity that moves q.
+        let inputs = StepInputs {
+            q: state.q.as_slice(),
+            v: state.v.as_slice(),
+            tau: control.tau.as_slice(),
+            wrenches: control.wrenches.as_deref(),
+            dt: self.options.dt,
+        };
+        let stats = smooth_velocity(
             &self.model,
             &mut self.data,
             &mut self.deriv,
-            state.q.as_slice(),
-            state.v.as_slice(),
-            control.tau.as_slice(),
-            control.wrenches.as_deref(),
-            self.options.dt,
+            &inputs,
             &self.options.integrator,
-            next.q.as_mut_slice(),
             next.v.as_mut_slice(),
         )?;
-        let h = self.options.dt;
         let constraints = constraint_stage(
             &self.model,
             &mut self.data,
             &mut self.constraints,
-            state.q.as_slice(),
-            state.v.as_slice(),
-            h,
+            &inputs,
             &self.options.contact,
             next.v.as_mut_slice(),
         )?;
+        let v_position = constraints.as_ref().and_then(|c| c.correction.as_ref()).map_or(&next.v, |p| &p.v_position);
+        self.model.integrate_into(inputs.q, v_position.as_slice(), inputs.dt, next.q.as_mut_slice());
         if let Some(c) = &constraints {
-            // The position stage moves the configuration with its own velocity.
-            let v_position = c.correction.as_ref().map_or(&next.v, |p| &p.v_position);
-            self.model.integrate_into(state.q.as_slice(), v_position.as_slice(), h, next.q.as_mut_slice());
             self.stats.lcp_solves += 1;
             self.stats.warm_start_hits += c.stats.warm_start_hit as u64;
             self.stats.lcp_fallbacks += c.stats.fallbacks as u64;

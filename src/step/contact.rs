@@ -102,6 +102,7 @@
 //! Material of a contact between shapes a and b: `μ = (μ_a + μ_b)/2` and
 //! `e = (e_a + e_b)/2` (arithmetic means: smooth in both, documented in docs/contact.md).
 
+use super::StepInputs;
 use crate::collision::Contact;
 use crate::constraint::ContactRows;
 use crate::constraint::{detect_contacts, match_contacts, CollisionOptions, CollisionWorkspace};
@@ -866,17 +867,15 @@ pub const MAX_LIMIT_PASSES: usize = 16;
 /// does a position limit that the position stage's `q + h v_p` crosses. Limits the final solve
 /// leaves violated beyond [`LIMIT_TOLERANCE`] (the pass bound reached, or an inexact
 /// last-resort PGS solution) are listed in [`ConstraintRecord::limit_violations`].
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn constraint_stage(
     model: &Model,
     data: &mut Data,
     ws: &mut ConstraintWorkspace,
-    q: &[f64],
-    v: &[f64],
-    h: f64,
+    inputs: &StepInputs,
     options: &ContactOptions,
     v_out: &mut [f64],
 ) -> Result<Option<ConstraintRecord>> {
+    let (q, v, h) = (inputs.q, inputs.v, inputs.dt);
     if !options.enabled || !has_constraints(model) {
         ws.previous = None;
         return Ok(None);

@@ -11,4 +11,6 @@ pub use contact::{
     PositionCorrection, RowKind, POSITION_REGULARIZATION,
 };
 pub(crate) use semi_implicit_euler::check_dt;
-pub use semi_implicit_euler::{semi_implicit_euler, IntegratorOptions, StepStats, VelocityProducts, MAX_DT};
+pub use semi_implicit_euler::{
+    semi_implicit_euler, smooth_velocity, IntegratorOptions, StepInputs, StepStats, VelocityProducts, MAX_DT,
+};

@@ -92,35 +92,63 @@ pub struct StepStats {
     pub fallback: bool,
 }
 
-/// Advances `(q, v)` by one step of length `dt` under joint torques `tau` and
-/// optional world-frame body wrenches, writing `q⁺` and `v⁺` into `q_out`, `v_out`.
-/// `data` and `deriv` are the workspaces ([`Data::new`], [`DerivativeData::new`]).
-/// `dt` must be finite, positive and at most [`MAX_DT`].
-#[allow(clippy::too_many_arguments)]
-pub fn semi_implicit_euler(
+/// The inputs of one step: the state `(q, v)`, the joint torques, optional world-frame
+/// body wrenches (about the world origin, one per body) and the time step.
+#[derive(Clone, Copy, Debug)]
+pub struct StepInputs<'a> {
+    /// Configuration (nq).
+    pub q: &'a [f64],
+    /// Generalized velocity (nv).
+    pub v: &'a [f64],
+    /// Joint torques (nv).
+    pub tau: &'a [f64],
+    /// World-frame wrenches on the bodies, or none.
+    pub wrenches: Option<&'a [Force]>,
+    /// Time step (s): finite, positive and at most [`MAX_DT`].
+    pub dt: f64,
+}
+
+impl StepInputs<'_> {
+    /// Checks the lengths and finiteness of `q` (unit quaternions included), `v`, `tau`
+    /// and the time step.
+    pub fn check(&self, model: &Model) -> Result<()> {
+        check_q(model, self.q)?;
+        check_vector("v", self.v, model.nv())?;
+        check_vector("tau", self.tau, model.nv())?;
+        check_dt(self.dt)
+    }
+}
+
+/// The smooth stage of a step: the free velocity `v_f = v + h a` of the semi-implicit
+/// Euler update (kinematics at `(q, v)`, passive torques, wrenches, the midpoint
+/// solve), written into `v_out`; no constraint and no configuration update. `data`
+/// keeps the kinematics at `q` for the stages after it. `data` and `deriv` are the
+/// workspaces ([`Data::new`], [`DerivativeData::new`]).
+pub fn smooth_velocity(
     model: &Model,
     data: &mut Data,
     deriv: &mut DerivativeData,
-    q: &[f64],
-    v: &[f64],
-    tau: &[f64],
-    f_ext: Option<&[Force]>,
-    dt: f64,
+    inputs: &StepInputs,
     options: &IntegratorOptions,
-    q_out: &mut [f64],
     v_out: &mut [f64],
 ) -> Result<StepStats> {
-    check_q(model, q)?;
-    check_vector("v", v, model.nv())?;
-    check_vector("tau", tau, model.nv())?;
-    check_dt(dt)?;
-    if q_out.len() != model.nq() || v_out.len() != model.nv() {
-        return Err(Error::Dimension {
-            what: "output state",
-            expected: model.nq() + model.nv(),
-            got: q_out.len() + v_out.len(),
-        });
+    inputs.check(model)?;
+    if v_out.len() != model.nv() {
+        return Err(Error::Dimension { what: "output velocity", expected: model.nv(), got: v_out.len() });
     }
+    smooth_velocity_unchecked(model, data, deriv, inputs, options, v_out)
+}
+
+/// [`smooth_velocity`] on checked inputs.
+fn smooth_velocity_unchecked(
+    model: &Model,
+    data: &mut Data,
+    deriv: &mut DerivativeData,
+    inputs: &StepInputs,
+    options: &IntegratorOptions,
+    v_out: &mut [f64],
+) -> Result<StepStats> {
+    let StepInputs { q, v, tau, wrenches: f_ext, dt } = *inputs;
     let nv = model.nv();
     kinematics_pass(model, data, q, Some(v));
     external_forces_to_bodies(model, data, f_ext)?;
@@ -139,11 +167,41 @@ pub fn semi_implicit_euler(
     let result = velocity_update(model, data, deriv, q, v, f_ext, tau_eff.as_slice(), dt, options, v_out);
     data.tmp_nv = tau_eff;
     let stats = result?;
-    model.integrate_into(q, v_out, dt, q_out);
-    if let Some((k, x)) = q_out.iter().chain(v_out.iter()).enumerate().find(|(_, x)| !x.is_finite()) {
+    if let Some((k, x)) = v_out.iter().enumerate().find(|(_, x)| !x.is_finite()) {
         return Err(Error::Numerical {
             algorithm: "semi-implicit Euler",
-            detail: format!("non-finite state entry {k} = {x}"),
+            detail: format!("non-finite velocity entry {k} = {x}"),
+        });
+    }
+    Ok(stats)
+}
+
+/// Advances `(q, v)` by one contact-free step: [`smooth_velocity`], then
+/// `q⁺ = q ⊕ h v⁺`, written into `q_out`, `v_out` (the [`crate::sim::Simulator`] runs the
+/// constraint stage between the two).
+pub fn semi_implicit_euler(
+    model: &Model,
+    data: &mut Data,
+    deriv: &mut DerivativeData,
+    inputs: &StepInputs,
+    options: &IntegratorOptions,
+    q_out: &mut [f64],
+    v_out: &mut [f64],
+) -> Result<StepStats> {
+    inputs.check(model)?;
+    if q_out.len() != model.nq() || v_out.len() != model.nv() {
+        return Err(Error::Dimension {
+            what: "output state",
+            expected: model.nq() + model.nv(),
+            got: q_out.len() + v_out.len(),
+        });
+    }
+    let stats = smooth_velocity_unchecked(model, data, deriv, inputs, options, v_out)?;
+    model.integrate_into(inputs.q, v_out, inputs.dt, q_out);
+    if let Some((k, x)) = q_out.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+        return Err(Error::Numerical {
+            algorithm: "semi-implicit Euler",
+            detail: format!("non-finite configuration entry {k} = {x}"),
         });
     }
     Ok(stats)
