@@ -2,7 +2,7 @@
 //! last step to the first).
 
 use super::linearize::Workspace;
-use super::record::{BackwardOptions, StepRecord, StrategyStats};
+use super::record::{BackwardOptions, StepGradients, StepRecord, StrategyStats};
 use crate::error::{Error, Result};
 use nalgebra::DVector;
 use std::sync::Arc;
@@ -125,6 +125,16 @@ impl Tape {
                 return Err(Error::InvalidInput("tape records have different parameter specs".into()));
             }
         }
+        // Every cotangent is checked (length, finiteness) before the sweep.
+        for (q, v) in grad_states {
+            crate::error::check_vector("grad_states (q)", q.as_slice(), nv)?;
+            crate::error::check_vector("grad_states (v)", v.as_slice(), nv)?;
+        }
+        for gc in grad_controls {
+            crate::error::check_vector("grad_controls", gc.as_slice(), nv)?;
+        }
+        // The outputs and the sweep's buffers are allocated here; the sweep itself
+        // allocates nothing on steps without constraint rows (`StepRecord::vjp_into`).
         let zero = DVector::zeros(nv);
         let state_grad = |t: usize| grad_states.get(t).map_or((&zero, &zero), |(q, v)| (q, v));
         let (gq, gv) = state_grad(steps);
@@ -132,21 +142,25 @@ impl Tape {
         let mut ws = Workspace::new(&model);
         let mut tau = vec![DVector::zeros(nv); steps];
         let mut theta = DVector::zeros(np);
+        let mut g = StepGradients {
+            q: DVector::zeros(nv),
+            v: DVector::zeros(nv),
+            tau: DVector::zeros(nv),
+            theta: DVector::zeros(np),
+        };
         let mut stats = StrategyStats::default();
         for t in (0..steps).rev() {
-            let (g, s) = self.records[t].vjp_with_options(&mut ws, &lq, &lv, options)?;
-            stats += s;
-            tau[t] = match grad_controls.get(t) {
-                Some(gc) => {
-                    crate::error::check_vector("grad_controls", gc.as_slice(), nv)?;
-                    g.tau + gc
-                }
-                None => g.tau,
-            };
-            theta += g.theta;
+            stats += self.records[t].vjp_into(&mut ws, &lq, &lv, options, &mut g)?;
+            tau[t].copy_from(&g.tau);
+            if let Some(gc) = grad_controls.get(t) {
+                tau[t] += gc;
+            }
+            theta += &g.theta;
             let (sq, sv) = state_grad(t);
-            lq = g.q + sq;
-            lv = g.v + sv;
+            lq.copy_from(&g.q);
+            lq += sq;
+            lv.copy_from(&g.v);
+            lv += sv;
         }
         Ok((TapeGradients { q0: lq, v0: lv, tau, theta }, stats))
     }

@@ -109,19 +109,77 @@ impl StepRecord {
             }
             return Ok((exact, stats));
         }
+        let np = self.params.len();
+        let mut grads = StepGradients {
+            q: DVector::zeros(nv),
+            v: DVector::zeros(nv),
+            tau: DVector::zeros(nv),
+            theta: DVector::zeros(np),
+        };
+        self.smooth_step_vjp_into(ws, grad_q_next, grad_v_next, &mut grads)?;
+        Ok((grads, StrategyStats::default()))
+    }
+
+    /// [`StepRecord::vjp_with_options`] writing the gradients into `out` (resized when its
+    /// lengths do not match). On a step without constraint rows it allocates nothing once
+    /// `ws` and `out` have their sizes (the tape's backward sweep relies on it).
+    pub fn vjp_into(
+        &self,
+        ws: &mut Workspace,
+        grad_q_next: &DVector<f64>,
+        grad_v_next: &DVector<f64>,
+        options: &BackwardOptions,
+        out: &mut StepGradients,
+    ) -> Result<StrategyStats> {
+        if self.constraints.is_some() {
+            let (g, stats) = self.vjp_with_options(ws, grad_q_next, grad_v_next, options)?;
+            *out = g;
+            return Ok(stats);
+        }
+        let nv = self.model.nv();
+        crate::error::check_vector("grad_q_next", grad_q_next.as_slice(), nv)?;
+        crate::error::check_vector("grad_v_next", grad_v_next.as_slice(), nv)?;
+        for (x, n) in [(&mut out.q, nv), (&mut out.v, nv), (&mut out.tau, nv), (&mut out.theta, self.params.len())] {
+            if x.len() != n {
+                *x = DVector::zeros(n);
+            }
+        }
+        self.smooth_step_vjp_into(ws, grad_q_next, grad_v_next, out)?;
+        Ok(StrategyStats::default())
+    }
+
+    /// The VJP of a step without constraint rows into `out` (sized), without allocating:
+    /// `ḡ_v⁺ = h J_wᵀ ḡ_q + ḡ_v` (v⁺ also moves q), `μ = h K_a⁻ᵀ ḡ_v⁺`, then
+    /// `∂ℓ/∂q = J_qᵀ ḡ_q − ∂G/∂qᵀ μ`, `∂ℓ/∂v = ḡ_v⁺ − ∂G/∂vᵀ μ`, `∂ℓ/∂τ = μ`,
+    /// `∂ℓ/∂θ = −∂G/∂θᵀ μ`.
+    fn smooth_step_vjp_into(
+        &self,
+        ws: &mut Workspace,
+        grad_q_next: &DVector<f64>,
+        grad_v_next: &DVector<f64>,
+        out: &mut StepGradients,
+    ) -> Result<()> {
+        let model = &*self.model;
         let h = linearize(self, ws)?;
         factor(ws)?;
-        // v⁺ feeds q⁺ through J_w h.
-        let mut gv_tot = DVector::zeros(nv);
-        config_blocks_tr(model, &ws.jw, grad_q_next.as_slice(), gv_tot.as_mut_slice());
-        for (g, gv) in gv_tot.iter_mut().zip(grad_v_next.iter()) {
+        // ḡ_v⁺ into out.v, μ into out.tau.
+        config_blocks_tr(model, &ws.jw, grad_q_next.as_slice(), out.v.as_mut_slice());
+        for (g, gv) in out.v.iter_mut().zip(grad_v_next.iter()) {
             *g = *g * h + gv;
         }
-        let mut grads = self.smooth_vjp(ws, h, &gv_tot, None);
-        let mut jq_g = DVector::zeros(nv);
-        config_blocks_tr(model, &ws.jq, grad_q_next.as_slice(), jq_g.as_mut_slice());
-        grads.q += jq_g;
-        check_gradients(grads).map(|g| (g, StrategyStats::default()))
+        for (m, g) in out.tau.iter_mut().zip(out.v.iter()) {
+            *m = g * h;
+        }
+        lu_solve_transpose(&ws.k, &ws.piv, out.tau.as_mut_slice());
+        config_blocks_tr(model, &ws.jq, grad_q_next.as_slice(), out.q.as_mut_slice());
+        out.q.gemv_tr(-1.0, ws.g_q(), &out.tau, 1.0);
+        out.v.gemv_tr(-1.0, ws.g_v(), &out.tau, 1.0);
+        out.theta.gemv_tr(-1.0, &ws.g_theta, &out.tau, 0.0);
+        if all_finite(out) {
+            Ok(())
+        } else {
+            Err(Error::Numerical { algorithm: "step VJP", detail: "non-finite gradient".into() })
+        }
     }
 
     /// `∂ℓ/∂(q, v, τ, θ)` of the smooth update `v_f = v + h a(q, v, τ, θ)` for
@@ -218,10 +276,14 @@ impl StepRecord {
 
 /// The gradients, or an error when one is not finite.
 fn check_gradients(grads: StepGradients) -> Result<StepGradients> {
-    let finite = grads.q.iter().chain(&grads.v).chain(&grads.tau).chain(&grads.theta).all(|x| x.is_finite());
-    if finite {
+    if all_finite(&grads) {
         Ok(grads)
     } else {
         Err(Error::Numerical { algorithm: "step VJP", detail: "non-finite gradient".into() })
     }
+}
+
+/// True when every gradient entry is finite.
+fn all_finite(g: &StepGradients) -> bool {
+    g.q.iter().chain(&g.v).chain(&g.tau).chain(&g.theta).all(|x| x.is_finite())
 }
