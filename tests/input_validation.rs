@@ -164,3 +164,30 @@ fn binary_tree_depth_is_bounded() {
         assert!(msg.contains("binary_tree depth must be in 1..=16") && msg.contains(&format!("got {depth}")), "{msg}");
     }
 }
+
+/// `Tape::backward` checks every cotangent before its sweep: a state cotangent of the
+/// wrong length or with a NaN, at any step, is an error naming it (it was a panic in the
+/// middle of the sweep), and a tape with a bad cotangent returns no partial gradients.
+#[test]
+fn tape_backward_checks_every_cotangent() {
+    let model = samples::pendulum_chain(3, 1.0, 1.0);
+    let mut sim = Simulator::new(model.clone(), no_contact(1e-2)).unwrap();
+    let mut tape = Tape::new();
+    for rec in record(&mut sim, &State::neutral(&model), 4) {
+        tape.push(rec).unwrap();
+    }
+    let ok = vec![(DVector::zeros(3), DVector::zeros(3)); 5];
+    assert!(tape.backward(&ok, &[]).is_ok());
+    let mut short = ok.clone();
+    short[2].0 = DVector::zeros(2);
+    let e = tape.backward(&short, &[]).unwrap_err();
+    assert!(matches!(e, Error::Dimension { .. }), "{e:?}");
+    assert!(e.to_string().contains("grad_states (q)"), "{e}");
+    let mut nan = ok.clone();
+    nan[1].1[0] = f64::NAN;
+    let e = tape.backward(&nan, &[]).unwrap_err();
+    assert!(matches!(e, Error::NonFinite { .. }), "{e:?}");
+    let mut controls = vec![DVector::zeros(3); 4];
+    controls[3] = DVector::zeros(5);
+    assert!(matches!(tape.backward(&ok, &controls), Err(Error::Dimension { .. })));
+}
