@@ -233,10 +233,20 @@ pub(crate) struct StepGeometry {
 impl StepGeometry {
     /// Rebuilds the shared parts of the constraint system of `rec`, whose constraint record is `c`.
     pub(crate) fn new(rec: &StepRecord, c: &ConstraintRecord) -> Result<StepGeometry> {
+        Self::with_buffers(rec, c, GeometryBuffers::new(&rec.model))
+    }
+
+    /// [`StepGeometry::new`] in reused workspaces (made for the record's model), which
+    /// [`StepGeometry::into_buffers`] hands back.
+    pub(crate) fn with_buffers(
+        rec: &StepRecord,
+        c: &ConstraintRecord,
+        buffers: GeometryBuffers,
+    ) -> Result<StepGeometry> {
         let model: &Model = &rec.model;
         let h = rec.dt;
         let q = rec.q.as_slice();
-        let mut data = Data::new(model);
+        let GeometryBuffers { mut data, scratch } = buffers;
         forward_kinematics(model, &mut data, q)?;
         let asm = assemble(
             model,
@@ -256,8 +266,27 @@ impl StepGeometry {
         // Joint placements (θ) translate subtrees: their columns of the row derivatives.
         let (pcols, moves) =
             if c.contacts.is_empty() { (vec![], vec![]) } else { placement_translations(model, &data, &rec.params) };
-        let scratch = std::cell::RefCell::new((Data::new(model), DerivativeData::new(model)));
-        Ok(StepGeometry { data, chol, asm, rows, rd, pcols, moves, scratch })
+        Ok(StepGeometry { data, chol, asm, rows, rd, pcols, moves, scratch: std::cell::RefCell::new(scratch) })
+    }
+
+    /// The workspaces, for the next step's geometry.
+    pub(crate) fn into_buffers(self) -> GeometryBuffers {
+        GeometryBuffers { data: self.data, scratch: self.scratch.into_inner() }
+    }
+}
+
+/// The model-sized workspaces of a [`StepGeometry`] (kinematics at q, and the scratch of
+/// the inertia-product derivatives), kept across the steps of a backward sweep.
+#[derive(Clone, Debug)]
+pub(crate) struct GeometryBuffers {
+    data: Data,
+    scratch: (Data, DerivativeData),
+}
+
+impl GeometryBuffers {
+    /// Workspaces for `model`.
+    pub(crate) fn new(model: &Model) -> GeometryBuffers {
+        GeometryBuffers { data: Data::new(model), scratch: (Data::new(model), DerivativeData::new(model)) }
     }
 }
 

@@ -47,6 +47,9 @@ pub struct Workspace {
     /// Right-hand sides `[∂G/∂q ∂G/∂v ∂G/∂θ]ᵀ` of the Jacobian solve, then its
     /// solution, and nv rows of scratch for the inverse (`math::lu_solve_and_invert`).
     pub(crate) zt: DMatrix<f64>,
+    /// The constraint stages' model-sized workspaces, kept across steps (taken while a
+    /// step's constraint backward pass runs).
+    pub(crate) geometry: Option<super::constraint::GeometryBuffers>,
     /// Scratch vectors (nv): acceleration, midpoint velocity, spring displacement, a column.
     acc: Vec<f64>,
     vbar: Vec<f64>,
@@ -67,6 +70,7 @@ impl Workspace {
             zt: DMatrix::zeros(3 * nv, nv),
             jq: vec![Mat6::identity(); nb],
             jw: vec![Mat6::identity(); nb],
+            geometry: None,
             acc: vec![0.0; nv],
             vbar: vec![0.0; nv],
             spring_d: vec![0.0; nv],

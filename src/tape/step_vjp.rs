@@ -20,12 +20,13 @@
 //! `ConstraintLinearization::saltation_velocity`): the q adjoints of the two outputs
 //! are then taken apart and each is multiplied by the transposed saltation factors.
 
-use super::constraint::{loss_driven_states, Stage, StageSystem, StepGeometry};
+use super::constraint::{loss_driven_states, GeometryBuffers, Stage, StageSystem, StepGeometry};
 use super::linearize::{config_blocks_tr, factor, linearize, Workspace};
 use super::record::{BackwardOptions, ContactGradientStrategy, StepGradients, StepRecord, StrategyStats};
 use crate::error::{Error, Result};
 use crate::math::lu_solve_transpose;
 use crate::solver::lcp::RowState;
+use crate::step::ConstraintRecord;
 use nalgebra::DVector;
 
 impl StepRecord {
@@ -84,30 +85,12 @@ impl StepRecord {
             } else {
                 None
             };
-            let geometry = StepGeometry::new(self, c)?;
-            let vel = StageSystem::new(&geometry, self, c, Stage::Velocity, &c.states, adjoint.as_ref())?;
-            let pos = match &c.correction {
-                Some(p) => Some(StageSystem::new(&geometry, self, c, Stage::Position, &p.states, None)?),
-                None => None,
-            };
-            let exact = self.constrained_vjp(ws, h, &vel, pos.as_ref(), grad_q_next, grad_v_next)?;
-            let Some(dl_df) = &vel.dl_df else {
-                return Ok((exact, stats));
-            };
-            let states = loss_driven_states(&c.rows, &c.bounds, &c.states, dl_df);
-            let recorded = c.states.iter().map(|s| if *s == RowState::Tied { RowState::Separating } else { *s });
-            if states.iter().copied().eq(recorded) {
-                return Ok((exact, stats));
-            }
-            stats.loss_driven_tried = 1;
-            let vel2 = StageSystem::new(&geometry, self, c, Stage::Velocity, &states, None)?;
-            let other = self.constrained_vjp(ws, h, &vel2, pos.as_ref(), grad_q_next, grad_v_next)?;
-            let size = |g: &StepGradients| g.v.norm_squared() + g.tau.norm_squared();
-            if size(&other) > size(&exact) {
-                stats.loss_driven_used = 1;
-                return Ok((other, stats));
-            }
-            return Ok((exact, stats));
+            let buffers = ws.geometry.take().unwrap_or_else(|| GeometryBuffers::new(model));
+            let geometry = StepGeometry::with_buffers(self, c, buffers)?;
+            let grads =
+                self.constrained_vjp_in(ws, h, c, &geometry, adjoint.as_ref(), grad_q_next, grad_v_next, &mut stats);
+            ws.geometry = Some(geometry.into_buffers());
+            return grads.map(|g| (g, stats));
         }
         let np = self.params.len();
         let mut grads = StepGradients {
@@ -118,6 +101,46 @@ impl StepRecord {
         };
         self.smooth_step_vjp_into(ws, grad_q_next, grad_v_next, &mut grads)?;
         Ok((grads, StrategyStats::default()))
+    }
+
+    /// The VJP of a step with constraint rows in its rebuilt `geometry` (module doc),
+    /// with the loss-driven strategy when `adjoint` (the total `∂ℓ/∂v⁺`) is given;
+    /// counts the strategy's tries in `stats`.
+    #[allow(clippy::too_many_arguments)]
+    fn constrained_vjp_in(
+        &self,
+        ws: &Workspace,
+        h: f64,
+        c: &ConstraintRecord,
+        geometry: &StepGeometry,
+        adjoint: Option<&DVector<f64>>,
+        grad_q_next: &DVector<f64>,
+        grad_v_next: &DVector<f64>,
+        stats: &mut StrategyStats,
+    ) -> Result<StepGradients> {
+        let vel = StageSystem::new(geometry, self, c, Stage::Velocity, &c.states, adjoint)?;
+        let pos = match &c.correction {
+            Some(p) => Some(StageSystem::new(geometry, self, c, Stage::Position, &p.states, None)?),
+            None => None,
+        };
+        let exact = self.constrained_vjp(ws, h, &vel, pos.as_ref(), grad_q_next, grad_v_next)?;
+        let Some(dl_df) = &vel.dl_df else {
+            return Ok(exact);
+        };
+        let states = loss_driven_states(&c.rows, &c.bounds, &c.states, dl_df);
+        let recorded = c.states.iter().map(|s| if *s == RowState::Tied { RowState::Separating } else { *s });
+        if states.iter().copied().eq(recorded) {
+            return Ok(exact);
+        }
+        stats.loss_driven_tried = 1;
+        let vel2 = StageSystem::new(geometry, self, c, Stage::Velocity, &states, None)?;
+        let other = self.constrained_vjp(ws, h, &vel2, pos.as_ref(), grad_q_next, grad_v_next)?;
+        let size = |g: &StepGradients| g.v.norm_squared() + g.tau.norm_squared();
+        if size(&other) > size(&exact) {
+            stats.loss_driven_used = 1;
+            return Ok(other);
+        }
+        Ok(exact)
     }
 
     /// [`StepRecord::vjp_with_options`] writing the gradients into `out` (resized when its
