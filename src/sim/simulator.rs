@@ -4,7 +4,7 @@ use crate::dynamics::{Data, DerivativeData};
 use crate::error::{check_vector, Error, Result};
 use crate::math::{Force, Vec3};
 use crate::model::ParamSpec;
-use crate::step::contact::{constraint_stage, ConstraintRecord, ConstraintWorkspace, ContactOptions};
+use crate::step::contact::{collision_stage, constraint_stage, ConstraintRecord, ConstraintWorkspace, ContactOptions};
 use crate::step::{check_dt, smooth_velocity, IntegratorOptions, StepInputs, StepStats};
 use crate::tape::StepRecord;
 use crate::Model;
@@ -272,9 +272,9 @@ impl Simulator {
             next.v = DVector::zeros(self.model.nv());
         }
         // The step's stages, in order: smooth dynamics (kinematics at q, the free
-        // velocity v_f into next.v) → constraint stage (collision, rows, solve, limit
-        // loop, position stage; v⁺ into next.v) → one configuration update with the
-        // velocity that moves q.
+        // velocity v_f into next.v) → collision (contacts at q) → constraint stage (rows,
+        // solve, limit loop, position stage; v⁺ into next.v) → one configuration update
+        // with the velocity that moves q.
         let inputs = StepInputs {
             q: state.q.as_slice(),
             v: state.v.as_slice(),
@@ -282,20 +282,23 @@ impl Simulator {
             wrenches: control.wrenches.as_deref(),
             dt: self.options.dt,
         };
+        let (model, contact) = (&*self.model, &self.options.contact);
         let stats = smooth_velocity(
-            &self.model,
+            model,
             &mut self.data,
             &mut self.deriv,
             &inputs,
             &self.options.integrator,
             next.v.as_mut_slice(),
         )?;
+        let contacts = collision_stage(model, &self.data, &mut self.constraints, contact)?;
         let constraints = constraint_stage(
-            &self.model,
+            model,
             &mut self.data,
             &mut self.constraints,
             &inputs,
-            &self.options.contact,
+            contacts,
+            contact,
             next.v.as_mut_slice(),
         )?;
         let v_position = constraints.as_ref().and_then(|c| c.correction.as_ref()).map_or(&next.v, |p| &p.v_position);

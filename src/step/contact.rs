@@ -856,9 +856,30 @@ pub const LIMIT_TOLERANCE: f64 = 1e-9;
 /// this bound (arm7 under torques of 1e6 needs at most 3 solves in a step).
 pub const MAX_LIMIT_PASSES: usize = 16;
 
-/// Runs the constraint stage: detects contacts at the poses in `data` (kinematics at
-/// q done), assembles and solves the LCP, and writes `v⁺ = v_f + M̃⁻¹Jᵀf` into
-/// `v_out` (which holds `v_f` on entry). Returns `None` when there are no rows.
+/// The collision stage: the contacts at the poses in `data` (kinematics at q done)
+/// closer than the contact margin, none when the model has no collision shapes; `None`
+/// when the constraint stage is off (disabled, or a model without collision shapes,
+/// limits or joint friction). Checks the options.
+pub(crate) fn collision_stage(
+    model: &Model,
+    data: &Data,
+    ws: &mut ConstraintWorkspace,
+    options: &ContactOptions,
+) -> Result<Option<Vec<Contact>>> {
+    if !options.enabled || !has_constraints(model) {
+        return Ok(None);
+    }
+    options.validate()?;
+    if model.collision_model().shapes.is_empty() {
+        return Ok(Some(vec![]));
+    }
+    let contacts = detect_contacts(model, data, &CollisionOptions { margin: options.margin }, &mut ws.collision)?;
+    Ok(Some(contacts.to_vec()))
+}
+
+/// Runs the constraint stage on the `contacts` of the collision stage (`None`: the stage
+/// is off): assembles and solves the LCP, and writes `v⁺ = v_f + M̃⁻¹Jᵀf` into `v_out`
+/// (which holds `v_f` on entry). Returns `None` when there are no rows.
 ///
 /// The limit loop: after each solve, a position limit that `q + h v⁺` crosses, or a
 /// velocity limit that `v⁺` exceeds, and that has no row (the impulses of other rows
@@ -872,19 +893,14 @@ pub(crate) fn constraint_stage(
     data: &mut Data,
     ws: &mut ConstraintWorkspace,
     inputs: &StepInputs,
+    contacts: Option<Vec<Contact>>,
     options: &ContactOptions,
     v_out: &mut [f64],
 ) -> Result<Option<ConstraintRecord>> {
     let (q, v, h) = (inputs.q, inputs.v, inputs.dt);
-    if !options.enabled || !has_constraints(model) {
+    let Some(contacts) = contacts else {
         ws.previous = None;
         return Ok(None);
-    }
-    options.validate()?;
-    let contacts = if model.collision_model().shapes.is_empty() {
-        vec![]
-    } else {
-        detect_contacts(model, data, &CollisionOptions { margin: options.margin }, &mut ws.collision)?.to_vec()
     };
     let v_free = DVector::from_column_slice(v_out);
     let mut added: Vec<RowKind> = vec![];
