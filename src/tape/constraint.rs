@@ -37,7 +37,7 @@
 //! [`crate::constraint::ContactRowDerivatives`]; `∂(M̃ w)/∂(q, θ)` from the RNEA
 //! derivatives at zero velocity.
 
-use super::linearize::inertia_product_derivatives;
+use super::linearize::{inertia_product_derivatives, GeometryBuffers};
 use super::record::StepRecord;
 use crate::collision::Contact;
 use crate::constraint::{ContactRowDerivatives, ContactRows, SubtreeTranslation};
@@ -272,21 +272,6 @@ impl StepGeometry {
     /// The workspaces, for the next step's geometry.
     pub(crate) fn into_buffers(self) -> GeometryBuffers {
         GeometryBuffers { data: self.data, scratch: self.scratch.into_inner() }
-    }
-}
-
-/// The model-sized workspaces of a [`StepGeometry`] (kinematics at q, and the scratch of
-/// the inertia-product derivatives), kept across the steps of a backward sweep.
-#[derive(Clone, Debug)]
-pub(crate) struct GeometryBuffers {
-    data: Data,
-    scratch: (Data, DerivativeData),
-}
-
-impl GeometryBuffers {
-    /// Workspaces for `model`.
-    pub(crate) fn new(model: &Model) -> GeometryBuffers {
-        GeometryBuffers { data: Data::new(model), scratch: (Data::new(model), DerivativeData::new(model)) }
     }
 }
 

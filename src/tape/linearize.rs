@@ -49,7 +49,7 @@ pub struct Workspace {
     pub(crate) zt: DMatrix<f64>,
     /// The constraint stages' model-sized workspaces, kept across steps (taken while a
     /// step's constraint backward pass runs).
-    pub(crate) geometry: Option<super::constraint::GeometryBuffers>,
+    pub(crate) geometry: Option<GeometryBuffers>,
     /// Scratch vectors (nv): acceleration, midpoint velocity, spring displacement, a column.
     acc: Vec<f64>,
     vbar: Vec<f64>,
@@ -361,5 +361,20 @@ pub(super) fn factor(ws: &mut Workspace) -> Result<()> {
             algorithm: "step linearization",
             detail: "the acceleration Jacobian ∂G/∂a is singular".into(),
         })
+    }
+}
+
+/// The model-sized workspaces of the constraint stages' backward pass (`StepGeometry`) (kinematics at q, and the scratch of
+/// the inertia-product derivatives), kept across the steps of a backward sweep.
+#[derive(Clone, Debug)]
+pub(crate) struct GeometryBuffers {
+    pub(crate) data: Data,
+    pub(crate) scratch: (Data, DerivativeData),
+}
+
+impl GeometryBuffers {
+    /// Workspaces for `model`.
+    pub(crate) fn new(model: &Model) -> GeometryBuffers {
+        GeometryBuffers { data: Data::new(model), scratch: (Data::new(model), DerivativeData::new(model)) }
     }
 }

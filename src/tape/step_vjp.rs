@@ -20,8 +20,8 @@
 //! `ConstraintLinearization::saltation_velocity`): the q adjoints of the two outputs
 //! are then taken apart and each is multiplied by the transposed saltation factors.
 
-use super::constraint::{loss_driven_states, GeometryBuffers, Stage, StageSystem, StepGeometry};
-use super::linearize::{config_blocks_tr, factor, linearize, Workspace};
+use super::constraint::{loss_driven_states, Stage, StageSystem, StepGeometry};
+use super::linearize::{config_blocks_tr, factor, linearize, GeometryBuffers, Workspace};
 use super::record::{BackwardOptions, ContactGradientStrategy, StepGradients, StepRecord, StrategyStats};
 use crate::error::{Error, Result};
 use crate::math::lu_solve_transpose;
