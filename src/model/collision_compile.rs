@@ -97,6 +97,13 @@ impl CollisionModel {
         bodies: &[Body],
         world_shapes: &[CollisionShape],
     ) -> Result<CollisionModel, ModelError> {
+        let count = bodies.iter().map(|b| b.collisions.len()).sum::<usize>() + world_shapes.len();
+        if count != self.shapes.len() {
+            return Err(ModelError::Invalid(format!(
+                "collision model: {count} shapes, but {} compiled",
+                self.shapes.len()
+            )));
+        }
         let mut out = self.clone();
         for s in &mut out.shapes {
             let (list, link) = match s.body {
@@ -113,13 +120,6 @@ impl CollisionModel {
                 reason,
             })?;
             s.material = shape.material;
-        }
-        let count = bodies.iter().map(|b| b.collisions.len()).sum::<usize>() + world_shapes.len();
-        if count != out.shapes.len() {
-            return Err(ModelError::Invalid(format!(
-                "collision model: {count} shapes, but {} compiled",
-                out.shapes.len()
-            )));
         }
         Ok(out)
     }

@@ -111,6 +111,18 @@ pub struct StepGradients {
     pub theta: DVector<f64>,
 }
 
+impl StepGradients {
+    /// Zero gradients for nv velocity coordinates and np parameters.
+    pub fn zeros(nv: usize, np: usize) -> StepGradients {
+        StepGradients {
+            q: DVector::zeros(nv),
+            v: DVector::zeros(nv),
+            tau: DVector::zeros(nv),
+            theta: DVector::zeros(np),
+        }
+    }
+}
+
 impl StepRecord {
     /// The model the step ran on.
     pub fn model(&self) -> &Model {

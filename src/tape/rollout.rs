@@ -142,12 +142,7 @@ impl Tape {
         let mut ws = Workspace::new(&model);
         let mut tau = vec![DVector::zeros(nv); steps];
         let mut theta = DVector::zeros(np);
-        let mut g = StepGradients {
-            q: DVector::zeros(nv),
-            v: DVector::zeros(nv),
-            tau: DVector::zeros(nv),
-            theta: DVector::zeros(np),
-        };
+        let mut g = StepGradients::zeros(nv, np);
         let mut stats = StrategyStats::default();
         for t in (0..steps).rev() {
             stats += self.records[t].vjp_into(&mut ws, &lq, &lv, options, &mut g)?;

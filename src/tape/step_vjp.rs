@@ -92,13 +92,7 @@ impl StepRecord {
             ws.geometry = Some(geometry.into_buffers());
             return grads.map(|g| (g, stats));
         }
-        let np = self.params.len();
-        let mut grads = StepGradients {
-            q: DVector::zeros(nv),
-            v: DVector::zeros(nv),
-            tau: DVector::zeros(nv),
-            theta: DVector::zeros(np),
-        };
+        let mut grads = StepGradients::zeros(nv, self.params.len());
         self.smooth_step_vjp_into(ws, grad_q_next, grad_v_next, &mut grads)?;
         Ok((grads, StrategyStats::default()))
     }
@@ -162,10 +156,9 @@ impl StepRecord {
         let nv = self.model.nv();
         crate::error::check_vector("grad_q_next", grad_q_next.as_slice(), nv)?;
         crate::error::check_vector("grad_v_next", grad_v_next.as_slice(), nv)?;
-        for (x, n) in [(&mut out.q, nv), (&mut out.v, nv), (&mut out.tau, nv), (&mut out.theta, self.params.len())] {
-            if x.len() != n {
-                *x = DVector::zeros(n);
-            }
+        let np = self.params.len();
+        if out.q.len() != nv || out.v.len() != nv || out.tau.len() != nv || out.theta.len() != np {
+            *out = StepGradients::zeros(nv, np);
         }
         self.smooth_step_vjp_into(ws, grad_q_next, grad_v_next, out)?;
         Ok(StrategyStats::default())
@@ -185,24 +178,14 @@ impl StepRecord {
         let model = &*self.model;
         let h = linearize(self, ws)?;
         factor(ws)?;
-        // ḡ_v⁺ into out.v, μ into out.tau.
+        // ḡ_v⁺ into out.v, J_qᵀ ḡ_q into out.q.
         config_blocks_tr(model, &ws.jw, grad_q_next.as_slice(), out.v.as_mut_slice());
         for (g, gv) in out.v.iter_mut().zip(grad_v_next.iter()) {
             *g = *g * h + gv;
         }
-        for (m, g) in out.tau.iter_mut().zip(out.v.iter()) {
-            *m = g * h;
-        }
-        lu_solve_transpose(&ws.k, &ws.piv, out.tau.as_mut_slice());
         config_blocks_tr(model, &ws.jq, grad_q_next.as_slice(), out.q.as_mut_slice());
-        out.q.gemv_tr(-1.0, ws.g_q(), &out.tau, 1.0);
-        out.v.gemv_tr(-1.0, ws.g_v(), &out.tau, 1.0);
-        out.theta.gemv_tr(-1.0, &ws.g_theta, &out.tau, 0.0);
-        if all_finite(out) {
-            Ok(())
-        } else {
-            Err(Error::Numerical { algorithm: "step VJP", detail: "non-finite gradient".into() })
-        }
+        smooth_adjoint_into(ws, h, out);
+        check_finite(out)
     }
 
     /// `∂ℓ/∂(q, v, τ, θ)` of the smooth update `v_f = v + h a(q, v, τ, θ)` for
@@ -216,19 +199,18 @@ impl StepRecord {
         g_f: &DVector<f64>,
         direct: Option<&DVector<f64>>,
     ) -> StepGradients {
-        let nv = self.model.nv();
-        // μ = K_a⁻ᵀ (h g_f)
-        let mut mu = g_f * h;
-        lu_solve_transpose(&ws.k, &ws.piv, mu.as_mut_slice());
-        let mut q = -ws.g_q().tr_mul(&mu);
-        let mut v = g_f - ws.g_v().tr_mul(&mu);
-        let mut theta = -ws.g_theta.tr_mul(&mu);
+        let (nv, np) = (self.model.nv(), self.params.len());
+        let mut out = StepGradients::zeros(nv, np);
+        out.v.copy_from(g_f);
         if let Some(x) = direct {
-            q += x.rows(0, nv);
-            v += x.rows(nv, nv);
-            theta += x.rows(2 * nv, theta.len());
+            out.q.copy_from(&x.rows(0, nv));
         }
-        StepGradients { q, v, tau: mu, theta }
+        smooth_adjoint_into(ws, h, &mut out);
+        if let Some(x) = direct {
+            out.v += x.rows(nv, nv);
+            out.theta += x.rows(2 * nv, np);
+        }
+        out
     }
 
     /// The VJP of a step with constraint rows, through its velocity stage `vel` and its
@@ -293,20 +275,30 @@ impl StepRecord {
             from_v
         };
         grads.q += jq_g;
-        check_gradients(grads)
+        check_finite(&grads)?;
+        Ok(grads)
     }
 }
 
-/// The gradients, or an error when one is not finite.
-fn check_gradients(grads: StepGradients) -> Result<StepGradients> {
-    if all_finite(&grads) {
-        Ok(grads)
+/// The smooth update's adjoint in place, without allocating: with `out.v = ∂ℓ/∂v_f` and
+/// `out.q` the q gradient of the other paths on entry, `μ = h K_a⁻ᵀ ∂ℓ/∂v_f` goes into
+/// `out.tau` (`∂ℓ/∂τ = μ`), and `out.q −= ∂G/∂qᵀ μ`, `out.v −= ∂G/∂vᵀ μ`,
+/// `out.theta = −∂G/∂θᵀ μ`. Needs the factored linearization in `ws`.
+fn smooth_adjoint_into(ws: &Workspace, h: f64, out: &mut StepGradients) {
+    for (m, g) in out.tau.iter_mut().zip(out.v.iter()) {
+        *m = g * h;
+    }
+    lu_solve_transpose(&ws.k, &ws.piv, out.tau.as_mut_slice());
+    out.q.gemv_tr(-1.0, ws.g_q(), &out.tau, 1.0);
+    out.v.gemv_tr(-1.0, ws.g_v(), &out.tau, 1.0);
+    out.theta.gemv_tr(-1.0, &ws.g_theta, &out.tau, 0.0);
+}
+
+/// An error when a gradient entry is not finite.
+fn check_finite(g: &StepGradients) -> Result<()> {
+    if g.q.iter().chain(&g.v).chain(&g.tau).chain(&g.theta).all(|x| x.is_finite()) {
+        Ok(())
     } else {
         Err(Error::Numerical { algorithm: "step VJP", detail: "non-finite gradient".into() })
     }
-}
-
-/// True when every gradient entry is finite.
-fn all_finite(g: &StepGradients) -> bool {
-    g.q.iter().chain(&g.v).chain(&g.tau).chain(&g.theta).all(|x| x.is_finite())
 }
