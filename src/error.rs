@@ -230,6 +230,18 @@ pub enum Error {
         /// What went wrong in that step.
         error: Box<Error>,
     },
+    /// The error of one system of a [`crate::world::World`], naming it:
+    /// `system 1 (3 particles): particle velocities[2] is not finite (NaN)`.
+    /// [`Error::root`] gives the underlying error to match on.
+    #[error("system {system} ({name}): {error}")]
+    InSystem {
+        /// The index of the system in the world.
+        system: usize,
+        /// The system's name.
+        name: String,
+        /// What went wrong in that system.
+        error: Box<Error>,
+    },
 }
 
 impl Error {
@@ -237,11 +249,11 @@ impl Error {
     pub fn at_step(self, step: usize) -> Error {
         Error::AtStep { step, error: Box::new(self) }
     }
-    /// The underlying error, without [`Error::AtStep`] context: match on this to tell
-    /// error kinds apart whatever context was added.
+    /// The underlying error, without [`Error::AtStep`] or [`Error::InSystem`] context:
+    /// match on this to tell error kinds apart whatever context was added.
     pub fn root(&self) -> &Error {
         match self {
-            Error::AtStep { error, .. } => error.root(),
+            Error::AtStep { error, .. } | Error::InSystem { error, .. } => error.root(),
             other => other,
         }
     }

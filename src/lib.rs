@@ -25,6 +25,7 @@ pub mod sim;
 pub mod solver;
 pub mod step;
 pub mod tape;
+pub mod world;
 
 pub use dynamics::Data;
 pub use error::{Error, LoadError, ModelError, Result};

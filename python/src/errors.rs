@@ -83,7 +83,7 @@ pub fn to_py(e: Error) -> PyErr {
             input_error(msg)
         }
         // Not returned by `root`; kept for an exhaustive match.
-        Error::AtStep { .. } => input_error(msg),
+        Error::AtStep { .. } | Error::InSystem { .. } => input_error(msg),
     }
 }
 

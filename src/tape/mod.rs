@@ -12,7 +12,7 @@
 mod constraint;
 mod constraint_vjp;
 mod jacobians;
-mod linearize;
+pub(crate) mod linearize;
 mod record;
 mod rollout;
 mod step_vjp;

@@ -1,0 +1,54 @@
+//! The Delassus operator `A = J M̃⁻¹ Jᵀ` of a constraint problem, as an operator: it
+//! applies `A x` without forming `A`. A solver that wants the dense matrix asks for it
+//! ([`DelassusOperator::dense`]); an iterative one (conjugate residuals, the NCP issue's
+//! non-smooth Newton) only applies it.
+//!
+//! For rows `J` over the velocity blocks of several systems with effective masses
+//! `M̃_s`, `A x = Σ_s J_s M̃_s⁻¹ J_sᵀ x`: one transposed product, one solve per system,
+//! one product (`crate::world` builds such an operator).
+
+use nalgebra::{DMatrix, DVector};
+
+/// A symmetric positive semi-definite `m × m` operator `A = J M̃⁻¹ Jᵀ`.
+pub trait DelassusOperator {
+    /// The number of rows `m`.
+    fn rows(&self) -> usize;
+
+    /// `out = A x` (`x` and `out` of length [`DelassusOperator::rows`]).
+    fn apply(&self, x: &[f64], out: &mut [f64]);
+
+    /// The dense matrix `A`. The default applies the operator to the unit vectors
+    /// (`m` applications); an operator that can do better overrides it.
+    fn dense(&self) -> DMatrix<f64> {
+        let m = self.rows();
+        let mut a = DMatrix::zeros(m, m);
+        let mut e = vec![0.0; m];
+        let mut col = vec![0.0; m];
+        for j in 0..m {
+            e[j] = 1.0;
+            self.apply(&e, &mut col);
+            a.column_mut(j).copy_from_slice(&col);
+            e[j] = 0.0;
+        }
+        a
+    }
+}
+
+/// A Delassus operator held as a dense matrix (for problems that come with `A`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DenseDelassus(pub DMatrix<f64>);
+
+impl DelassusOperator for DenseDelassus {
+    fn rows(&self) -> usize {
+        self.0.nrows()
+    }
+
+    fn apply(&self, x: &[f64], out: &mut [f64]) {
+        let y = &self.0 * DVector::from_column_slice(x);
+        out.copy_from_slice(y.as_slice());
+    }
+
+    fn dense(&self) -> DMatrix<f64> {
+        self.0.clone()
+    }
+}

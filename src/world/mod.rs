@@ -1,0 +1,197 @@
+//! A world of several systems over one global velocity vector, stepped through one
+//! constraint stage and one solver, with a reverse-mode backward pass that never asks
+//! which system a contact side belongs to.
+//!
+//! * [`System`] / [`SystemStep`] — what a system supplies: its state block, its shapes,
+//!   and per step its velocity block (free velocity, effective-mass solve, element twist
+//!   Jacobians, configuration update) with the VJP of each. Implementations:
+//!   [`Articulation`] (a rigid multibody [`crate::Model`]), [`Particles`] (point masses),
+//!   [`StaticGeometry`]. Soft bodies plug in the same way.
+//! * `contacts` — detection across systems and the rows `J_r v = W_r · (V_B − V_A)`; a
+//!   side is an element of a system or static ([`ContactSide`]).
+//! * `step` — one step: free velocities → contacts → rows → the solver over the
+//!   Delassus operator `A = Σ_s J_s M̃_s⁻¹ J_sᵀ` ([`crate::solver::ConstraintSolver`]) →
+//!   `v⁺ = v_f + M̃⁻¹ Jᵀ f` → `q⁺ = q ⊕ h v⁺` per system, recorded in a
+//!   [`WorldStepRecord`].
+//! * `vjp` — the step's VJP: each system's adjoints, the solver's own VJP, and the
+//!   adjoint of the rows and of the contact geometry (docs/world.md).
+//!
+//! The global vectors concatenate the systems' blocks in the order they were added:
+//! `q = [q_0; q_1; …]`, likewise `v` (and tangent gradients), and the controls `u`.
+//! The step is the velocity-level semi-implicit scheme of the rigid
+//! [`crate::Simulator`] with its `PenetrationRecovery::Velocity` bias; restitution, joint
+//! limits, joint friction and the position stage are not in the world step yet.
+
+mod contacts;
+mod step;
+mod vjp;
+
+pub mod articulation;
+pub mod particles;
+pub mod static_geometry;
+pub mod system;
+
+pub use articulation::Articulation;
+pub use contacts::{ContactSide, ShapeRef, WorldContact};
+pub use particles::Particles;
+pub use static_geometry::StaticGeometry;
+pub use step::{WorldState, WorldStepRecord};
+pub use system::{System, SystemStep};
+pub use vjp::WorldGradients;
+
+use crate::error::{Error, Result};
+use crate::solver::{BoxedLcpSolver, ConstraintSolver};
+use crate::step::{check_dt, ContactOptions};
+use nalgebra::DVector;
+use std::sync::Arc;
+
+/// Options of a [`World`] step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WorldOptions {
+    /// Time step h (s): finite, positive, at most [`crate::step::MAX_DT`].
+    pub dt: f64,
+    /// Contacts are created for feature pairs closer than this (m). Default as
+    /// [`ContactOptions::margin`].
+    pub margin: f64,
+    /// Penetration recovery rate: a penetrating contact (`φ < 0`) gets the normal bias
+    /// `erp·φ/h`, a separated one `φ/h` (it may close within the step). Default as
+    /// [`ContactOptions::erp`].
+    pub erp: f64,
+}
+
+impl Default for WorldOptions {
+    fn default() -> Self {
+        let c = ContactOptions::default();
+        WorldOptions { dt: 1e-3, margin: c.margin, erp: c.erp }
+    }
+}
+
+impl WorldOptions {
+    fn validate(&self) -> Result<()> {
+        check_dt(self.dt)?;
+        if !(self.margin.is_finite() && self.margin >= 0.0) {
+            return Err(Error::InvalidInput(format!("world margin must be finite and >= 0, got {}", self.margin)));
+        }
+        if !(self.erp.is_finite() && (0.0..=1.0).contains(&self.erp)) {
+            return Err(Error::InvalidInput(format!("world erp must be in [0, 1], got {}", self.erp)));
+        }
+        Ok(())
+    }
+}
+
+/// Several systems stepped together. Immutable once built; cheap to clone (systems and
+/// solver are shared).
+#[derive(Clone, Debug)]
+pub struct World {
+    systems: Vec<Arc<dyn System>>,
+    solver: Arc<dyn ConstraintSolver>,
+    options: WorldOptions,
+    q_offsets: Vec<usize>,
+    v_offsets: Vec<usize>,
+    u_offsets: Vec<usize>,
+}
+
+impl World {
+    /// A world of `systems` (in this order in the global vectors), solved by the boxed
+    /// LCP. Errors: invalid options.
+    pub fn new(systems: Vec<Arc<dyn System>>, options: WorldOptions) -> Result<World> {
+        World::with_solver(systems, Arc::new(BoxedLcpSolver::default()), options)
+    }
+
+    /// [`World::new`] with another constraint solver.
+    pub fn with_solver(
+        systems: Vec<Arc<dyn System>>,
+        solver: Arc<dyn ConstraintSolver>,
+        options: WorldOptions,
+    ) -> Result<World> {
+        options.validate()?;
+        let offsets = |f: &dyn Fn(&dyn System) -> usize| {
+            let mut acc = 0;
+            let mut out: Vec<usize> = systems
+                .iter()
+                .map(|s| {
+                    let o = acc;
+                    acc += f(&**s);
+                    o
+                })
+                .collect();
+            out.push(acc);
+            out
+        };
+        let (q_offsets, v_offsets, u_offsets) = (offsets(&|s| s.nq()), offsets(&|s| s.nv()), offsets(&|s| s.nu()));
+        Ok(World { systems, solver, options, q_offsets, v_offsets, u_offsets })
+    }
+
+    /// The systems, in the order of the global vectors.
+    pub fn systems(&self) -> &[Arc<dyn System>] {
+        &self.systems
+    }
+
+    /// The solver of the constraint stage.
+    pub fn solver(&self) -> &Arc<dyn ConstraintSolver> {
+        &self.solver
+    }
+
+    /// The options.
+    pub fn options(&self) -> &WorldOptions {
+        &self.options
+    }
+
+    /// The size of the global configuration.
+    pub fn nq(&self) -> usize {
+        *self.q_offsets.last().unwrap_or(&0)
+    }
+
+    /// The size of the global velocity (and of tangent gradients).
+    pub fn nv(&self) -> usize {
+        *self.v_offsets.last().unwrap_or(&0)
+    }
+
+    /// The size of the global control.
+    pub fn nu(&self) -> usize {
+        *self.u_offsets.last().unwrap_or(&0)
+    }
+
+    /// The ranges of system `s` in the global configuration, velocity and control
+    /// vectors (`None` for an index out of range).
+    pub fn blocks(&self, s: usize) -> Option<(std::ops::Range<usize>, std::ops::Range<usize>, std::ops::Range<usize>)> {
+        (s < self.systems.len()).then(|| {
+            (
+                self.q_offsets[s]..self.q_offsets[s + 1],
+                self.v_offsets[s]..self.v_offsets[s + 1],
+                self.u_offsets[s]..self.u_offsets[s + 1],
+            )
+        })
+    }
+
+    /// `q₁ ⊖ q₀` over all systems (tangent, of size [`World::nv`]). Errors: sizes.
+    pub fn difference(&self, q0: &DVector<f64>, q1: &DVector<f64>) -> Result<DVector<f64>> {
+        for (what, q) in [("world q0", q0), ("world q1", q1)] {
+            if q.len() != self.nq() {
+                return Err(Error::Dimension { what, expected: self.nq(), got: q.len() });
+            }
+        }
+        let mut out = DVector::zeros(self.nv());
+        for (s, system) in self.systems.iter().enumerate() {
+            let (qr, vr, _) = self.blocks(s).unwrap_or_default();
+            system.difference(&q0.as_slice()[qr.clone()], &q1.as_slice()[qr], &mut out.as_mut_slice()[vr]);
+        }
+        Ok(out)
+    }
+
+    /// `q ⊕ dq` over all systems (`dq` tangent, of size [`World::nv`]). Errors: sizes.
+    pub fn retract(&self, q: &DVector<f64>, dq: &DVector<f64>) -> Result<DVector<f64>> {
+        if q.len() != self.nq() {
+            return Err(Error::Dimension { what: "world q", expected: self.nq(), got: q.len() });
+        }
+        if dq.len() != self.nv() {
+            return Err(Error::Dimension { what: "world dq", expected: self.nv(), got: dq.len() });
+        }
+        let mut out = q.clone();
+        for (s, system) in self.systems.iter().enumerate() {
+            let (qr, vr, _) = self.blocks(s).unwrap_or_default();
+            system.retract(&q.as_slice()[qr.clone()], &dq.as_slice()[vr], &mut out.as_mut_slice()[qr]);
+        }
+        Ok(out)
+    }
+}
