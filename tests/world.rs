@@ -512,3 +512,60 @@ fn boxed_lcp_solver_vjp_matches_ridders_on_a_rank_deficient_sliding_problem() {
     };
     assert!((without - fd[0]).abs() > 1e3 * (analytic - fd[0]).abs().max(1e-12), "{without} vs {}", fd[0]);
 }
+
+/// The tape's reverse sweep against Ridders on a loss over a 40-step rollout of the
+/// particle on the two-link arm (in contact for the first steps, then thrown off by the
+/// penetration recovery).
+#[test]
+fn world_tape_backward_matches_ridders_over_a_rollout() {
+    let (w, state, u) = particle_on_arm(0.8, 0.0);
+    let steps = 40;
+    let controls = vec![u.clone(); steps];
+    let (states, tape) = w.rollout_recorded(&state, &controls).unwrap();
+    let in_contact = tape.records().iter().filter(|r| !r.contacts().is_empty()).count();
+    assert!(in_contact >= 5, "{in_contact} steps in contact");
+    let mut rng = SplitMix64::new(99);
+    let (nv, nu) = (w.nv(), w.nu());
+    let weights: Vec<(DVector<f64>, DVector<f64>)> = (0..steps)
+        .map(|_| (common::random_vector(&mut rng, nv, 1.0), common::random_vector(&mut rng, nv, 1.0)))
+        .collect();
+    let (gq, gv): (Vec<_>, Vec<_>) = weights.iter().cloned().unzip();
+    let grads = tape.backward(&gq, &gv).unwrap();
+    let loss = |s0: &WorldState, controls: &[DVector<f64>]| -> DVector<f64> {
+        let (xs, _) = w.rollout_recorded(s0, controls).unwrap();
+        let l = xs
+            .iter()
+            .zip(&states)
+            .zip(&weights)
+            .map(|((x, x0), (a, b))| a.dot(&w.difference(&x0.q, &x.q).unwrap()) + b.dot(&x.v))
+            .sum::<f64>();
+        DVector::from_element(1, l)
+    };
+    let mut worst = 0.0f64;
+    for k in 0..(2 * nv + nu) {
+        let f = |eps: f64| {
+            let (mut s, mut cs) = (state.clone(), controls.clone());
+            if k < nv {
+                let mut dq = DVector::zeros(nv);
+                dq[k] = eps;
+                s.q = w.retract(&state.q, &dq).unwrap();
+            } else if k < 2 * nv {
+                s.v[k - nv] += eps;
+            } else {
+                cs[7][k - 2 * nv] += eps; // the control of step 7
+            }
+            loss(&s, &cs)
+        };
+        let (fd, _) = ridders(&f, 1e-5);
+        let analytic = if k < nv {
+            grads.q0[k]
+        } else if k < 2 * nv {
+            grads.v0[k - nv]
+        } else {
+            grads.u[7][k - 2 * nv]
+        };
+        worst = worst.max((analytic - fd[0]).abs() / fd[0].abs().max(1.0));
+    }
+    assert!(worst < 1e-6, "rollout VJP vs Ridders: relative error {worst:.2e}");
+    assert!(tape.backward(&gq[1..], &gv).is_err());
+}

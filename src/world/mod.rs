@@ -15,6 +15,7 @@
 //!   [`WorldStepRecord`].
 //! * `vjp` — the step's VJP: each system's adjoints, the solver's own VJP, and the
 //!   adjoint of the rows and of the contact geometry (docs/world.md).
+//! * `rollout` — rollouts and their reverse sweep ([`WorldTape`]).
 //!
 //! The global vectors concatenate the systems' blocks in the order they were added:
 //! `q = [q_0; q_1; …]`, likewise `v` (and tangent gradients), and the controls `u`.
@@ -23,6 +24,7 @@
 //! limits, joint friction and the position stage are not in the world step yet.
 
 mod contacts;
+mod rollout;
 mod step;
 mod vjp;
 
@@ -34,6 +36,7 @@ pub mod system;
 pub use articulation::Articulation;
 pub use contacts::{ContactSide, ShapeRef, WorldContact};
 pub use particles::Particles;
+pub use rollout::{WorldTape, WorldTapeGradients};
 pub use static_geometry::StaticGeometry;
 pub use step::{WorldState, WorldStepRecord};
 pub use system::{System, SystemStep};
