@@ -195,11 +195,13 @@ fn colliding_particles() -> (World, WorldState, DVector<f64>) {
 /// `⟨ḡ_q, q⁺ ⊖ q⁺₀⟩ + ⟨ḡ_v, v⁺⟩` along every input coordinate (tangent q, v, u), for random
 /// cotangents; asserts that the contact mode holds over the difference steps.
 fn vjp_error(w: &World, state: &WorldState, u: &DVector<f64>, seed: u64) -> f64 {
-    vjp_error_with_step(w, state, u, seed, 1e-4)
+    vjp_error_with(w, state, u, seed, 1e-4, true)
 }
 
-/// [`vjp_error`] with the first difference step `h0`.
-fn vjp_error_with_step(w: &World, state: &WorldState, u: &DVector<f64>, seed: u64, h0: f64) -> f64 {
+/// [`vjp_error`] with the first difference step `h0`, checking that the row
+/// classification holds over the steps (`check_mode`) or not (a solver whose choice
+/// among dependent rows may flip while the velocities, and the loss, stay smooth).
+fn vjp_error_with(w: &World, state: &WorldState, u: &DVector<f64>, seed: u64, h0: f64, check_mode: bool) -> f64 {
     let rec = w.step_recorded(state, u).unwrap();
     let mode = rec.solution().states.clone();
     let q0 = rec.next_state().q;
@@ -230,7 +232,7 @@ fn vjp_error_with_step(w: &World, state: &WorldState, u: &DVector<f64>, seed: u6
             } else {
                 uu[k - 2 * nv] += eps;
             }
-            loss(&s, &uu, eps.abs() >= h0)
+            loss(&s, &uu, check_mode && eps.abs() >= h0)
         };
         let (fd, err) = ridders(&f, h0);
         let analytic = if k < nv {
@@ -309,7 +311,7 @@ fn world_step_vjp_matches_ridders_for_a_particle_on_a_sliding_box() {
     let bound = rec.solution().states.iter().filter(|s| matches!(s, RowState::AtBound { .. })).count();
     assert_eq!(bound, 8, "{:?}", rec.solution().states);
     for seed in 0..3 {
-        let e = vjp_error_with_step(&w, &state, &u, 50 + seed, 1e-5);
+        let e = vjp_error_with(&w, &state, &u, 50 + seed, 1e-5, true);
         assert!(e < 1e-6, "seed {seed}: VJP vs Ridders relative error {e:.2e}");
     }
 }
@@ -568,4 +570,52 @@ fn world_tape_backward_matches_ridders_over_a_rollout() {
     }
     assert!(worst < 1e-6, "rollout VJP vs Ridders: relative error {worst:.2e}");
     assert!(tape.backward(&gq[1..], &gv).is_err());
+}
+
+/// The same systems under other options and another solver.
+fn rebuilt(w: &World, options: WorldOptions, solver: Arc<dyn stiction::solver::ConstraintSolver>) -> World {
+    World::with_solver(w.systems().to_vec(), solver, options).unwrap()
+}
+
+/// Two solvers behind one trait: with no-slip friction (equality rows) the boxed LCP and
+/// the PPM give the same step, and the tape differentiates both through the solvers' own
+/// VJPs — including the free box on four ground contacts, whose dependent equality rows
+/// the PPM drops (FIND-INDICES) where the LCP takes the minimum-norm impulses.
+#[test]
+fn the_ppm_and_the_boxed_lcp_plug_into_the_world_alike() {
+    use stiction::solver::{BoxedLcpSolver, PpmSolver};
+    use stiction::step::ContactModel;
+    let no_slip = WorldOptions { dt: H, friction: ContactModel::NoSlip, ..Default::default() };
+    for (name, (w, state, u)) in
+        [("particle on arm", particle_on_arm(0.1, 0.3)), ("particles on box", particles_on_box(0.7))]
+    {
+        let lcp = rebuilt(&w, no_slip, Arc::new(BoxedLcpSolver::default()));
+        let ppm = rebuilt(&w, no_slip, Arc::new(PpmSolver::default()));
+        let (a, b) = (lcp.step_recorded(&state, &u).unwrap(), ppm.step_recorded(&state, &u).unwrap());
+        assert_eq!(b.solution().report.solver, "PPM");
+        assert_eq!(b.solution().report.fallbacks, 0, "{name}: the PPM fell back");
+        let (na, nb) = (a.next_state(), b.next_state());
+        let dv = (&na.v - &nb.v).amax();
+        assert!(dv < 1e-10 * na.v.amax().max(1.0), "{name}: v⁺ differs by {dv:e}");
+        // No slip: every contact ends with zero tangential relative velocity.
+        let j = a.constraint_jacobian();
+        for c in 0..a.contacts().len() {
+            for r in [1, 2] {
+                let vt = (j.row(3 * c + r) * &na.v)[0];
+                assert!(vt.abs() < 1e-10, "{name}: contact {c} slides at {vt:e}");
+            }
+        }
+        for (solver, world) in [("LCP", &lcp), ("PPM", &ppm)] {
+            // The PPM's choice among the box's dependent normals may flip within a
+            // difference step; the velocities do not.
+            let e = vjp_error_with(world, &state, &u, 60, 1e-4, solver == "LCP");
+            assert!(e < 1e-6, "{name} with the {solver}: VJP vs Ridders relative error {e:.2e}");
+        }
+    }
+    // The PPM takes no Coulomb rows: a typed error, not a wrong answer.
+    let (w, state, u) = particle_on_arm(0.1, 0.3);
+    let coulomb_ppm = rebuilt(&w, options(), Arc::new(PpmSolver::default()));
+    assert!(matches!(coulomb_ppm.step(&state, &u).unwrap_err().root(), Error::InvalidInput(_)));
+    let viscous = WorldOptions { friction: ContactModel::Viscous, ..options() };
+    assert!(World::new(vec![], viscous).is_err());
 }

@@ -169,53 +169,62 @@ impl ConstraintSolver for BoxedLcpSolver {
         solution: &ConstraintSolution,
         grad_f: &DVector<f64>,
     ) -> Result<ProblemCotangent> {
-        problem.check()?;
-        let m = problem.rows();
-        for (what, len) in [("solution f", solution.f.len()), ("row states", solution.states.len())] {
-            if len != m {
-                return Err(Error::Dimension { what, expected: m, got: len });
-            }
-        }
-        if grad_f.len() != m {
-            return Err(Error::Dimension { what: "grad_f", expected: m, got: grad_f.len() });
-        }
-        let map = ClampingMap::new(problem.bounds, &solution.states)?;
-        let nc = map.clamped.len();
-        let mut b_bar = DVector::zeros(m);
-        if nc == 0 {
-            return Ok(ProblemCotangent { b: b_bar, a: Vec::new() });
-        }
-        let a = problem.delassus.dense();
-        // Â = (A E)_CC.
-        let mut a_hat = DMatrix::zeros(nc, nc);
-        for (ci, &i) in map.clamped.iter().enumerate() {
-            for (cj, &j) in map.clamped.iter().enumerate() {
-                let mut x = a[(i, j)];
-                for &(u, s) in &map.followers[cj] {
-                    x += a[(i, u)] * s;
-                }
-                a_hat[(ci, cj)] = x;
-            }
-        }
-        let (pinv, _rank) = pseudo_inverse(&a_hat, RANK_RTOL).ok_or_else(|| Error::Numerical {
-            algorithm: "boxed LCP VJP",
-            detail: "the pseudo-inverse of the clamped system failed (non-finite matrix)".into(),
-        })?;
-        let g_c = map.restrict(grad_f);
-        let f_c = DVector::from_iterator(nc, map.clamped.iter().map(|&i| solution.f[i]));
-        let y = pinv.tr_mul(&g_c);
-        for (ci, &i) in map.clamped.iter().enumerate() {
-            b_bar[i] = -y[ci];
-        }
-        let mut terms = vec![(b_bar.clone(), solution.f.clone())];
-        // Null-space term of a rank-deficient Â: (S_Cᵀ Â⁺ᵀ f_C)(E (I − Â⁺Â) ḡ_C)ᵀ.
-        let nu = &g_c - &pinv * (&a_hat * &g_c);
-        if nu.amax() > 0.0 {
-            let s = pinv.tr_mul(&f_c);
-            terms.push((map.scatter(&s, false), map.scatter(&nu, true)));
-        }
-        Ok(ProblemCotangent { b: b_bar, a: terms })
+        clamped_set_vjp(problem, &solution.f, &solution.states, grad_f)
     }
+}
+
+/// The VJP of a solution determined by its clamping set (module docs): rows classified
+/// [`RowState::Clamping`] solve `(A E)_CC f_C = −b̂` (minimum norm), friction rows at
+/// their bound follow their normal, every other row keeps a force that does not move.
+pub(crate) fn clamped_set_vjp(
+    problem: &ConstraintProblem,
+    f: &DVector<f64>,
+    states: &[RowState],
+    grad_f: &DVector<f64>,
+) -> Result<ProblemCotangent> {
+    problem.check()?;
+    let m = problem.rows();
+    for (what, len) in [("solution f", f.len()), ("row states", states.len()), ("grad_f", grad_f.len())] {
+        if len != m {
+            return Err(Error::Dimension { what, expected: m, got: len });
+        }
+    }
+    let map = ClampingMap::new(problem.bounds, states)?;
+    let nc = map.clamped.len();
+    let mut b_bar = DVector::zeros(m);
+    if nc == 0 {
+        return Ok(ProblemCotangent { b: b_bar, a: Vec::new() });
+    }
+    let a = problem.delassus.dense();
+    // Â = (A E)_CC.
+    let mut a_hat = DMatrix::zeros(nc, nc);
+    for (ci, &i) in map.clamped.iter().enumerate() {
+        for (cj, &j) in map.clamped.iter().enumerate() {
+            let mut x = a[(i, j)];
+            for &(u, s) in &map.followers[cj] {
+                x += a[(i, u)] * s;
+            }
+            a_hat[(ci, cj)] = x;
+        }
+    }
+    let (pinv, _rank) = pseudo_inverse(&a_hat, RANK_RTOL).ok_or_else(|| Error::Numerical {
+        algorithm: "constraint solver VJP",
+        detail: "the pseudo-inverse of the clamped system failed (non-finite matrix)".into(),
+    })?;
+    let g_c = map.restrict(grad_f);
+    let f_c = DVector::from_iterator(nc, map.clamped.iter().map(|&i| f[i]));
+    let y = pinv.tr_mul(&g_c);
+    for (ci, &i) in map.clamped.iter().enumerate() {
+        b_bar[i] = -y[ci];
+    }
+    let mut terms = vec![(b_bar.clone(), f.clone())];
+    // Null-space term of a rank-deficient Â: (S_Cᵀ Â⁺ᵀ f_C)(E (I − Â⁺Â) ḡ_C)ᵀ.
+    let nu = &g_c - &pinv * (&a_hat * &g_c);
+    if nu.amax() > 0.0 {
+        let s = pinv.tr_mul(&f_c);
+        terms.push((map.scatter(&s, false), map.scatter(&nu, true)));
+    }
+    Ok(ProblemCotangent { b: b_bar, a: terms })
 }
 
 /// The clamping set of a classified solution and the map `E` of its forces onto all rows.

@@ -32,6 +32,12 @@ pub trait DelassusOperator {
         }
         a
     }
+
+    /// The factors `(J, M̃)` with `A = J M̃⁻¹ Jᵀ`, for solvers that work in factored form
+    /// (the PPM); `None` (the default) when the operator does not hold them.
+    fn factors(&self) -> Option<(DMatrix<f64>, DMatrix<f64>)> {
+        None
+    }
 }
 
 /// A Delassus operator held as a dense matrix (for problems that come with `A`).

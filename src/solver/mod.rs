@@ -2,7 +2,8 @@
 //!
 //! [`ConstraintSolver`] is the interface a solver implements: solve a
 //! [`ConstraintProblem`] over a [`DelassusOperator`] and differentiate its solution
-//! ([`ConstraintSolver::vjp`]); [`BoxedLcpSolver`] is its boxed-LCP implementation.
+//! ([`ConstraintSolver::vjp`]); [`BoxedLcpSolver`] (the boxed LCP pipeline) and [`PpmSolver`]
+//! (the PPM, for unilateral and equality rows) implement it.
 //! [`lcp`] holds the boxed linear complementarity solvers used for velocity-level rigid contact,
 //! with the DiffDART (Werling et al. 2021) App. A.1/A.2 standardization of the solution. [`ppm`] holds
 //! Drumwright's (2015) FIND-INDICES and modified principal pivoting method for the PSD problems of the
@@ -12,8 +13,10 @@ pub mod constraint_solver;
 pub mod delassus;
 pub mod lcp;
 pub mod ppm;
+pub mod ppm_solver;
 
 pub use constraint_solver::{
     BoxedLcpSolver, ConstraintProblem, ConstraintSolution, ConstraintSolver, ProblemCotangent, SolveReport,
 };
 pub use delassus::{DelassusOperator, DenseDelassus};
+pub use ppm_solver::PpmSolver;

@@ -44,7 +44,7 @@ pub use vjp::WorldGradients;
 
 use crate::error::{Error, Result};
 use crate::solver::{BoxedLcpSolver, ConstraintSolver};
-use crate::step::{check_dt, ContactOptions};
+use crate::step::{check_dt, ContactModel, ContactOptions};
 use nalgebra::DVector;
 use std::sync::Arc;
 
@@ -60,12 +60,17 @@ pub struct WorldOptions {
     /// `erp·φ/h`, a separated one `φ/h` (it may close within the step). Default as
     /// [`ContactOptions::erp`].
     pub erp: f64,
+    /// The friction model: [`ContactModel::Coulomb`] (default: two rows per contact
+    /// boxed by `±μ f_n`) or [`ContactModel::NoSlip`] (two equality rows per contact, the
+    /// problem the [`crate::solver::PpmSolver`] takes). [`ContactModel::Viscous`] is not in
+    /// the world step yet.
+    pub friction: ContactModel,
 }
 
 impl Default for WorldOptions {
     fn default() -> Self {
         let c = ContactOptions::default();
-        WorldOptions { dt: 1e-3, margin: c.margin, erp: c.erp }
+        WorldOptions { dt: 1e-3, margin: c.margin, erp: c.erp, friction: ContactModel::Coulomb }
     }
 }
 
@@ -77,6 +82,9 @@ impl WorldOptions {
         }
         if !(self.erp.is_finite() && (0.0..=1.0).contains(&self.erp)) {
             return Err(Error::InvalidInput(format!("world erp must be in [0, 1], got {}", self.erp)));
+        }
+        if self.friction == ContactModel::Viscous {
+            return Err(Error::InvalidInput("the viscous friction model is not in the world step yet".into()));
         }
         Ok(())
     }

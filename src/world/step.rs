@@ -2,7 +2,8 @@
 //!
 //! 1. each system starts its step: free velocity `v_f`, poses, effective mass;
 //! 2. contacts between the systems' shapes at the start poses (`contacts::detect`);
-//! 3. rows `J` (`contacts::rows`), bounds (unilateral normals, friction `±μ f_n`) and
+//! 3. rows `J` (`contacts::rows`), bounds (unilateral normals; friction `±μ f_n`, or
+//!    equality rows for no-slip) and
 //!    `b = J v_f + β`, with `β = φ/h` on a separated normal row and `erp·φ/h` on a
 //!    penetrating one;
 //! 4. the solver on `w = A f + b` over the Delassus operator `A = Σ_s J_s M̃_s⁻¹ J_sᵀ`;
@@ -17,6 +18,7 @@ use super::World;
 use crate::error::{Error, Result};
 use crate::solver::lcp::RowBound;
 use crate::solver::{ConstraintProblem, ConstraintSolution, DelassusOperator};
+use crate::step::ContactModel;
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
 
@@ -167,12 +169,11 @@ impl World {
             let slope = if phi < 0.0 { self.options.erp / h } else { 1.0 / h };
             b[3 * i] += slope * phi;
             bias_slopes.push(slope);
-            let normal = 3 * i;
-            bounds.extend([
-                RowBound::UNILATERAL,
-                RowBound::Friction { normal, mu: c.friction },
-                RowBound::Friction { normal, mu: c.friction },
-            ]);
+            let tangent = match self.options.friction {
+                ContactModel::NoSlip => RowBound::Box { lo: f64::NEG_INFINITY, hi: f64::INFINITY },
+                _ => RowBound::Friction { normal: 3 * i, mu: c.friction },
+            };
+            bounds.extend([RowBound::UNILATERAL, tangent, tangent]);
         }
         // 4. The solve.
         let delassus = WorldDelassus { j: &rows.j, steps: &steps, v_offsets: &self.v_offsets };
