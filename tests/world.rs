@@ -619,3 +619,71 @@ fn the_ppm_and_the_boxed_lcp_plug_into_the_world_alike() {
     let viscous = WorldOptions { friction: ContactModel::Viscous, ..options() };
     assert!(World::new(vec![], viscous).is_err());
 }
+
+/// A one-system world is the rigid engine's step: for a model alone (its own ground and
+/// bodies, contacts within it), the world step equals the `Simulator`'s under the same
+/// scheme (velocity penetration recovery, no warm start), and the world's VJP — built
+/// from the systems' and the solver's adjoints — equals the rigid tape's, an independent
+/// implementation of the same derivative.
+#[test]
+fn a_one_system_world_steps_and_differentiates_like_the_simulator() {
+    use stiction::model::samples::{two_finger_grasp, two_finger_grasp_configuration};
+    use stiction::step::{ContactOptions, PenetrationRecovery};
+    use stiction::{Control, SimOptions, Simulator, State};
+    let spinning_box = {
+        let mut b = ModelBuilder::new("box_on_ground");
+        common::contact::ground(&mut b, material(0.3, 0.0), 0.0);
+        free_box(&mut b, "box", Vec3::new(0.2, 0.15, 0.05), 1.5, material(0.3, 0.0));
+        let model = b.build().unwrap();
+        let mut q = model.neutral();
+        q[2] = 0.05 - 1e-4;
+        let mut v = DVector::zeros(6);
+        v[2] = 3.0;
+        v[3] = 0.5;
+        (model, State { q, v }, DVector::from_vec(vec![0.01, 0.02, 0.0, 0.3, 0.1, 0.0]))
+    };
+    let grasp = {
+        let model = two_finger_grasp(2, 1, Material::new(0.8, 0.0));
+        let q = two_finger_grasp_configuration(&model, 2, 0.05);
+        let v = DVector::zeros(model.nv());
+        let mut tau = DVector::zeros(model.nv());
+        tau[0] = 40.0;
+        tau[1] = -40.0;
+        (model, State { q, v }, tau)
+    };
+    for (name, (model, state, tau)) in [("spinning box", spinning_box), ("two-finger grasp", grasp)] {
+        let contact =
+            ContactOptions { penetration: PenetrationRecovery::Velocity, warm_start: false, ..Default::default() };
+        let options = SimOptions { dt: H, contact, ..Default::default() };
+        let mut sim = Simulator::new(model.clone(), options).unwrap();
+        let control = Control { tau: tau.clone(), wrenches: None };
+        let (next, rec) = sim.step_recorded(&state, &control).unwrap();
+        let rows = rec.constraints().map_or(0, |c| c.contacts.len());
+        let w =
+            World::new(vec![Arc::new(Articulation::new(Arc::new(model.clone())))], options_world(&contact)).unwrap();
+        let ws = WorldState { q: state.q.clone(), v: state.v.clone() };
+        let wrec = w.step_recorded(&ws, &tau).unwrap();
+        assert_eq!(wrec.contacts().len(), rows, "{name}: contact count");
+        assert!(rows >= 4, "{name}: {rows} contacts");
+        let wn = wrec.next_state();
+        let scale = next.v.amax().max(1.0);
+        assert!((&wn.v - &next.v).amax() < 1e-10 * scale, "{name}: v⁺ {} vs {}", wn.v, next.v);
+        assert!(w.difference(&next.q, &wn.q).unwrap().amax() < 1e-12, "{name}: q⁺");
+        let mut rng = SplitMix64::new(5);
+        for _ in 0..3 {
+            let gq = common::random_vector(&mut rng, model.nv(), 1.0);
+            let gv = common::random_vector(&mut rng, model.nv(), 1.0);
+            let a = rec.vjp(&gq, &gv).unwrap();
+            let b = wrec.vjp(&gq, &gv).unwrap();
+            for (what, x, y) in [("q", &a.q, &b.q), ("v", &a.v, &b.v), ("tau", &a.tau, &b.u)] {
+                let e = (x - y).amax() / x.amax().max(1.0);
+                assert!(e < 1e-11, "{name}: ∂ℓ/∂{what} of the world {y} vs the simulator {x} ({e:.1e})");
+            }
+        }
+    }
+}
+
+/// World options matching a `Simulator`'s contact options.
+fn options_world(c: &stiction::step::ContactOptions) -> WorldOptions {
+    WorldOptions { dt: H, margin: c.margin, erp: c.erp, friction: c.model }
+}
