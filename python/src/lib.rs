@@ -19,6 +19,7 @@ mod samples;
 mod simulator;
 mod sysid;
 mod tape;
+mod world;
 
 use pyo3::prelude::*;
 
@@ -40,6 +41,11 @@ fn _stiction(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tape::PyStepRecord>()?;
     m.add_class::<tape::PyTape>()?;
     m.add_class::<gradcheck::PyGradReport>()?;
+    m.add_class::<world::PyWorld>()?;
+    m.add_class::<world::PyParticles>()?;
+    m.add_class::<world::PyStaticGeometry>()?;
+    m.add_class::<world::PyWorldStepRecord>()?;
+    m.add_class::<world::PyWorldTape>()?;
     m.add_function(wrap_pyfunction!(gradcheck::gradcheck, m)?)?;
     m.add_function(wrap_pyfunction!(gradcheck::load_scene, m)?)?;
     m.add_function(wrap_pyfunction!(optim::_ilqr, m)?)?;

@@ -773,6 +773,215 @@ class Tape:
         :raises InputError: no tapes, empty or mismatched tapes, wrong shapes, non-finite input.
         """
 
+class Particles:
+    """Point masses with spherical collision shapes, under gravity and control forces: a
+    system of a :class:`World` (immutable).
+
+    Particle ``i`` has position ``q[3i:3i+3]``, velocity ``v[3i:3i+3]`` and control force
+    ``u[3i:3i+3]`` (world frame, N); one step is semi-implicit Euler
+    ``v⁺ = v + h (g + u/m) + M⁻¹ Jᵀ f``, ``x⁺ = x + h v⁺``.
+    """
+
+    def __init__(
+        self,
+        masses: ArrayLike,
+        radii: Union[float, ArrayLike],
+        friction: float = 0.8,
+        restitution: float = 0.0,
+        gravity: Optional[ArrayLike] = None,
+        self_collision: bool = True,
+    ) -> None:
+        """:param masses: the masses (kg), finite and positive, shape (n,).
+        :param radii: the radii (m), finite and non-negative, shape (n,) or one number.
+        :param friction: Coulomb friction coefficient μ of every particle.
+        :param restitution: coefficient of restitution in [0, 1] (not in the world step yet).
+        :param gravity: (3,), default ``(0, 0, -9.81)``.
+        :param self_collision: whether the particles collide with each other.
+        :raises InputError: mismatched lengths or invalid values (e.g. a negative mass).
+        """
+    def __len__(self) -> int:
+        """The number of particles."""
+    @property
+    def masses(self) -> Vector:
+        """The masses (kg), shape (n,)."""
+    @property
+    def radii(self) -> Vector:
+        """The radii (m), shape (n,)."""
+    @property
+    def gravity(self) -> Vector:
+        """The gravity (m/s²), shape (3,)."""
+
+class StaticGeometry:
+    """Shapes fixed in the world (no degrees of freedom): a system of a :class:`World`, and
+    the ``None`` side of its contacts. Build one with :meth:`ground`."""
+
+    @staticmethod
+    def ground(
+        friction: float = 0.8, restitution: float = 0.0, tilt: float = 0.0, height: float = 0.0
+    ) -> "StaticGeometry":
+        """The ground: the half-space ``z <= 0``; with ``tilt`` (rad) rotated about the world
+        y axis (an incline going down towards +x for a positive tilt), then raised by
+        ``height`` (m).
+
+        :raises InputError: a negative or non-finite friction, a restitution outside [0, 1],
+            a non-finite tilt or height.
+        """
+    @property
+    def num_shapes(self) -> int:
+        """The number of shapes."""
+
+class World:
+    """Several systems stepped together through one constraint stage (immutable).
+
+    Contacts between any two systems (and within a system that allows it) become the rows
+    ``J_r v = W_r · (V_B − V_A)`` of one boxed LCP over ``A = Σ_s J_s M̃_s⁻¹ J_sᵀ``. The
+    global vectors concatenate the systems' blocks in the order given: ``q = [q_0; q_1; …]``,
+    likewise ``v`` and the controls ``u`` (joint torques of a :class:`Model`, forces of
+    :class:`Particles`, nothing for :class:`StaticGeometry`); :meth:`blocks` gives the
+    slices of a system. Gradients with respect to ``q`` are tangent (nv entries, along
+    ``retract(q, ε eᵢ)``).
+    """
+
+    def __init__(
+        self,
+        systems: Sequence[Union[Model, Particles, StaticGeometry]],
+        dt: float = 1e-3,
+        margin: Optional[float] = None,
+        erp: Optional[float] = None,
+        friction: str = "coulomb",
+        solver: str = "boxed_lcp",
+    ) -> None:
+        """:param systems: the systems, in the order of the global vectors; a :class:`Model`
+            steps as an articulation with its own gravity.
+        :param dt: the time step (s).
+        :param margin: contacts are created for pairs closer than this (m); default as the
+            simulator's contact options.
+        :param erp: penetration recovery rate in [0, 1] (a penetrating contact gets the
+            normal bias ``erp·φ/h``, a separated one ``φ/h``); default as the simulator's.
+        :param friction: ``"coulomb"`` (two rows per contact boxed by ±μ f_n) or
+            ``"no_slip"`` (two equality rows per contact).
+        :param solver: ``"boxed_lcp"`` or ``"ppm"`` (unilateral and equality rows only:
+            no-slip worlds).
+        :raises TypeError: a system of another kind.
+        :raises InputError: invalid options.
+        """
+    @property
+    def nq(self) -> int:
+        """The size of the global configuration ``q``."""
+    @property
+    def nv(self) -> int:
+        """The size of the global velocity ``v`` (and of tangent gradients)."""
+    @property
+    def nu(self) -> int:
+        """The size of the global control ``u``."""
+    @property
+    def dt(self) -> float:
+        """The time step (s)."""
+    @property
+    def margin(self) -> float:
+        """The contact margin (m)."""
+    @property
+    def friction(self) -> str:
+        """The friction model, ``"coulomb"`` or ``"no_slip"``."""
+    @property
+    def solver(self) -> str:
+        """The constraint solver's name (``"boxed LCP"`` or ``"PPM"``)."""
+    @property
+    def erp(self) -> float:
+        """The penetration recovery rate."""
+    @property
+    def num_systems(self) -> int:
+        """The number of systems."""
+    @property
+    def system_names(self) -> List[str]:
+        """A short description of each system, in order."""
+    def blocks(self, i: int) -> Tuple["builtins.slice", "builtins.slice", "builtins.slice"]:
+        """The slices ``(q_slice, v_slice, u_slice)`` of system ``i`` in the global vectors
+        (negative ``i`` counts from the end), e.g. ``q[world.blocks(1)[0]]``.
+
+        :raises IndexError: ``i`` out of range.
+        """
+    def step(self, q: ArrayLike, v: ArrayLike, u: Optional[ArrayLike] = None) -> Tuple[Vector, Vector]:
+        """One step from ``(q, v)`` under the controls ``u`` (None: zero); returns
+        ``(q_next, v_next)``.
+
+        :raises InputError: wrong lengths or non-finite values (the message names the system).
+        :raises NumericalError: a solver failure or a non-finite result.
+        """
+    def step_recorded(self, q: ArrayLike, v: ArrayLike, u: Optional[ArrayLike] = None) -> "WorldStepRecord":
+        """One step as :meth:`step`, returning its :class:`WorldStepRecord`."""
+    def rollout(self, q: ArrayLike, v: ArrayLike, controls: ArrayLike) -> Tuple[Matrix, Matrix, "WorldTape"]:
+        """``T`` steps from ``(q, v)`` under ``controls`` (T, nu); returns ``(Q, V, tape)``
+        with the states after each step, shapes (T, nq) and (T, nv), and the
+        :class:`WorldTape` of the steps.
+
+        :raises InputError: wrong shapes or non-finite values (the message names the step).
+        """
+    def retract(self, q: ArrayLike, dq: ArrayLike) -> Vector:
+        """``q ⊕ dq``: moves ``q`` (nq) along the tangent vector ``dq`` (nv), system by system."""
+    def difference(self, q0: ArrayLike, q1: ArrayLike) -> Vector:
+        """``q1 ⊖ q0``: the tangent vector (nv) with ``retract(q0, difference(q0, q1)) == q1``."""
+
+class WorldStepRecord:
+    """One recorded world step (:meth:`World.step_recorded`, or an entry of a
+    :class:`WorldTape`): the next state, the contacts, the constraint solve, and everything
+    the step's vector-Jacobian product needs. Self-contained."""
+
+    def vjp(self, grad_q_next: ArrayLike, grad_v_next: ArrayLike) -> Tuple[Vector, Vector, Vector]:
+        """Vector-Jacobian product: given ``∂ℓ/∂q⁺`` (tangent, nv) and ``∂ℓ/∂v⁺`` (nv), returns
+        ``(grad_q, grad_v, grad_u)``, the gradients of ℓ with respect to the step's ``q``
+        (tangent, nv), ``v`` (nv) and ``u`` (nu), in the contact mode of the recorded solve.
+
+        :raises InputError: wrong lengths or non-finite values.
+        """
+    @property
+    def q_next(self) -> Vector:
+        """Configuration after the step, shape (nq,)."""
+    @property
+    def v_next(self) -> Vector:
+        """Velocity after the step, shape (nv,)."""
+    @property
+    def num_contacts(self) -> int:
+        """The number of contacts nc."""
+    @property
+    def impulses(self) -> Vector:
+        """The constraint impulses ``f`` (N·s), shape (3·nc,): per contact the normal, then
+        the two friction directions."""
+    @property
+    def row_states(self) -> List[str]:
+        """The solve's classification of each row (``"clamping"``, ``"separating"``,
+        ``"at_lower"``, ``"at_upper"``, ``"tied"``): the contact mode the VJP differentiates."""
+    @property
+    def constraint_jacobian(self) -> Matrix:
+        """The constraint Jacobian ``J``, shape (3·nc, nv): the relative velocity of side B
+        with respect to side A along each contact's normal, then friction directions."""
+    @property
+    def contacts(self) -> List[Dict[str, Any]]:
+        """The contacts, one dict each: ``side_a``, ``side_b`` (None for static geometry, else
+        ``(system, element)``: a body of a :class:`Model`, a particle), ``shape_a``,
+        ``shape_b`` (``(system, shape)``), ``point`` (3,) and ``normal`` (3,, from A to B)
+        in world coordinates, ``distance`` (signed, negative in penetration), ``friction``
+        (the pair's μ) and ``kind`` (``"vertex-face"``, ...)."""
+
+class WorldTape:
+    """The records of a world rollout (:meth:`World.rollout`), in step order."""
+
+    def __len__(self) -> int:
+        """The number of steps T."""
+    def __getitem__(self, t: int) -> WorldStepRecord:
+        """The record of step ``t`` (negative indices count from the end)."""
+    def backward(
+        self, grad_q: Optional[ArrayLike] = None, grad_v: Optional[ArrayLike] = None
+    ) -> Tuple[Vector, Vector, Matrix]:
+        """Reverse-mode sweep: ``grad_q[k]``, ``grad_v[k]`` (shapes (T, nv)) are ``∂ℓ/∂q_{k+1}``
+        (tangent) and ``∂ℓ/∂v_{k+1}`` of the state after step k, i.e. of row k of the
+        rollout's ``(Q, V)``; None: zero. Returns ``(grad_q0, grad_v0, grad_u)``: the total
+        derivatives with respect to the start state (tangent q; nv each) and the controls,
+        shape (T, nu).
+
+        :raises InputError: an empty tape, wrong shapes or non-finite values.
+        """
+
 class GradReport:
     """The result of :func:`gradcheck`; ``str(report)`` is a table of the blocks."""
 

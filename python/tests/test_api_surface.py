@@ -122,7 +122,22 @@ def test_package_reexports_the_public_surface():
             assert name in stiction.__all__, name
 
 
-@pytest.mark.parametrize("name", ["Model", "Simulator", "ParamSpec", "Tape", "StepRecord", "ModelBuilder"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Model",
+        "Simulator",
+        "ParamSpec",
+        "Tape",
+        "StepRecord",
+        "ModelBuilder",
+        "World",
+        "Particles",
+        "StaticGeometry",
+        "WorldStepRecord",
+        "WorldTape",
+    ],
+)
 def test_classes_live_in_the_stiction_namespace(name):
     assert getattr(_stiction, name).__module__ == "stiction"
 

@@ -1,0 +1,599 @@
+//! `stiction.World` and its systems (`Particles`, `StaticGeometry`, a `Model` as an
+//! articulation), `stiction.WorldStepRecord` and `stiction.WorldTape`: several systems
+//! stepped through one constraint stage, with the step's vector-Jacobian product and
+//! the reverse sweep of a rollout (`stiction::world`, docs/world.md).
+
+use crate::constraints::state_name;
+use crate::convert::{array, dvector, matrix, out_mat, out_rows, out_vec, shape_str, type_name, vec3};
+use crate::errors::{input_error, IntoPyResult};
+use crate::model::PyModel;
+use nalgebra::DVector;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PySlice, PyTuple};
+use std::sync::Arc;
+use stiction::collision::{Material, ShapeInstance};
+use stiction::math::{Vec3, SE3};
+use stiction::solver::{BoxedLcpSolver, ConstraintSolver, PpmSolver};
+use stiction::step::ContactModel;
+use stiction::world::{
+    Articulation, ContactSide, Particles, StaticGeometry, System, World, WorldOptions, WorldState, WorldStepRecord,
+    WorldTape,
+};
+
+/// A friction coefficient: finite and non-negative.
+fn friction_arg(mu: f64) -> PyResult<f64> {
+    if mu.is_finite() && mu >= 0.0 {
+        Ok(mu)
+    } else {
+        Err(input_error(format!("friction must be finite and >= 0, got {mu}")))
+    }
+}
+
+/// A coefficient of restitution in [0, 1].
+fn restitution_arg(e: f64) -> PyResult<f64> {
+    if e.is_finite() && (0.0..=1.0).contains(&e) {
+        Ok(e)
+    } else {
+        Err(input_error(format!("restitution must be in [0, 1], got {e}")))
+    }
+}
+
+/// Point masses with spherical collision shapes, under gravity and control forces: a
+/// system of a `World`. Particle `i` has position `q[3i:3i+3]`, velocity `v[3i:3i+3]`
+/// and control force `u[3i:3i+3]` (world frame, N); one step is semi-implicit Euler
+/// `v⁺ = v + h (g + u/m) + M⁻¹ Jᵀ f`, `x⁺ = x + h v⁺`. Immutable.
+#[pyclass(name = "Particles", module = "stiction", frozen)]
+pub struct PyParticles {
+    inner: Arc<Particles>,
+    radii: Vec<f64>,
+    gravity: Vec3,
+}
+
+#[pymethods]
+impl PyParticles {
+    /// Particles of the given `masses` (kg, finite and positive) and `radii` (m, finite
+    /// and non-negative; one number for all), all of Coulomb `friction` and
+    /// `restitution` (the world step has no restitution yet), under `gravity` (m/s²).
+    /// `self_collision`: whether the particles collide with each other.
+    /// Raises `InputError` for mismatched lengths or invalid values.
+    #[new]
+    #[pyo3(signature = (masses, radii, friction=0.8, restitution=0.0, gravity=None, self_collision=true))]
+    fn new(
+        masses: &Bound<'_, PyAny>,
+        radii: &Bound<'_, PyAny>,
+        friction: f64,
+        restitution: f64,
+        gravity: Option<&Bound<'_, PyAny>>,
+        self_collision: bool,
+    ) -> PyResult<Self> {
+        let m = array(masses, "masses")?;
+        if m.shape.len() != 1 {
+            return Err(input_error(format!("masses must be a 1-D array, got shape {}", shape_str(&m.shape))));
+        }
+        let r = array(radii, "radii")?;
+        let radii = match r.shape.as_slice() {
+            [] => vec![r.data[0]; m.data.len()],
+            [_] => r.data,
+            shape => {
+                return Err(input_error(format!(
+                    "radii must be a number or a 1-D array, got shape {}",
+                    shape_str(shape)
+                )))
+            }
+        };
+        let gravity = match gravity.filter(|g| !g.is_none()) {
+            Some(g) => vec3(g, "gravity")?,
+            None => Vec3::new(0.0, 0.0, -9.81),
+        };
+        let material = Material::new(friction_arg(friction)?, restitution_arg(restitution)?);
+        let inner = Particles::new(&m.data, &radii, material, gravity).py_err()?.with_self_collision(self_collision);
+        Ok(Self { inner: Arc::new(inner), radii, gravity })
+    }
+
+    /// The number of particles.
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// The masses (kg), shape (n,).
+    #[getter]
+    fn masses<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f64>> {
+        out_vec(py, self.inner.masses())
+    }
+
+    /// The radii (m), shape (n,).
+    #[getter]
+    fn radii<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f64>> {
+        out_vec(py, &self.radii)
+    }
+
+    /// The gravity (m/s²), shape (3,).
+    #[getter]
+    fn gravity<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f64>> {
+        out_vec(py, self.gravity.as_slice())
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Particles(n={})", self.inner.len())
+    }
+}
+
+/// Shapes fixed in the world (no degrees of freedom): a system of a `World`, and the
+/// `None` side of its contacts. Build one with `StaticGeometry.ground`. Immutable.
+#[pyclass(name = "StaticGeometry", module = "stiction", frozen)]
+pub struct PyStaticGeometry {
+    inner: Arc<StaticGeometry>,
+}
+
+#[pymethods]
+impl PyStaticGeometry {
+    /// The ground: the half-space `z <= 0`, of Coulomb `friction` and `restitution`;
+    /// with `tilt` (rad) rotated about the world y axis (an incline going down towards
+    /// +x for a positive tilt), then raised by `height` (m).
+    /// Raises `InputError` for invalid values.
+    #[staticmethod]
+    #[pyo3(signature = (friction=0.8, restitution=0.0, tilt=0.0, height=0.0))]
+    fn ground(friction: f64, restitution: f64, tilt: f64, height: f64) -> PyResult<Self> {
+        let material = Material::new(friction_arg(friction)?, restitution_arg(restitution)?);
+        if !(tilt.is_finite() && height.is_finite()) {
+            return Err(input_error(format!("tilt and height must be finite, got tilt = {tilt}, height = {height}")));
+        }
+        let ground = StaticGeometry::ground(material);
+        let inner = if tilt == 0.0 && height == 0.0 {
+            ground
+        } else {
+            let pose = SE3::from_translation(Vec3::new(0.0, 0.0, height)) * SE3::from_axis_angle(&Vec3::y(), tilt);
+            let shapes = ground.shapes().iter().map(|s| ShapeInstance { local: pose, ..s.clone() }).collect();
+            StaticGeometry::new(shapes).py_err()?
+        };
+        Ok(Self { inner: Arc::new(inner) })
+    }
+
+    /// The number of shapes.
+    #[getter]
+    fn num_shapes(&self) -> usize {
+        self.inner.shapes().len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("StaticGeometry(shapes={})", self.inner.shapes().len())
+    }
+}
+
+/// A system argument of `World`: a `Model` (an articulation), `Particles` or
+/// `StaticGeometry`.
+fn system_arg(obj: &Bound<'_, PyAny>, index: usize) -> PyResult<Arc<dyn System>> {
+    if let Ok(m) = obj.cast::<PyModel>() {
+        return Ok(Arc::new(Articulation::new(Arc::new(m.get().model.clone()))));
+    }
+    if let Ok(p) = obj.cast::<PyParticles>() {
+        return Ok(p.get().inner.clone());
+    }
+    if let Ok(s) = obj.cast::<PyStaticGeometry>() {
+        return Ok(s.get().inner.clone());
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        "systems[{index}] must be a Model, Particles or StaticGeometry, got {}",
+        type_name(obj)
+    )))
+}
+
+/// Several systems stepped together through one constraint stage: contacts between
+/// any two of them (and within a system that allows it) become rows
+/// `J_r v = W_r · (V_B − V_A)` of one boxed LCP over the Delassus operator
+/// `A = Σ_s J_s M̃_s⁻¹ J_sᵀ`. The global vectors concatenate the systems' blocks in the
+/// order given: `q = [q_0; q_1; …]`, likewise `v` and the controls `u` (joint torques of
+/// a `Model`, forces of `Particles`, nothing for `StaticGeometry`); `blocks(i)` gives
+/// the slices of system i. Immutable.
+#[pyclass(name = "World", module = "stiction", frozen)]
+pub struct PyWorld {
+    world: World,
+}
+
+/// `(Q, V)` of a rollout, as row-major data.
+type Trajectory = (Vec<f64>, Vec<f64>);
+
+impl PyWorld {
+    fn state(&self, q: &Bound<'_, PyAny>, v: &Bound<'_, PyAny>) -> PyResult<WorldState> {
+        Ok(WorldState {
+            q: dvector(q, "q", self.world.nq(), "world.nq")?,
+            v: dvector(v, "v", self.world.nv(), "world.nv")?,
+        })
+    }
+
+    fn control(&self, u: Option<&Bound<'_, PyAny>>) -> PyResult<DVector<f64>> {
+        match u.filter(|u| !u.is_none()) {
+            Some(u) => dvector(u, "u", self.world.nu(), "world.nu"),
+            None => Ok(DVector::zeros(self.world.nu())),
+        }
+    }
+}
+
+#[pymethods]
+impl PyWorld {
+    /// A world of `systems` (a list of `Model`, `Particles` and `StaticGeometry`, in
+    /// the order of the global vectors) with time step `dt`; `margin` (m, contacts are
+    /// created for pairs closer than this) and `erp` (penetration recovery rate in
+    /// [0, 1]) default to the simulator's contact defaults. A `Model` steps with its own
+    /// gravity (see `Model.with_gravity`). `friction` is `"coulomb"` (two rows per
+    /// contact boxed by ±μ f_n) or `"no_slip"` (two equality rows per contact);
+    /// `solver` is `"boxed_lcp"` or `"ppm"` (unilateral and equality rows only: no-slip
+    /// worlds). Raises `TypeError` for another kind of system and `InputError` for
+    /// invalid options.
+    #[new]
+    #[pyo3(signature = (systems, dt=1e-3, margin=None, erp=None, friction="coulomb", solver="boxed_lcp"))]
+    fn new(
+        systems: Vec<Bound<'_, PyAny>>,
+        dt: f64,
+        margin: Option<f64>,
+        erp: Option<f64>,
+        friction: &str,
+        solver: &str,
+    ) -> PyResult<Self> {
+        let systems =
+            systems.iter().enumerate().map(|(i, s)| system_arg(s, i)).collect::<PyResult<Vec<Arc<dyn System>>>>()?;
+        let friction = match friction {
+            "coulomb" => ContactModel::Coulomb,
+            "no_slip" => ContactModel::NoSlip,
+            other => return Err(input_error(format!("world friction must be 'coulomb' or 'no_slip', got '{other}'"))),
+        };
+        let solver: Arc<dyn ConstraintSolver> = match solver {
+            "boxed_lcp" => Arc::new(BoxedLcpSolver::default()),
+            "ppm" => Arc::new(PpmSolver::default()),
+            other => return Err(input_error(format!("world solver must be 'boxed_lcp' or 'ppm', got '{other}'"))),
+        };
+        let d = WorldOptions::default();
+        let options = WorldOptions { dt, margin: margin.unwrap_or(d.margin), erp: erp.unwrap_or(d.erp), friction, ..d };
+        Ok(Self { world: World::with_solver(systems, solver, options).py_err()? })
+    }
+
+    /// The friction model, `"coulomb"` or `"no_slip"`.
+    #[getter]
+    fn friction(&self) -> &'static str {
+        self.world.options().friction.name()
+    }
+
+    /// The constraint solver's name (`"boxed LCP"` or `"PPM"`).
+    #[getter]
+    fn solver(&self) -> &'static str {
+        self.world.solver().name()
+    }
+
+    /// The size of the global configuration `q`.
+    #[getter]
+    fn nq(&self) -> usize {
+        self.world.nq()
+    }
+
+    /// The size of the global velocity `v` (and of gradients with respect to `q`,
+    /// which are tangent).
+    #[getter]
+    fn nv(&self) -> usize {
+        self.world.nv()
+    }
+
+    /// The size of the global control `u`.
+    #[getter]
+    fn nu(&self) -> usize {
+        self.world.nu()
+    }
+
+    /// The time step (s).
+    #[getter]
+    fn dt(&self) -> f64 {
+        self.world.options().dt
+    }
+
+    /// The contact margin (m).
+    #[getter]
+    fn margin(&self) -> f64 {
+        self.world.options().margin
+    }
+
+    /// The penetration recovery rate.
+    #[getter]
+    fn erp(&self) -> f64 {
+        self.world.options().erp
+    }
+
+    /// The number of systems.
+    #[getter]
+    fn num_systems(&self) -> usize {
+        self.world.systems().len()
+    }
+
+    /// A short description of each system, in order.
+    #[getter]
+    fn system_names(&self) -> Vec<String> {
+        self.world.systems().iter().map(|s| s.name()).collect()
+    }
+
+    /// The slices `(q_slice, v_slice, u_slice)` of system `i` in the global
+    /// configuration, velocity and control vectors (negative `i` counts from the end),
+    /// e.g. `q[world.blocks(1)[0]]`. Raises `IndexError` for `i` out of range.
+    fn blocks<'py>(&self, py: Python<'py>, i: isize) -> PyResult<Bound<'py, PyTuple>> {
+        let n = self.world.systems().len() as isize;
+        let s = if i < 0 { i + n } else { i };
+        let (q, v, u) = (s >= 0)
+            .then(|| self.world.blocks(s as usize))
+            .flatten()
+            .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err(format!("system {i} out of range ({n} systems)")))?;
+        let slice = |r: std::ops::Range<usize>| PySlice::new(py, r.start as isize, r.end as isize, 1);
+        PyTuple::new(py, [slice(q), slice(v), slice(u)])
+    }
+
+    /// One step from `(q, v)` under the controls `u` (`None`: zero); returns
+    /// `(q_next, v_next)`. Raises `InputError` for wrong lengths or non-finite values
+    /// (the message names the system), `NumericalError` for a solver failure or a
+    /// non-finite result.
+    #[pyo3(signature = (q, v, u=None))]
+    fn step<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        v: &Bound<'py, PyAny>,
+        u: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let state = self.state(q, v)?;
+        let u = self.control(u)?;
+        let next = py.detach(|| self.world.step(&state, &u)).py_err()?;
+        PyTuple::new(py, [out_vec(py, next.q.as_slice()), out_vec(py, next.v.as_slice())])
+    }
+
+    /// One step as `step`, returning its `WorldStepRecord` (the next state, the
+    /// contacts, the impulses and the vector-Jacobian product).
+    #[pyo3(signature = (q, v, u=None))]
+    fn step_recorded(
+        &self,
+        py: Python<'_>,
+        q: &Bound<'_, PyAny>,
+        v: &Bound<'_, PyAny>,
+        u: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyWorldStepRecord> {
+        let state = self.state(q, v)?;
+        let u = self.control(u)?;
+        let record = py.detach(|| self.world.step_recorded(&state, &u)).py_err()?;
+        Ok(PyWorldStepRecord { record, nv: self.world.nv() })
+    }
+
+    /// `T` steps from `(q, v)` under the controls `controls` (shape (T, nu)); returns
+    /// `(Q, V, tape)` with the states after each step, shapes (T, nq) and (T, nv), and
+    /// the `WorldTape` of the steps. A failing step's error names it.
+    fn rollout<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        v: &Bound<'py, PyAny>,
+        controls: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let state = self.state(q, v)?;
+        let (nq, nv, nu) = (self.world.nq(), self.world.nv(), self.world.nu());
+        let (steps, data) = matrix(controls, "controls", None, nu)?;
+        let controls: Vec<DVector<f64>> = if nu == 0 {
+            vec![DVector::zeros(0); steps]
+        } else {
+            data.chunks_exact(nu).map(DVector::from_column_slice).collect()
+        };
+        let ((qs, vs), tape) = py
+            .detach(|| -> stiction::Result<(Trajectory, WorldTape)> {
+                let (states, tape) = self.world.rollout_recorded(&state, &controls)?;
+                let qs = states.iter().flat_map(|s| s.q.iter().copied()).collect();
+                let vs = states.iter().flat_map(|s| s.v.iter().copied()).collect();
+                Ok(((qs, vs), tape))
+            })
+            .py_err()?;
+        let tape = Bound::new(py, PyWorldTape { tape, nv, nu })?.into_any();
+        PyTuple::new(py, [out_rows(py, steps, nq, qs)?.into_any(), out_rows(py, steps, nv, vs)?.into_any(), tape])
+    }
+
+    /// `q ⊕ dq`: moves the configuration `q` (nq) along the tangent vector `dq` (nv),
+    /// system by system (unit quaternions stay unit).
+    fn retract<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        dq: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, numpy::PyArray1<f64>>> {
+        let q = dvector(q, "q", self.world.nq(), "world.nq")?;
+        let dq = dvector(dq, "dq", self.world.nv(), "world.nv")?;
+        Ok(out_vec(py, self.world.retract(&q, &dq).py_err()?.as_slice()))
+    }
+
+    /// `q1 ⊖ q0`: the tangent vector (nv) with `retract(q0, difference(q0, q1)) = q1`.
+    fn difference<'py>(
+        &self,
+        py: Python<'py>,
+        q0: &Bound<'py, PyAny>,
+        q1: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, numpy::PyArray1<f64>>> {
+        let q0 = dvector(q0, "q0", self.world.nq(), "world.nq")?;
+        let q1 = dvector(q1, "q1", self.world.nq(), "world.nq")?;
+        Ok(out_vec(py, self.world.difference(&q0, &q1).py_err()?.as_slice()))
+    }
+
+    fn __repr__(&self) -> String {
+        let names = self.world.systems().iter().map(|s| s.name()).collect::<Vec<_>>().join(", ");
+        format!("World(systems=[{names}], dt={})", self.world.options().dt)
+    }
+}
+
+/// A contact side as Python sees it: `None` (static) or `(system, element)`.
+fn side(s: ContactSide) -> Option<(usize, usize)> {
+    match s {
+        ContactSide::Element { system, element } => Some((system, element)),
+        ContactSide::Static => None,
+    }
+}
+
+/// One recorded world step (`World.step_recorded`, or an entry of a `WorldTape`):
+/// the next state, the contacts and the constraint solve, and everything the step's
+/// vector-Jacobian product needs. Self-contained.
+#[pyclass(name = "WorldStepRecord", module = "stiction", frozen)]
+pub struct PyWorldStepRecord {
+    record: WorldStepRecord,
+    nv: usize,
+}
+
+#[pymethods]
+impl PyWorldStepRecord {
+    /// Vector-Jacobian product: given `grad_q_next = ∂ℓ/∂q⁺` (tangent, nv) and
+    /// `grad_v_next = ∂ℓ/∂v⁺` (nv), returns `(grad_q, grad_v, grad_u)`, the gradients
+    /// of ℓ with respect to the step's `q` (tangent, nv), `v` (nv) and `u` (nu), in the
+    /// contact mode of the recorded solve. Raises `InputError` for wrong lengths or
+    /// non-finite values.
+    fn vjp<'py>(
+        &self,
+        py: Python<'py>,
+        grad_q_next: &Bound<'py, PyAny>,
+        grad_v_next: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let gq = dvector(grad_q_next, "grad_q_next", self.nv, "world.nv")?;
+        let gv = dvector(grad_v_next, "grad_v_next", self.nv, "world.nv")?;
+        let g = py.detach(|| self.record.vjp(&gq, &gv)).py_err()?;
+        PyTuple::new(py, [out_vec(py, g.q.as_slice()), out_vec(py, g.v.as_slice()), out_vec(py, g.u.as_slice())])
+    }
+
+    /// The configuration after the step, shape (nq,).
+    #[getter]
+    fn q_next<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f64>> {
+        out_vec(py, self.record.next_state().q.as_slice())
+    }
+
+    /// The velocity after the step, shape (nv,).
+    #[getter]
+    fn v_next<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f64>> {
+        out_vec(py, self.record.next_state().v.as_slice())
+    }
+
+    /// The number of contacts nc of the step.
+    #[getter]
+    fn num_contacts(&self) -> usize {
+        self.record.contacts().len()
+    }
+
+    /// The constraint impulses `f` (N·s), shape (3·nc,): per contact the normal, then
+    /// the two friction directions.
+    #[getter]
+    fn impulses<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f64>> {
+        out_vec(py, self.record.solution().f.as_slice())
+    }
+
+    /// The classification of each row by the solve (`"clamping"`, `"separating"`,
+    /// `"at_lower"`, `"at_upper"`, `"tied"`): the contact mode the VJP differentiates.
+    #[getter]
+    fn row_states(&self) -> Vec<&'static str> {
+        self.record.solution().states.iter().map(|s| state_name(*s)).collect()
+    }
+
+    /// The constraint Jacobian `J` of the step, shape (3·nc, nv): row r of a contact
+    /// maps the global velocity to the relative velocity of side B with respect to side
+    /// A along the contact's normal (r = 0) or friction directions.
+    #[getter]
+    fn constraint_jacobian<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray2<f64>> {
+        out_mat(py, self.record.constraint_jacobian())
+    }
+
+    /// The contacts of the step, one dict each: `side_a`, `side_b` (`None` for static
+    /// geometry, else `(system, element)`: the body of a `Model`, the particle of
+    /// `Particles`), `shape_a`, `shape_b` (`(system, shape)`), `point` (3,) and
+    /// `normal` (3,, from A to B) in world coordinates, `distance` (signed, negative in
+    /// penetration), `friction` (the pair's Coulomb coefficient) and `kind`
+    /// (`"vertex-face"`, ...).
+    #[getter]
+    fn contacts<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.record
+            .contacts()
+            .iter()
+            .map(|c| {
+                let d = PyDict::new(py);
+                d.set_item("side_a", side(c.side_a))?;
+                d.set_item("side_b", side(c.side_b))?;
+                d.set_item("shape_a", (c.shape_a.system, c.shape_a.shape))?;
+                d.set_item("shape_b", (c.shape_b.system, c.shape_b.shape))?;
+                let g = &c.contact.geometry;
+                d.set_item("point", out_vec(py, g.point.as_slice()))?;
+                d.set_item("normal", out_vec(py, g.normal.as_slice()))?;
+                d.set_item("distance", g.distance)?;
+                d.set_item("friction", c.friction)?;
+                d.set_item("kind", c.contact.kind.name())?;
+                Ok(d)
+            })
+            .collect()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("WorldStepRecord(contacts={})", self.record.contacts().len())
+    }
+}
+
+/// The records of a world rollout (`World.rollout`), in step order, and their reverse
+/// sweep.
+#[pyclass(name = "WorldTape", module = "stiction", frozen)]
+pub struct PyWorldTape {
+    tape: WorldTape,
+    nv: usize,
+    nu: usize,
+}
+
+/// The rows of an optional `(steps, nv)` cotangent as vectors (zeros when `None`).
+fn cotangent_rows(obj: Option<&Bound<'_, PyAny>>, name: &str, steps: usize, nv: usize) -> PyResult<Vec<DVector<f64>>> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else { return Ok(vec![DVector::zeros(nv); steps]) };
+    let (_, data) = matrix(obj, name, Some(steps), nv)?;
+    if nv == 0 {
+        return Ok(vec![DVector::zeros(0); steps]);
+    }
+    Ok(data.chunks_exact(nv).map(DVector::from_column_slice).collect())
+}
+
+#[pymethods]
+impl PyWorldTape {
+    /// The number of steps T.
+    fn __len__(&self) -> usize {
+        self.tape.len()
+    }
+
+    /// The record of step `t` (negative indices count from the end).
+    fn __getitem__(&self, t: isize) -> PyResult<PyWorldStepRecord> {
+        let n = self.tape.len() as isize;
+        let i = if t < 0 { t + n } else { t };
+        if !(0..n).contains(&i) {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!("step {t} out of range (tape has {n} steps)")));
+        }
+        Ok(PyWorldStepRecord { record: self.tape.records()[i as usize].clone(), nv: self.nv })
+    }
+
+    /// Reverse-mode sweep: `grad_q[k]` and `grad_v[k]` (shapes (T, nv)) are `∂ℓ/∂q_{k+1}`
+    /// (tangent) and `∂ℓ/∂v_{k+1}` of the state after step k, i.e. of row k of the
+    /// rollout's `(Q, V)` (`None`: zero). Returns `(grad_q0, grad_v0, grad_u)`: the total
+    /// derivatives with respect to the start state (tangent q, nv each) and the controls
+    /// (shape (T, nu)). Raises `InputError` for an empty tape, wrong shapes or non-finite
+    /// values.
+    #[pyo3(signature = (grad_q=None, grad_v=None))]
+    fn backward<'py>(
+        &self,
+        py: Python<'py>,
+        grad_q: Option<&Bound<'py, PyAny>>,
+        grad_v: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let steps = self.tape.len();
+        if steps == 0 {
+            return Err(input_error("the world tape is empty"));
+        }
+        let gq = cotangent_rows(grad_q, "grad_q", steps, self.nv)?;
+        let gv = cotangent_rows(grad_v, "grad_v", steps, self.nv)?;
+        let g = py.detach(|| self.tape.backward(&gq, &gv)).py_err()?;
+        let u: Vec<f64> = g.u.iter().flat_map(|u| u.iter().copied()).collect();
+        PyTuple::new(
+            py,
+            [
+                out_vec(py, g.q0.as_slice()).into_any(),
+                out_vec(py, g.v0.as_slice()).into_any(),
+                out_rows(py, steps, self.nu, u)?.into_any(),
+            ],
+        )
+    }
+
+    fn __repr__(&self) -> String {
+        format!("WorldTape(steps={})", self.tape.len())
+    }
+}
