@@ -243,7 +243,7 @@ impl PyWorld {
             other => return Err(input_error(format!("world solver must be 'boxed_lcp' or 'ppm', got '{other}'"))),
         };
         let d = WorldOptions::default();
-        let options = WorldOptions { dt, margin: margin.unwrap_or(d.margin), erp: erp.unwrap_or(d.erp), friction, ..d };
+        let options = WorldOptions { dt, margin: margin.unwrap_or(d.margin), erp: erp.unwrap_or(d.erp), friction };
         Ok(Self { world: World::with_solver(systems, solver, options).py_err()? })
     }
 
