@@ -1,7 +1,8 @@
 //! Contacts between the shapes of a world's systems, and their constraint rows.
 //!
 //! Detection runs the narrow phase ([`crate::collision::narrow_phase::collide`]) on every
-//! allowed pair of shapes — across systems, and within a system where it allows it — at
+//! allowed pair of shapes whose bounding spheres are within the margin — across systems,
+//! and within a system where it allows it — at
 //! the poses of the start of the step, so every contact is a closed-form feature pair
 //! whose geometry and derivatives are exact functions of the two sides' poses.
 //!
@@ -19,10 +20,10 @@
 use super::system::{System, SystemStep};
 use crate::collision::feature_pair::{evaluate_with_derivatives, Side};
 use crate::collision::narrow_phase::collide;
-use crate::collision::{Contact, ContactGeometryDerivatives};
+use crate::collision::{Contact, ContactGeometryDerivatives, ShapeCore, ShapeInstance};
 use crate::constraint::ContactFrame;
 use crate::error::{Error, Result};
-use crate::math::{Force, Motion};
+use crate::math::{Force, Motion, SE3};
 use nalgebra::{DMatrix, Matrix6xX};
 use std::sync::Arc;
 
@@ -89,6 +90,9 @@ pub(crate) fn detect(systems: &[Arc<dyn System>], steps: &[Arc<dyn SystemStep>],
                     if (ea.is_none() && eb.is_none()) || (sa == sb && (ea == eb || !system_a.self_collides(ia, ib))) {
                         continue;
                     }
+                    if bounds_apart(shape_a, &poses[sa][ia], shape_b, &poses[sb][ib], margin) {
+                        continue;
+                    }
                     found.clear();
                     collide(ia as u32, shape_a, &poses[sa][ia], ib as u32, shape_b, &poses[sb][ib], margin, &mut found);
                     let side = |system, e: Option<usize>| match e {
@@ -110,6 +114,19 @@ pub(crate) fn detect(systems: &[Arc<dyn System>], steps: &[Arc<dyn SystemStep>],
         }
     }
     out
+}
+
+/// Whether two convex shapes' bounding spheres are farther apart than `margin` (the
+/// broad phase of the world: a sphere test on every pair; half-spaces and meshes pass).
+fn bounds_apart(a: &ShapeInstance, pose_a: &SE3, b: &ShapeInstance, pose_b: &SE3, margin: f64) -> bool {
+    let sphere = |s: &ShapeInstance, pose: &SE3| match &s.core {
+        ShapeCore::Convex(p) => Some((pose.act_point(&p.center), p.bounding_radius + s.radius)),
+        _ => None,
+    };
+    match (sphere(a, pose_a), sphere(b, pose_b)) {
+        (Some((ca, ra)), Some((cb, rb))) => (ca - cb).norm() > ra + rb + margin,
+        _ => false,
+    }
 }
 
 /// The rows of a set of world contacts at the start of a step.
