@@ -401,18 +401,36 @@ fn negative_mass() {
     assert!(msg.contains("link 'arm'"), "{msg}");
 }
 
+/// A fixture of `bad/` that loads only with a warning: the strict loader's model error
+/// and message, and the lenient loader's warnings.
+fn strict_model_error(name: &str) -> (ModelError, String, Vec<String>) {
+    let path = fixture(&format!("bad/{name}"));
+    let strict = UrdfOptions { strict: true, ..opts() };
+    let e = load_urdf(&path, &strict).expect_err(name);
+    let msg = e.to_string();
+    assert!(msg.contains(name), "message does not name the file: {msg}");
+    let LoadError::Model { source, .. } = e else { panic!("{name}: expected a model error, got {e:?}") };
+    let warnings = load_urdf(&path, &opts()).unwrap_or_else(|e| panic!("{name}: {e}")).warnings;
+    (source, msg, warnings)
+}
+
 #[test]
 fn non_positive_definite_inertia() {
-    let (e, msg) = model_error("non_pd_inertia.urdf");
+    let (e, msg, warnings) = strict_model_error("non_pd_inertia.urdf");
     assert!(matches!(e, ModelError::InvalidInertia { reason: "positive definite", .. }), "{msg}");
     assert!(msg.contains("link 'arm'"), "{msg}");
+    // Not strict: the nearest physical tensor, with a warning naming the link.
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("link 'arm'") && warnings[0].contains("nearest physical"), "{warnings:?}");
 }
 
 #[test]
 fn inertia_violating_triangle_inequality() {
-    let (e, msg) = model_error("triangle_inequality.urdf");
+    let (e, msg, warnings) = strict_model_error("triangle_inequality.urdf");
     assert!(matches!(e, ModelError::TriangleInequality { .. }), "{msg}");
     assert!(msg.contains("link 'arm'"), "{msg}");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("link 'arm'") && warnings[0].contains("nearest physical"), "{warnings:?}");
 }
 
 #[test]
@@ -659,10 +677,23 @@ fn rounded_inertias_are_repaired_with_a_warning_and_strict_keeps_the_errors() {
     assert!(r.warnings[0].contains("raised"), "{:?}", r.warnings);
     let e = parse_urdf(&xml, None, &strict).unwrap_err();
     assert!(matches!(e, LoadError::Model { source: ModelError::InvalidInertia { .. }, .. }), "{e:?}");
-    // Gross violations stay errors.
+    // Gross violations: the nearest physical tensor in second moments, with a warning;
+    // strict loading refuses them. (0.01, 0.01, 0.05): s = (0.025, 0.025, −0.015) → the
+    // third clamped to 2.5e−8, so λ = (0.025 + 2.5e−8, 0.025 + 2.5e−8, 0.05).
     let xml = arm_urdf(&inertial(1.0, [0.01, 0.01, 0.05]), "");
-    assert!(parse_urdf(&xml, None, &UrdfOptions::default()).is_err());
+    let r = parse_urdf(&xml, None, &UrdfOptions::default()).unwrap();
+    let m = arm_moments(&r.model);
+    for (a, b) in m.iter().zip([0.025 + 2.5e-8, 0.025 + 2.5e-8, 0.05]) {
+        assert_relative_eq!(*a, b, epsilon = 1e-15);
+    }
+    assert!(r.warnings[0].contains("nearest physical") && r.warnings[0].contains("5.000000e-2"), "{:?}", r.warnings);
+    assert!(parse_urdf(&xml, None, &strict).is_err());
     let xml = arm_urdf(&inertial(1.0, [-0.01, 0.01, 0.01]), "");
+    let r = parse_urdf(&xml, None, &UrdfOptions::default()).unwrap();
+    assert!(arm_moments(&r.model)[0] > 0.0);
+    assert!(parse_urdf(&xml, None, &strict).is_err());
+    // Negative definite: no mass distribution near it; an error either way.
+    let xml = arm_urdf(&inertial(1.0, [-0.01, -0.01, -0.01]), "");
     assert!(parse_urdf(&xml, None, &UrdfOptions::default()).is_err());
 }
 
@@ -759,4 +790,112 @@ fn welding_drops_collapsed_triangles_only() {
     assert_eq!(mesh.triangles, vec![[0, 1, 2], [0, 1, 2]]);
     let mut clean = TriangleMesh { vertices: mesh.vertices.clone(), triangles: vec![[0, 1, 2]], source: None };
     assert_eq!(weld_vertices(&mut clean, 1e-9), (0, 0));
+}
+
+/// A chain base → a (axis `ax`) → b (axis `bx`) → c (axis `cx`), with masses `ma`, `mb`
+/// on a and b and a 1 kg link c, its centre of mass 0.2 m along x.
+fn three_hinges(axes: [&str; 3], ma: f64, mb: f64) -> String {
+    let link = |name: &str, m: f64| {
+        if m > 0.0 {
+            format!(r#"<link name="{name}">{}</link>"#, inertial(m, [0.01, 0.01, 0.01]))
+        } else {
+            format!(r#"<link name="{name}"/>"#)
+        }
+    };
+    let joint = |name: &str, parent: &str, child: &str, axis: &str| {
+        format!(
+            r#"<joint name="{name}" type="continuous"><parent link="{parent}"/><child link="{child}"/><axis xyz="{axis}"/></joint>"#
+        )
+    };
+    format!(
+        r#"<robot name="r">
+  <link name="base"><inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+  {}{}
+  <link name="c"><inertial><origin xyz="0.2 0 0"/><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.03"/></inertial></link>
+  {}{}{}
+</robot>"#,
+        link("a", ma),
+        link("b", mb),
+        joint("j1", "base", "a", axes[0]),
+        joint("j2", "a", "b", axes[1]),
+        joint("j3", "b", "c", axes[2])
+    )
+}
+
+/// Moving links without mass (docs/models.md, "Loading policy"): a ball joint written
+/// as three hinges through two massless "virtual" links loads with a warning per link
+/// and a positive-definite mass matrix; strict loading refuses it; a massless link that
+/// nothing with inertia follows (two coaxial hinges) and a moving subtree without any
+/// mass stay errors that name the joint or link.
+#[test]
+fn massless_moving_links_load_when_the_mass_matrix_is_positive_definite() {
+    use stiction::dynamics::{check_mass_matrix, crba, Data};
+    let strict = UrdfOptions { strict: true, ..Default::default() };
+    let xml = three_hinges(["1 0 0", "0 1 0", "0 0 1"], 0.0, 0.0);
+    let r = parse_urdf(&xml, None, &UrdfOptions::default()).unwrap();
+    assert_eq!(r.model.nv(), 3);
+    let massless: Vec<&String> = r.warnings.iter().filter(|w| w.contains("moves without mass")).collect();
+    assert_eq!(massless.len(), 2, "{:?}", r.warnings);
+    assert!(massless[0].contains("link 'a'") && massless[1].contains("link 'b'"), "{massless:?}");
+    let q = r.model.random_configuration(4);
+    let mut data = Data::new(&r.model);
+    assert!(crba(&r.model, &mut data, q.as_slice()).unwrap().clone().cholesky().is_some());
+    check_mass_matrix(&r.model, q.as_slice()).unwrap();
+    // The flag survives a rebuild (parameters applied by name rebuild the model).
+    let rebuilt = stiction::ModelBuilder::from(r.model.clone()).build().unwrap();
+    assert_eq!(rebuilt.nv(), 3);
+    let e = parse_urdf(&xml, None, &strict).unwrap_err();
+    assert!(e.to_string().contains("needs positive mass"), "{e}");
+    // Coaxial hinges j1, j2 about x joined by the massless link a: M is singular.
+    let xml = three_hinges(["1 0 0", "1 0 0", "0 0 1"], 0.0, 1.0);
+    let e = parse_urdf(&xml, None, &UrdfOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("singular") && e.to_string().contains("joint 'j2'"), "{e}");
+    // A massless moving leaf: a moving subtree with no mass at all.
+    let xml = arm_urdf("", "");
+    let e = parse_urdf(&xml, None, &UrdfOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("moving subtree needs positive mass") && e.to_string().contains("'arm'"), "{e}");
+}
+
+/// A static collision mesh that is not a manifold (an edge of the cube joins a third
+/// triangle, a fin) loads with its bad edge split open and a warning naming the link;
+/// strict loading refuses it. The mesh still collides: a sphere on its top gets a contact.
+#[test]
+fn static_meshes_with_bad_edges_load_with_the_edges_split() {
+    let mesh = r#"<collision><geometry><mesh filename="meshes/cube_with_fin.obj"/></geometry></collision></link>"#;
+    let xml = arm_urdf(&inertial(1.0, [0.01, 0.01, 0.01]), "").replacen(
+        "</inertial></link>",
+        &format!("</inertial>{mesh}"),
+        1,
+    );
+    let r = parse_urdf(&xml, Some(&fixture("")), &UrdfOptions::default()).unwrap();
+    let split: Vec<&String> = r.warnings.iter().filter(|w| w.contains("split into open edges")).collect();
+    assert_eq!(split.len(), 1, "{:?}", r.warnings);
+    assert!(split[0].contains("link 'base'") && split[0].contains("1 of its edges"), "{split:?}");
+    let cm = r.model.collision_model();
+    let stiction::collision::ShapeCore::TriMesh(core) = &cm.shapes[0].core else { panic!("a static mesh") };
+    // The cube's 18 edges, the fin's two new ones, and the fin's copy of the shared edge.
+    assert_eq!(core.edges.len(), 21);
+    assert_eq!(r.model.repairs().len(), 1);
+    // A sphere of radius 0.1 resting 1 mm into the top face touches it once, normal +z.
+    use stiction::collision::{narrow_phase::collide, Polytope, ShapeCore, ShapeInstance, ShapeKind};
+    let sphere = ShapeInstance {
+        body: Some(1),
+        index_on_body: 0,
+        local: SE3::identity(),
+        core: ShapeCore::Convex(std::sync::Arc::new(Polytope::point())),
+        radius: 0.1,
+        kind: ShapeKind::Sphere,
+        material: Default::default(),
+        group: 1,
+        mask: u32::MAX,
+    };
+    let at = SE3::from_translation(Vec3::new(0.1, 0.2, 0.5 + 0.1 - 1e-3));
+    let mut contacts = vec![];
+    collide(0, &cm.shapes[0], &cm.shapes[0].world_pose(&[SE3::identity(); 2]), 1, &sphere, &at, 1e-3, &mut contacts);
+    assert_eq!(contacts.len(), 1, "{contacts:?}");
+    assert_relative_eq!(contacts[0].geometry.normal, Vec3::z(), epsilon = 1e-12);
+    assert_relative_eq!(contacts[0].geometry.distance, -1e-3, epsilon = 1e-12);
+    let strict = UrdfOptions { strict: true, ..Default::default() };
+    let e = parse_urdf(&xml, Some(&fixture("")), &strict).unwrap_err();
+    assert!(e.to_string().contains("non-manifold edge"), "{e}");
 }

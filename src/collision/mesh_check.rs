@@ -209,6 +209,17 @@ pub(crate) fn check_areas(vertices: &[Vec3], triangles: &[[u32; 3]], tol: f64) -
 /// Errors: an edge used by more than two triangles (non-manifold), or by two triangles in
 /// the same direction (inconsistent winding).
 pub(crate) fn edge_table(triangles: &[[u32; 3]]) -> Result<(Vec<PolyEdge>, Vec<[u32; 3]>), String> {
+    edge_table_with(triangles, false).map(|(edges, triangle_edges, _)| (edges, triangle_edges))
+}
+
+/// The edges, each triangle's edges, and the number of split edges.
+pub(crate) type SplitEdgeTable = (Vec<PolyEdge>, Vec<[u32; 3]>, usize);
+
+/// [`edge_table`]; with `split`, an edge that a triangle cannot join (a third triangle
+/// on it, or a second one running the same way) gets a new, open edge of its own for
+/// that triangle instead of an error, and the number of such splits is returned.
+pub(crate) fn edge_table_with(triangles: &[[u32; 3]], split: bool) -> Result<SplitEdgeTable, String> {
+    let mut splits = 0;
     let mut edges: Vec<PolyEdge> = Vec::with_capacity(triangles.len() * 3 / 2 + 3);
     let mut index: IntMap<u64, u32> = IntMap::with_capacity_and_hasher(triangles.len() * 3 / 2 + 3, Default::default());
     let mut triangle_edges = Vec::with_capacity(triangles.len());
@@ -221,8 +232,16 @@ pub(crate) fn edge_table(triangles: &[[u32; 3]]) -> Result<(Vec<PolyEdge>, Vec<[
                 edges.push(PolyEdge { v: [key.0, key.1], faces: [NO_FACE, NO_FACE] });
                 edges.len() as u32 - 1
             });
-            let faces = &mut edges[e as usize].faces;
             let slot = if i < j { 0 } else { 1 };
+            if split && edges[e as usize].faces[slot] != NO_FACE {
+                let mut faces = [NO_FACE, NO_FACE];
+                faces[slot] = t as u32;
+                edges.push(PolyEdge { v: [key.0, key.1], faces });
+                te[k] = edges.len() as u32 - 1;
+                splits += 1;
+                continue;
+            }
+            let faces = &mut edges[e as usize].faces;
             if faces[slot] != NO_FACE {
                 return Err(if faces[1 - slot] != NO_FACE {
                     format!(
@@ -244,7 +263,7 @@ pub(crate) fn edge_table(triangles: &[[u32; 3]]) -> Result<(Vec<PolyEdge>, Vec<[
         }
         triangle_edges.push(te);
     }
-    Ok((edges, triangle_edges))
+    Ok((edges, triangle_edges, splits))
 }
 
 #[cfg(test)]

@@ -59,13 +59,27 @@ impl TriMeshCore {
     /// `faces[0]` the triangle running `v[0] → v[1]`, `faces[1]` the one running back,
     /// [`NO_FACE`](super::polytope::NO_FACE) on the open side of a boundary edge.
     pub fn new(mesh: &crate::collision::TriangleMesh) -> Result<TriMeshCore, String> {
-        use super::mesh_check::{check_areas, check_duplicates, check_indices, edge_table, size};
+        TriMeshCore::build(mesh, false).map(|(core, _)| core)
+    }
+
+    /// [`TriMeshCore::new`] accepting a mesh that is not a consistently wound manifold:
+    /// an edge shared by more than two triangles, or by two running the same way, is
+    /// split — each triangle that cannot join it gets an open edge of its own — and the
+    /// number of splits is returned. The mesh then collides as a surface with open
+    /// edges there (contacts on those edges are not filtered against the neighbouring
+    /// faces, and a triangle wound the wrong way is one-sided towards its back).
+    pub fn new_splitting_bad_edges(mesh: &crate::collision::TriangleMesh) -> Result<(TriMeshCore, usize), String> {
+        TriMeshCore::build(mesh, true)
+    }
+
+    fn build(mesh: &crate::collision::TriangleMesh, split: bool) -> Result<(TriMeshCore, usize), String> {
+        use super::mesh_check::{check_areas, check_duplicates, check_indices, edge_table_with, size};
         let (vertices, triangles) = (&mesh.vertices, &mesh.triangles);
         let used = check_indices(vertices, triangles, 1)?;
         let tol = MESH_TOLERANCE * size(vertices, &used);
         check_duplicates(vertices, &used, tol)?;
         check_areas(vertices, triangles, tol)?;
-        let (edges, triangle_edges) = edge_table(triangles)?;
+        let (edges, triangle_edges, splits) = edge_table_with(triangles, split)?;
         let corners = |t: &[u32; 3]| t.map(|i| vertices[i as usize]);
         let normals: Vec<Vec3> = triangles
             .iter()
@@ -77,7 +91,7 @@ impl TriMeshCore {
         let triangle_boxes: Vec<Aabb> = triangles.iter().map(|t| Aabb::from_points(&corners(t))).collect();
         let aabb = triangle_boxes.iter().fold(Aabb::empty(), |b, t| b.merge(t));
         let bvh = Bvh::build(&triangle_boxes);
-        Ok(TriMeshCore {
+        let core = TriMeshCore {
             vertices: vertices.clone(),
             triangles: triangles.clone(),
             normals,
@@ -86,7 +100,8 @@ impl TriMeshCore {
             triangle_boxes,
             aabb,
             bvh,
-        })
+        };
+        Ok((core, splits))
     }
 
     /// Indices of the triangles whose boxes overlap `query` (shape frame; touching

@@ -50,3 +50,37 @@ pub(crate) fn crba_pass(model: &Model, data: &mut Data) {
         }
     }
 }
+
+/// Checks that the joint-space inertia `M(q)` is positive definite (a Cholesky
+/// factorization with pivots above `1e-12` of the largest diagonal entry), naming the
+/// first joint whose dof has no inertia of its own: a model built with
+/// [`crate::ModelBuilder::allow_massless_moving_links`] can move a massless link along
+/// a dof that nothing with inertia follows (two coaxial hinges joined by a massless
+/// link). Errors: a bad `q`, or [`crate::ModelError::Invalid`] naming the joint.
+pub fn check_mass_matrix(model: &Model, q: &[f64]) -> Result<()> {
+    let mut data = Data::new(model);
+    let m = crba(model, &mut data, q)?.clone();
+    let n = m.nrows();
+    let scale = (0..n).map(|k| m[(k, k)].abs()).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
+    // Cholesky, column by column: the first non-positive pivot names its dof.
+    let mut l = DMatrix::<f64>::zeros(n, n);
+    for j in 0..n {
+        let d = m[(j, j)] - (0..j).map(|k| l[(j, k)] * l[(j, k)]).sum::<f64>();
+        if d.is_nan() || d <= 1e-12 * scale {
+            let body = model.dof_body[j];
+            return Err(crate::ModelError::Invalid(format!(
+                "the joint-space inertia of model '{}' is singular at this configuration: dof {j} of joint '{}' \
+                 (link '{}') moves no inertia of its own (pivot {d:e}); a massless moving link whose motion nothing \
+                 with inertia follows",
+                model.name, model.joints[body].name, model.bodies[body].name
+            ))
+            .into());
+        }
+        let d = d.sqrt();
+        l[(j, j)] = d;
+        for i in j + 1..n {
+            l[(i, j)] = (m[(i, j)] - (0..j).map(|k| l[(i, k)] * l[(j, k)]).sum::<f64>()) / d;
+        }
+    }
+    Ok(())
+}

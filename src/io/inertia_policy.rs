@@ -18,9 +18,20 @@
 //!   shaped like its first primitive collision geometry (box, sphere, cylinder; a
 //!   capsule as a cylinder of its full length), or, without one, of a solid sphere of
 //!   the density of water;
+//! * a tensor still not physical after these — a negative principal moment beyond
+//!   rounding, or a gross violation of the triangle inequality (the "simple" robot
+//!   descriptions give a base link `(3e−12, 3e−12, 3e−6)`) — is replaced by the nearest
+//!   physical one in second moments: with principal moments `λ₁ ≤ λ₂ ≤ λ₃`, the mass
+//!   distribution's second moments along the principal axes are
+//!   `s_i = (λ_j + λ_k − λ_i)/2`; a physical tensor has `s ≥ 0`, and clamping the negative
+//!   ones (to [`CLAMP_RTOL`] of the largest) is the Frobenius-nearest positive
+//!   semi-definite second-moment matrix `Σ = ½ tr(I) 1 − I` (principal axes kept);
+//!   back, `λ_i = s_j + s_k`. The warning gives both sets of moments: such a change is
+//!   not rounding, and the file's author should fix the link;
 //! * a link without mass keeps no rotational inertia (a massless frame).
 //!
-//! Larger violations are left for the model's validation, which reports them as errors.
+//! A tensor with no positive second moment at all (negative definite) is left for the
+//! model's validation, which reports it as an error.
 
 use crate::math::{Inertia, Mat3, Vec3};
 use crate::model::Geometry;
@@ -79,6 +90,19 @@ pub fn repair_rotational(mass: f64, ic: &Mat3) -> (Mat3, Option<String>) {
         lambda += Vec3::new(t, t, -t);
         changes.push("projected onto the triangle inequality");
     }
+    if !is_physical(&lambda) {
+        let s = second_moments(&lambda);
+        let largest_s = s.max();
+        if largest_s > 0.0 {
+            let floor = CLAMP_RTOL * largest_s;
+            let s = s.map(|x| x.max(floor));
+            lambda = Vec3::new(s[1] + s[2], s[0] + s[2], s[0] + s[1]);
+            changes.push(
+                "not a physical inertia (a negative principal moment, or the triangle inequality broken beyond \
+                 rounding): replaced by the nearest physical one in second moments",
+            );
+        }
+    }
     if changes.is_empty() {
         return (*ic, None);
     }
@@ -100,6 +124,18 @@ pub fn repair_rotational(mass: f64, ic: &Mat3) -> (Mat3, Option<String>) {
         lambda[2]
     );
     (fixed, Some(note))
+}
+
+/// Whether sorted principal moments are those of a mass distribution: positive, and
+/// `λ₁ + λ₂ ≥ λ₃` up to the model validation's relative tolerance.
+fn is_physical(lambda: &Vec3) -> bool {
+    lambda[0] > 0.0 && lambda[0] + lambda[1] >= lambda[2] * (1.0 - 1e-9)
+}
+
+/// The second moments `s_i = (λ_j + λ_k − λ_i)/2` along the principal axes.
+fn second_moments(lambda: &Vec3) -> Vec3 {
+    let t = 0.5 * (lambda[0] + lambda[1] + lambda[2]);
+    Vec3::new(t - lambda[0], t - lambda[1], t - lambda[2])
 }
 
 /// The rotational inertia (link frame, about the centre of mass) of a solid body of
@@ -151,9 +187,19 @@ mod tests {
         let m = moments(&fixed);
         assert!((m[0] - 1e-7).abs() < 1e-20 && (m[1] - 0.1).abs() < 1e-15 && (m[2] - 0.1).abs() < 1e-15, "{m:?}");
         assert!(note.unwrap().contains("raised"));
-        // Further below zero: not rounding, left for the validation.
+        // Further below zero: not rounding; replaced by the nearest physical tensor in
+        // second moments. λ = (−1e−3, 0.1, 0.1): s = (0.1005, −0.0005, −0.0005) → clamped
+        // to 1e−6·0.1005, so λ ≈ (2.01e−7, 0.1005, 0.1005).
         let bad = Mat3::from_diagonal(&Vec3::new(-1e-3, 0.1, 0.1));
-        assert_eq!(repair_rotational(1.0, &bad).1, None);
+        let (fixed, note) = repair_rotational(1.0, &bad);
+        let m = moments(&fixed);
+        let floor = 1e-6 * 0.1005;
+        for (a, b) in m.iter().zip([2.0 * floor, 0.1005 + floor, 0.1005 + floor]) {
+            assert!((a - b).abs() < 1e-15, "{m:?}");
+        }
+        assert!(note.unwrap().contains("nearest physical"));
+        // Negative definite: no mass distribution is near; left for the validation.
+        assert_eq!(repair_rotational(1.0, &Mat3::from_diagonal(&Vec3::new(-0.1, -0.2, -0.3))).1, None);
     }
 
     #[test]
@@ -173,9 +219,23 @@ mod tests {
         let c = fixed * i - i * fixed;
         assert!(c.abs().max() < 1e-14, "{c}");
         assert!(note.unwrap().contains("triangle"));
-        // A gross violation is left for the validation.
-        let far = Mat3::from_diagonal(&Vec3::new(0.1, 0.1, 0.3));
-        assert_eq!(repair_rotational(1.0, &far).1, None);
+        // A gross violation: the nearest physical tensor in second moments, axes kept.
+        // λ = (0.1, 0.1, 0.3): s = (0.15, 0.15, −0.05) → (0.15, 0.15, 1.5e−7), so
+        // λ = (0.15 + 1.5e−7, 0.15 + 1.5e−7, 0.3).
+        let far = r * Mat3::from_diagonal(&Vec3::new(0.1, 0.1, 0.3)) * r.transpose();
+        let (fixed, note) = repair_rotational(1.0, &far);
+        let m = moments(&fixed);
+        for (a, b) in m.iter().zip([0.15 + 1.5e-7, 0.15 + 1.5e-7, 0.3]) {
+            assert!((a - b).abs() < 1e-14, "{m:?}");
+        }
+        assert!(m[0] + m[1] >= m[2]);
+        let c = fixed * far - far * fixed;
+        assert!(c.abs().max() < 1e-14, "{c}");
+        assert!(note.unwrap().contains("nearest physical"));
+        // The "simple" descriptions' base link.
+        let base = Mat3::from_diagonal(&Vec3::new(3e-12, 3e-12, 3e-6));
+        let m = moments(&repair_rotational(10.0, &base).0);
+        assert!(m[0] + m[1] >= m[2] && (m[2] - 3e-6).abs() < 1e-15 && (m[0] - 1.5e-6).abs() < 1e-11, "{m:?}");
     }
 
     #[test]

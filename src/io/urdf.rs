@@ -36,9 +36,46 @@ pub(crate) fn parse(
         reason: e.to_string(),
     })?;
     let mut p = Parser { doc: &doc, file: file.into(), base_dir, options, warnings: vec![], materials: HashMap::new() };
-    let builder = p.robot()?;
+    let mut builder = p.robot()?;
+    // Massless moving links (frames between joints, a ball joint's "virtual" links) are
+    // accepted when the mass matrix stays positive definite (docs/models.md).
+    builder.set_allow_massless_moving_links(!options.strict);
+    // A static mesh with bad edges (non-manifold, inconsistent winding) collides with
+    // those edges split open, reported below.
+    builder.collision.split_bad_static_mesh_edges = !options.strict;
     let model = builder.build().map_err(|source| LoadError::Model { file: file.into(), source })?;
+    p.warnings.extend(model.repairs().iter().map(|r| format!("{file}: {r}")));
+    let massless = massless_moving_links(&model);
+    if !massless.is_empty() {
+        crate::dynamics::check_mass_matrix(&model, model.neutral().as_slice()).map_err(|e| LoadError::Model {
+            file: file.into(),
+            source: match e {
+                crate::Error::Model(source) => source,
+                other => crate::ModelError::Invalid(other.to_string()),
+            },
+        })?;
+        for link in massless {
+            p.warnings.push(format!(
+                "{file}: link '{link}' moves without mass (the links below it carry the mass); accepted: the joint-space \
+                 inertia is positive definite at the neutral configuration"
+            ));
+        }
+    }
     Ok(UrdfModel { model, warnings: p.warnings })
+}
+
+/// The moving links whose rigid group (the link and the links welded to it) has no mass.
+fn massless_moving_links(model: &crate::Model) -> Vec<String> {
+    let nb = model.nbodies();
+    let mut group: Vec<f64> = model.bodies.iter().map(|b| b.inertia.mass).collect();
+    for i in (0..nb).rev() {
+        if model.joints[i].nv() == 0 {
+            if let Some(p) = model.parents[i] {
+                group[p] += group[i];
+            }
+        }
+    }
+    (0..nb).filter(|&i| model.joints[i].nv() > 0 && group[i] == 0.0).map(|i| model.bodies[i].name.clone()).collect()
 }
 
 /// Resolves a mesh URI to an existing file.

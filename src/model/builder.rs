@@ -59,6 +59,13 @@ pub struct ModelBuilder {
     /// Collision filtering options.
     #[serde(default)]
     pub collision: CollisionSettings,
+    /// Accept moving links without mass (frames between joints, the "virtual" links of
+    /// a ball joint written as three hinges) when their subtree has mass. Default
+    /// `false`: every moving rigid group needs positive mass. With `true` the joint-space
+    /// inertia can be singular (two coaxial hinges joined by a massless link): check it
+    /// with [`crate::dynamics::check_mass_matrix`], as the robot-file loaders do.
+    #[serde(default)]
+    pub allow_massless_moving_links: bool,
 }
 
 impl ModelBuilder {
@@ -71,11 +78,17 @@ impl ModelBuilder {
             links: vec![],
             joints: vec![],
             collision: CollisionSettings::default(),
+            allow_massless_moving_links: false,
         }
     }
     /// Sets gravity (world coordinates).
     pub fn gravity(&mut self, g: Vec3) -> &mut Self {
         self.gravity = g;
+        self
+    }
+    /// Sets [`ModelBuilder::allow_massless_moving_links`].
+    pub fn set_allow_massless_moving_links(&mut self, allow: bool) -> &mut Self {
+        self.allow_massless_moving_links = allow;
         self
     }
     /// Attaches a parentless root link with a free joint (`true`) or welds it (`false`).
@@ -243,18 +256,24 @@ impl ModelBuilder {
         let parents: Vec<Option<usize>> = order.iter().map(|(_, p, _)| *p).collect();
         let joints: Vec<Joint> = order.into_iter().map(|(_, _, j)| j).collect();
         let model = Model::assemble(self.name.clone(), self.gravity, bodies, joints, parents, world_shapes);
-        let mut model = validate(model)?;
+        let mut model = validate(model, self.allow_massless_moving_links)?;
+        model.allow_massless_moving_links = self.allow_massless_moving_links;
         let collision = match compiled {
             Some(c) if c.collision_settings == self.collision => {
+                model.repairs = c.repairs.clone();
                 c.collision.with_materials(&model.bodies, &model.world_shapes)?
             }
-            _ => crate::collision::CollisionModel::build(
-                &model.bodies,
-                &model.joints,
-                &model.parents,
-                &model.world_shapes,
-                &self.collision,
-            )?,
+            _ => {
+                let (cm, repairs) = crate::collision::CollisionModel::build_reporting(
+                    &model.bodies,
+                    &model.joints,
+                    &model.parents,
+                    &model.world_shapes,
+                    &self.collision,
+                )?;
+                model.repairs = repairs;
+                cm
+            }
         };
         model.collision = Arc::new(collision);
         model.collision_settings = self.collision.clone();
@@ -314,6 +333,7 @@ impl From<Model> for ModelBuilder {
             links,
             joints,
             collision: m.collision_settings.clone(),
+            allow_massless_moving_links: m.allow_massless_moving_links,
         }
     }
 }

@@ -61,6 +61,18 @@ impl CollisionModel {
         world_shapes: &[CollisionShape],
         settings: &CollisionSettings,
     ) -> Result<CollisionModel, ModelError> {
+        CollisionModel::build_reporting(bodies, joints, parents, world_shapes, settings).map(|(cm, _)| cm)
+    }
+
+    /// [`CollisionModel::build`], with what it changed in the shapes (one message per
+    /// static mesh whose bad edges it split).
+    pub(crate) fn build_reporting(
+        bodies: &[Body],
+        joints: &[Joint],
+        parents: &[Option<usize>],
+        world_shapes: &[CollisionShape],
+        settings: &CollisionSettings,
+    ) -> Result<(CollisionModel, Vec<String>), ModelError> {
         let nb = bodies.len();
         if joints.len() != nb
             || parents.len() != nb
@@ -72,19 +84,27 @@ impl CollisionModel {
         }
         let filter = build_filter(bodies, joints, parents, settings)?;
         let mut shapes = vec![];
+        let mut repairs = vec![];
         let carriers =
             bodies.iter().enumerate().map(|(b, body)| (Some(b), body.name.as_str(), body.collisions.as_slice()));
         for (body, link, list) in carriers.chain(std::iter::once((None, WORLD, world_shapes))) {
             let is_static = body.is_none_or(|b| filter.rigid_group[b].is_none());
             for (k, shape) in list.iter().enumerate() {
                 let what = || format!("collision shape {k} of link '{link}'");
-                shapes.push(
-                    compile_shape(shape, body, k, is_static)
-                        .map_err(|reason| ModelError::InvalidGeometry { what: what(), reason })?,
-                );
+                let split = is_static && settings.split_bad_static_mesh_edges;
+                let (compiled, splits) = compile_shape(shape, body, k, is_static, split)
+                    .map_err(|reason| ModelError::InvalidGeometry { what: what(), reason })?;
+                if splits > 0 {
+                    repairs.push(format!(
+                        "{}: a static mesh that is not a consistently wound manifold; {splits} of its edges (shared by \
+                         more than two triangles, or by two running the same way) were split into open edges",
+                        what()
+                    ));
+                }
+                shapes.push(compiled);
             }
         }
-        Ok(CollisionModel { shapes, filter })
+        Ok((CollisionModel { shapes, filter }, repairs))
     }
 
     /// A copy whose shapes take their materials from `bodies`' and `world_shapes`'
@@ -168,7 +188,9 @@ fn compile_shape(
     body: Option<usize>,
     index_on_body: usize,
     is_static: bool,
-) -> Result<ShapeInstance, String> {
+    split_bad_edges: bool,
+) -> Result<(ShapeInstance, usize), String> {
+    let mut splits = 0;
     if !shape.origin.is_finite() {
         return Err("the shape's origin is not finite".into());
     }
@@ -211,7 +233,14 @@ fn compile_shape(
         Geometry::Mesh(mesh) => {
             check_mesh_finite(mesh)?;
             if is_static {
-                (ShapeCore::TriMesh(Arc::new(TriMeshCore::new(mesh)?)), 0.0, ShapeKind::Mesh)
+                let core = if split_bad_edges {
+                    let (core, n) = TriMeshCore::new_splitting_bad_edges(mesh)?;
+                    splits = n;
+                    core
+                } else {
+                    TriMeshCore::new(mesh)?
+                };
+                (ShapeCore::TriMesh(Arc::new(core)), 0.0, ShapeKind::Mesh)
             } else {
                 let hull =
                     Polytope::convex_hull(&mesh.vertices).map_err(|e| format!("convex hull of the mesh: {e}"))?;
@@ -224,7 +253,7 @@ fn compile_shape(
             return Err("the compiled core has non-finite vertices".into());
         }
     }
-    Ok(ShapeInstance {
+    let instance = ShapeInstance {
         body,
         index_on_body,
         local: shape.origin,
@@ -234,7 +263,8 @@ fn compile_shape(
         material: shape.material,
         group: shape.group,
         mask: shape.mask,
-    })
+    };
+    Ok((instance, splits))
 }
 
 /// Rigid groups, parent groups, articulations and the options resolved to body indices.

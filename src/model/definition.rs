@@ -32,11 +32,21 @@ pub struct CollisionSettings {
     pub self_collision: BTreeMap<String, bool>,
     /// Link pairs whose shapes never collide.
     pub excluded_pairs: Vec<(String, String)>,
+    /// Accept a static triangle mesh that is not a consistently wound manifold by
+    /// splitting its bad edges ([`crate::collision::TriMeshCore::new_splitting_bad_edges`]),
+    /// reported in [`Model::repairs`]. Default `false`: such a mesh is an error. The
+    /// robot-file loaders set it unless strict.
+    pub split_bad_static_mesh_edges: bool,
 }
 
 impl Default for CollisionSettings {
     fn default() -> Self {
-        Self { skip_parent_child: true, self_collision: BTreeMap::new(), excluded_pairs: vec![] }
+        Self {
+            skip_parent_child: true,
+            self_collision: BTreeMap::new(),
+            excluded_pairs: vec![],
+            split_bad_static_mesh_edges: false,
+        }
     }
 }
 
@@ -81,6 +91,11 @@ pub struct Model {
     pub(crate) collision: Arc<CollisionModel>,
     /// The collision filtering options the model was built with.
     pub(crate) collision_settings: CollisionSettings,
+    /// Whether moving links without mass were allowed
+    /// ([`crate::ModelBuilder::allow_massless_moving_links`]).
+    pub(crate) allow_massless_moving_links: bool,
+    /// What the build changed in its input, one message each ([`Model::repairs`]).
+    pub(crate) repairs: Vec<String>,
 }
 
 impl Model {
@@ -157,6 +172,8 @@ impl Model {
             has_springs,
             collision: Arc::new(CollisionModel::empty()),
             collision_settings: CollisionSettings::default(),
+            allow_massless_moving_links: false,
+            repairs: vec![],
         }
     }
 
@@ -210,6 +227,14 @@ impl Model {
     pub fn collision_model(&self) -> &CollisionModel {
         &self.collision
     }
+    /// The collision filtering options the model was built with.
+    /// What building the model changed in its input, one message each naming the link
+    /// and the change (static meshes whose bad edges were split, with
+    /// [`CollisionSettings::split_bad_static_mesh_edges`]); empty for most models.
+    pub fn repairs(&self) -> &[String] {
+        &self.repairs
+    }
+
     /// The collision filtering options the model was built with.
     pub fn collision_settings(&self) -> &CollisionSettings {
         &self.collision_settings

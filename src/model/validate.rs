@@ -10,7 +10,9 @@ use crate::math::{Inertia, Mat3};
 const TOL: f64 = 1e-9;
 
 /// Validates and normalises a freshly assembled model.
-pub(crate) fn validate(mut model: Model) -> Result<Model, ModelError> {
+/// With `allow_massless`, a moving rigid group without mass is accepted when its subtree
+/// has mass ([`crate::ModelBuilder::allow_massless_moving_links`]).
+pub(crate) fn validate(mut model: Model, allow_massless: bool) -> Result<Model, ModelError> {
     if !model.gravity.iter().all(|x| x.is_finite()) {
         return Err(ModelError::NonFinite { what: "gravity".into() });
     }
@@ -99,11 +101,28 @@ pub(crate) fn validate(mut model: Model) -> Result<Model, ModelError> {
             }
         }
     }
+    // The mass of each body's subtree.
+    let mut subtree: Vec<f64> = model.bodies.iter().map(|b| b.inertia.mass).collect();
+    for i in (0..nb).rev() {
+        if let Some(p) = model.parents[i] {
+            subtree[p] += subtree[i];
+        }
+    }
     for i in 0..nb {
         if model.joints[i].nv() == 0 {
             continue;
         }
         let what = format!("moving link '{}' and the links welded to it", model.bodies[i].name);
+        if allow_massless && group[i].mass == 0.0 {
+            if subtree[i] <= 0.0 {
+                return Err(ModelError::InvalidMass {
+                    what: format!("moving link '{}' and every link below it", model.bodies[i].name),
+                    mass: subtree[i],
+                    reason: "a moving subtree needs positive mass",
+                });
+            }
+            continue;
+        }
         if group[i].mass <= 0.0 {
             return Err(ModelError::InvalidMass {
                 what,
