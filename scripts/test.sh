@@ -22,11 +22,14 @@ if [[ ! -x "$VENV/bin/python" ]]; then
 fi
 # torch and jax are optional for users; the suite installs them so the stiction.torch and
 # stiction.jax tests run (they skip, with a reason, only where the packages are missing).
-# matplotlib draws the examples' plots.
-if ! "$VENV/bin/python" -c "import maturin, numpy, pytest, scipy, matplotlib, torch, jax" >/dev/null 2>&1 \
-    || [[ ! -x "$VENV/bin/maturin" ]]; then
+# matplotlib draws the examples' plots. pin (Pinocchio) and example-robot-data are the
+# oracle and the robots of python/tests/test_robots_pinocchio.py (every URDF of the package
+# against Pinocchio's mass matrix and inverse dynamics).
+if ! "$VENV/bin/python" -c "import maturin, numpy, pytest, scipy, matplotlib, torch, jax, pinocchio" >/dev/null 2>&1 \
+    || [[ ! -x "$VENV/bin/maturin" ]] \
+    || ! compgen -G "$VENV/lib/python3*/site-packages/cmeel.prefix/share/example-robot-data/robots" >/dev/null; then
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
-        "maturin>=1.16,<2" numpy pytest scipy matplotlib torch jax
+        "maturin>=1.16,<2" numpy pytest scipy matplotlib torch jax pin example-robot-data
 fi
 "$VENV/bin/python" --version
 "$VENV/bin/maturin" --version
