@@ -191,13 +191,6 @@ fn colliding_particles() -> (World, WorldState, DVector<f64>) {
     (w, state, DVector::from_vec(vec![0.0, 0.1, 0.0, 0.2, 0.0, 0.0]))
 }
 
-/// The largest relative disagreement between the VJP and Ridders finite differences of
-/// `⟨ḡ_q, q⁺ ⊖ q⁺₀⟩ + ⟨ḡ_v, v⁺⟩` along every input coordinate (tangent q, v, u), for random
-/// cotangents; asserts that the contact mode holds over the difference steps.
-fn vjp_error(w: &World, state: &WorldState, u: &DVector<f64>, seed: u64) -> f64 {
-    vjp_error_with(w, state, u, seed, 1e-4, true)
-}
-
 /// Asserts [`vjp_error_with`] below 1e-6 relative for three random cotangents (seeds
 /// `seed0..seed0 + 3`); `what` names the case in the message.
 fn assert_vjp_matches_ridders(what: &str, w: &World, state: &WorldState, u: &DVector<f64>, seed0: u64, h0: f64) {
@@ -207,9 +200,11 @@ fn assert_vjp_matches_ridders(what: &str, w: &World, state: &WorldState, u: &DVe
     }
 }
 
-/// [`vjp_error`] with the first difference step `h0`, checking that the row
-/// classification holds over the steps (`check_mode`) or not (a solver whose choice
-/// among dependent rows may flip while the velocities, and the loss, stay smooth).
+/// The largest relative disagreement between the VJP and Ridders finite differences
+/// (first step `h0`) of `⟨ḡ_q, q⁺ ⊖ q⁺₀⟩ + ⟨ḡ_v, v⁺⟩` along every input coordinate
+/// (tangent q, v, u), for a random cotangent; with `check_mode`, asserts that the row
+/// classification holds over the difference steps (not for a solver whose choice among
+/// dependent rows may flip while the velocities, and the loss, stay smooth).
 fn vjp_error_with(w: &World, state: &WorldState, u: &DVector<f64>, seed: u64, h0: f64, check_mode: bool) -> f64 {
     let rec = w.step_recorded(state, u).unwrap();
     let mode = rec.solution().states.clone();

@@ -2,7 +2,7 @@
 //! as a [`ConstraintSolver`], for problems of unilateral rows (`0 ≤ f ⊥ w ≥ 0`) and
 //! equality rows (`w = 0`, free `f`: no-slip friction, bilateral joints) — no Coulomb
 //! bounds. It works on the factors `A = J M̃⁻¹ Jᵀ`: the operator's own
-//! ([`DelassusOperator::factors`]) or, when it has none, `J = V Λ^{1/2}`, `M̃ = I` from
+//! ([`crate::solver::DelassusOperator::factors`]) or, when it has none, `J = V Λ^{1/2}`, `M̃ = I` from
 //! the eigendecomposition `A = V Λ Vᵀ` of the dense matrix.
 //!
 //! Backward: the solution is determined by its clamping set, as the boxed LCP's
