@@ -22,9 +22,9 @@
 //! (unless a loop would be left with fewer than three corners).
 
 use super::hull::HullTriangulation;
+use super::mesh_check::IntMap;
 use super::predicates::cross_accurate;
 use crate::math::Vec3;
-use std::collections::HashMap;
 
 /// Relative tolerance for merging coplanar triangles: corners within
 /// `MERGE_TOLERANCE × size` of a face plane (`size`: the largest extent of the bounding
@@ -51,7 +51,7 @@ pub fn merge_coplanar(points: &[Vec3], tri: &HullTriangulation) -> Result<Vec<(V
     order.sort_by(|&a, &b| cross[b].norm().total_cmp(&cross[a].norm()).then(a.cmp(&b)));
 
     let mut grouping =
-        Grouping { tri, normal: &normal, points, group: vec![NONE; nt], queue: vec![], next: HashMap::new() };
+        Grouping { tri, normal: &normal, points, group: vec![NONE; nt], queue: vec![], next: IntMap::default() };
     let mut faces: Vec<(Vec<u32>, Vec3)> = vec![];
     for &seed in &order {
         if grouping.group[seed] != NONE {
@@ -86,7 +86,7 @@ struct Grouping<'a> {
     /// Face of each triangle (NONE: free).
     group: Vec<u32>,
     queue: Vec<u32>,
-    next: HashMap<u32, u32>,
+    next: IntMap<u32, u32>,
 }
 
 impl Grouping<'_> {

@@ -113,7 +113,7 @@ fn weld(points: &[Vec3]) -> Vec<u32> {
         return vec![0];
     }
     let key = |p: &Vec3| -> [i64; 3] { [0, 1, 2].map(|k| ((p[k] - lo[k]) / tol).floor() as i64) };
-    let mut cells: std::collections::HashMap<[i64; 3], Vec<u32>> = std::collections::HashMap::new();
+    let mut cells: super::mesh_check::IntMap<[i64; 3], Vec<u32>> = Default::default();
     let mut kept = vec![];
     'points: for (i, p) in points.iter().enumerate() {
         let c = key(p);

@@ -55,6 +55,9 @@ impl Hasher for IntHasher {
 /// Hash map with [`IntHasher`].
 pub(crate) type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
+/// Hash set with [`IntHasher`].
+pub(crate) type IntSet<K> = std::collections::HashSet<K, BuildHasherDefault<IntHasher>>;
+
 /// Largest accepted coordinate magnitude of mesh vertices and hull points: products of
 /// three coordinate differences must not overflow (the exact predicates need finite
 /// products).

@@ -121,7 +121,7 @@ impl Polytope {
     /// `v[0]`.
     pub fn from_faces(vertices: Vec<Vec3>, loops: Vec<(Vec<u32>, Vec3)>) -> Polytope {
         let mut edges: Vec<PolyEdge> = vec![];
-        let mut index = std::collections::HashMap::new();
+        let mut index: super::mesh_check::IntMap<(u32, u32), u32> = Default::default();
         let mut faces = Vec::with_capacity(loops.len());
         for (f, (l, n)) in loops.into_iter().enumerate() {
             let mut fe = Vec::with_capacity(l.len());
@@ -437,7 +437,7 @@ impl Polytope {
             };
         }
         // edges
-        let mut seen = std::collections::HashSet::new();
+        let mut seen: super::mesh_check::IntSet<(u32, u32)> = Default::default();
         for (e, edge) in self.edges.iter().enumerate() {
             let [a, b] = edge.v;
             if a >= b || b as usize >= nv {

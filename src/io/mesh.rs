@@ -81,7 +81,7 @@ pub fn weld_vertices(mesh: &mut TriangleMesh, rel_tol: f64) -> (usize, usize) {
     // Cells of side tol: a vertex within tol of another lies in one of the 27 cells
     // around it.
     let cell = |p: &Vec3| [0, 1, 2].map(|k| (p[k] / tol).floor() as i64);
-    let mut grid: std::collections::HashMap<[i64; 3], Vec<u32>> = std::collections::HashMap::new();
+    let mut grid: crate::collision::mesh_check::IntMap<[i64; 3], Vec<u32>> = Default::default();
     let mut rep: Vec<u32> = (0..n as u32).collect();
     let mut welded = 0;
     for i in 0..n {
