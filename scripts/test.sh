@@ -24,12 +24,13 @@ fi
 # stiction.jax tests run (they skip, with a reason, only where the packages are missing).
 # matplotlib draws the examples' plots. pin (Pinocchio) and example-robot-data are the
 # oracle and the robots of python/tests/test_robots_pinocchio.py (every URDF of the package
-# against Pinocchio's mass matrix and inverse dynamics).
-if ! "$VENV/bin/python" -c "import maturin, numpy, pytest, scipy, matplotlib, torch, jax, pinocchio" >/dev/null 2>&1 \
+# against Pinocchio's mass matrix and inverse dynamics); mujoco the oracle of
+# python/tests/test_mjcf_mujoco.py.
+if ! "$VENV/bin/python" -c "import maturin, numpy, pytest, scipy, matplotlib, torch, jax, pinocchio, mujoco" >/dev/null 2>&1 \
     || [[ ! -x "$VENV/bin/maturin" ]] \
     || ! compgen -G "$VENV/lib/python3*/site-packages/cmeel.prefix/share/example-robot-data/robots" >/dev/null; then
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
-        "maturin>=1.16,<2" numpy pytest scipy matplotlib torch jax pin example-robot-data
+        "maturin>=1.16,<2" numpy pytest scipy matplotlib torch jax pin example-robot-data mujoco
 fi
 "$VENV/bin/python" --version
 "$VENV/bin/maturin" --version

@@ -212,6 +212,18 @@ fn reference_frame(frame: &str) -> PyResult<ReferenceFrame> {
     }
 }
 
+/// Issues each loader warning as a `stiction.LoadWarning`.
+fn load_warnings(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
+    let category = py.get_type::<LoadWarning>();
+    for w in warnings {
+        let msg = CString::new(w.replace('\0', "\\0")).expect("NUL bytes were replaced");
+        // From native code, stacklevel 1 is the Python frame that called the loader
+        // (what stacklevel=2 means inside a Python wrapper).
+        PyErr::warn(py, &category, &msg, 1)?;
+    }
+    Ok(())
+}
+
 #[pymethods]
 impl PyModel {
     /// Loads a URDF file. Loader warnings are issued as `stiction.LoadWarning`.
@@ -231,13 +243,20 @@ impl PyModel {
         };
         let options = UrdfOptions { floating_base, package_dirs, load_collision_meshes, strict };
         let loaded = py.detach(|| Model::from_urdf(&path, &options)).map_err(load_err)?;
-        let category = py.get_type::<LoadWarning>();
-        for w in &loaded.warnings {
-            let msg = CString::new(w.replace('\0', "\\0")).expect("NUL bytes were replaced");
-            // From native code, stacklevel 1 is the Python frame that called
-            // from_urdf (what stacklevel=2 means inside a Python wrapper).
-            PyErr::warn(py, &category, &msg, 1)?;
-        }
+        load_warnings(py, &loaded.warnings)?;
+        Ok(PyModel::new(loaded.model))
+    }
+
+    /// Loads an MJCF (MuJoCo XML) file: bodies, inertias, joints and collision geometry
+    /// (docs/models.md, "MJCF"). Loader warnings (unsupported elements: actuators,
+    /// sensors, sites, …) are issued as `stiction.LoadWarning`; with `strict=True` they
+    /// are `LoadError`s. The file's `<option timestep>` is not part of the model.
+    #[staticmethod]
+    #[pyo3(signature = (path, strict=false))]
+    fn from_mjcf(py: Python<'_>, path: PathBuf, strict: bool) -> PyResult<Self> {
+        let options = stiction::io::MjcfOptions { strict };
+        let loaded = py.detach(|| Model::from_mjcf(&path, &options)).map_err(load_err)?;
+        load_warnings(py, &loaded.warnings)?;
         Ok(PyModel::new(loaded.model))
     }
 

@@ -35,6 +35,26 @@ from ._stiction import (
     load_scene,
 )
 
+
+
+def load(path, **options):
+    """Loads a robot file by its extension: ``.urdf`` with :meth:`Model.from_urdf`,
+    ``.xml`` or ``.mjcf`` (MuJoCo's MJCF) with :meth:`Model.from_mjcf`; ``options`` go to
+    the loader (``strict``, and for URDF ``floating_base``, ``package_dirs``,
+    ``load_collision_meshes``).
+
+    :raises LoadError: an unknown extension, or the loader's errors.
+    """
+    import os
+
+    ext = os.path.splitext(os.fspath(path))[1].lower()
+    if ext == ".urdf":
+        return Model.from_urdf(path, **options)
+    if ext in (".xml", ".mjcf"):
+        return Model.from_mjcf(path, **options)
+    raise LoadError(f"{os.fspath(path)}: unknown robot file extension '{ext}' (expected .urdf, .xml or .mjcf)")
+
+
 __all__ = [
     "GradReport",
     "InputError",
@@ -56,6 +76,7 @@ __all__ = [
     "WorldTape",
     "__version__",
     "gradcheck",
+    "load",
     "load_scene",
     "samples",
 ]

@@ -73,6 +73,17 @@ class Model:
         Each loader warning is issued as a :class:`LoadWarning` attributed to the caller.
         """
     @staticmethod
+    def from_mjcf(path: PathLike, strict: bool = False) -> "Model":
+        """Loads an MJCF (MuJoCo XML) file: bodies, inertias, joints and collision geometry
+        (docs/models.md, "MJCF").
+
+        :param strict: unsupported elements (actuators, sensors, sites, ...) are errors
+            instead of warnings.
+        :raises LoadError: the file is missing, unreadable, malformed or describes an invalid model.
+
+        Each loader warning is issued as a :class:`LoadWarning` attributed to the caller.
+        """
+    @staticmethod
     def from_json(s: str) -> "Model":
         """Reads a model from :meth:`to_json` output.
 

@@ -1,4 +1,5 @@
-//! Model loading: URDF files ([`load_urdf`], [`parse_urdf`]) and collision meshes
+//! Model loading: URDF files ([`load_urdf`], [`parse_urdf`]), MJCF files ([`load_mjcf`],
+//! [`parse_mjcf`]) and collision meshes
 //! ([`mesh::load_mesh`]: Wavefront OBJ, STL and Collada).
 //!
 //! The URDF loader is written on `roxmltree` so that every error names the element
@@ -9,7 +10,9 @@
 mod collada;
 pub mod inertia_policy;
 pub mod mesh;
+mod mjcf;
 mod urdf;
+mod xml;
 
 use crate::error::LoadError;
 use crate::Model;
@@ -73,4 +76,48 @@ impl Model {
     pub fn from_urdf(path: impl AsRef<Path>, options: &UrdfOptions) -> Result<UrdfModel, LoadError> {
         load_urdf(path, options)
     }
+
+    /// Loads an MJCF file (see [`load_mjcf`]); warnings are returned beside the model.
+    pub fn from_mjcf(path: impl AsRef<Path>, options: &MjcfOptions) -> Result<MjcfModel, LoadError> {
+        load_mjcf(path, options)
+    }
+}
+
+/// Options for [`load_mjcf`].
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct MjcfOptions {
+    /// Treat unsupported elements (actuators, sensors, sites, `<include>`, …) as errors
+    /// instead of warnings.
+    pub strict: bool,
+}
+
+/// A model loaded from MJCF, with the warnings raised while loading it and the file's
+/// `<option timestep>`.
+#[derive(Clone, Debug)]
+pub struct MjcfModel {
+    /// The model.
+    pub model: Model,
+    /// Every element that was ignored or approximated, one message each.
+    pub warnings: Vec<String>,
+    /// The time step the file asks for (`<option timestep>`), if any.
+    pub timestep: Option<f64>,
+}
+
+/// Loads an MJCF (MuJoCo XML) file: the kinematic tree, inertias, joints and collision
+/// geometry (see `docs/models.md`, "MJCF", for what is supported and how it maps).
+/// Mesh files resolve against the file's directory and `<compiler meshdir>`.
+///
+/// Errors: as [`load_urdf`]; unsupported elements are warnings unless
+/// [`MjcfOptions::strict`].
+pub fn load_mjcf(path: impl AsRef<Path>, options: &MjcfOptions) -> Result<MjcfModel, LoadError> {
+    let path = path.as_ref();
+    let file = path.display().to_string();
+    let xml = std::fs::read_to_string(path).map_err(|e| LoadError::Io { path: file.clone(), reason: e.to_string() })?;
+    let base_dir = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p });
+    mjcf::parse(&xml, &file, base_dir, options)
+}
+
+/// Parses MJCF text; meshes resolve against `base_dir`. Errors name the file as `<string>`.
+pub fn parse_mjcf(xml: &str, base_dir: Option<&Path>, options: &MjcfOptions) -> Result<MjcfModel, LoadError> {
+    mjcf::parse(xml, "<string>", base_dir, options)
 }

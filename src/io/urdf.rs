@@ -155,20 +155,16 @@ fn child<'a, 'i>(n: Node<'a, 'i>, tag: &str) -> Option<Node<'a, 'i>> {
 
 impl<'a, 'input> Parser<'a, 'input> {
     fn line(&self, n: Node) -> u32 {
-        self.doc.text_pos_at(n.range().start).row
+        super::xml::line(self.doc, n)
     }
 
     fn err(&self, n: Node, element: &str, reason: impl Display) -> LoadError {
-        LoadError::Malformed {
-            file: self.file.clone(),
-            element: element.into(),
-            reason: format!("{reason} (line {})", self.line(n)),
-        }
+        super::xml::malformed(self.doc, &self.file, n, element, reason)
     }
 
     fn warn(&mut self, n: Node, msg: impl Display) {
-        let line = self.line(n);
-        self.warnings.push(format!("{}:{line}: {msg}", self.file));
+        let w = super::xml::warning(self.doc, &self.file, n, msg);
+        self.warnings.push(w);
     }
 
     fn attr<'n>(&self, n: Node<'n, 'input>, element: &str, name: &str) -> R<&'n str> {
@@ -177,24 +173,7 @@ impl<'a, 'input> Parser<'a, 'input> {
 
     /// Parses the numbers of attribute `name`, requiring exactly `count` of them.
     fn numbers(&self, n: Node, element: &str, name: &str, text: &str, count: usize) -> R<Vec<f64>> {
-        let mut out = Vec::with_capacity(count);
-        for tok in text.split_whitespace() {
-            let x: f64 = tok
-                .parse()
-                .map_err(|_| self.err(n, element, format!("attribute '{name}': '{tok}' is not a number")))?;
-            if !x.is_finite() {
-                return Err(self.err(n, element, format!("attribute '{name}': '{tok}' is not a finite number")));
-            }
-            out.push(x);
-        }
-        if out.len() != count {
-            return Err(self.err(
-                n,
-                element,
-                format!("attribute '{name}' has {} numbers ('{text}'), expected {count}", out.len()),
-            ));
-        }
-        Ok(out)
+        super::xml::numbers(self.doc, &self.file, n, element, name, text, Some(count))
     }
 
     fn f64_req(&self, n: Node, element: &str, name: &str) -> R<f64> {

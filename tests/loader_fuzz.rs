@@ -1,4 +1,5 @@
-//! Fuzz test of the URDF loader (issue #16): 300 seeded mutations of the fixture robots —
+//! Fuzz test of the URDF and MJCF loaders (issue #16): 300 seeded mutations each of the
+//! fixture robots —
 //! deleted attributes and elements, numbers replaced by NaN, infinities, negatives, huge
 //! and tiny values or words, truncated text, duplicated lines, unknown joint types and
 //! link names, missing meshes, flipped characters. Every case must end in a model (with
@@ -11,7 +12,7 @@ use nalgebra::DVector;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use stiction::dynamics::{aba, crba, Data};
-use stiction::io::{parse_urdf, UrdfOptions};
+use stiction::io::{parse_mjcf, parse_urdf, MjcfOptions, UrdfOptions};
 use stiction::math::SplitMix64;
 use stiction::{Control, SimOptions, Simulator, State};
 
@@ -164,27 +165,23 @@ fn exercise(model: &stiction::Model) {
     }
 }
 
-#[test]
-fn mutated_urdf_files_load_or_fail_with_typed_errors_never_panic() {
-    let sources: Vec<String> = ["full.urdf", "world.urdf", "mimic.urdf"]
-        .iter()
-        .map(|f| std::fs::read_to_string(fixture(f)).unwrap())
-        .collect();
-    let base = fixture("");
-    let options = UrdfOptions { package_dirs: vec![fixture("packages")], ..Default::default() };
-    let strict = UrdfOptions { strict: true, ..options.clone() };
+/// A loader under test: text and strictness to the model and its warnings.
+type Loader<'a> = &'a dyn Fn(&str, bool) -> Result<(stiction::Model, Vec<String>), stiction::LoadError>;
+
+/// Runs `load` (text, strict) on `CASES` mutations of `sources`; asserts no panic, and
+/// that the mutations both pass and fail. `load` returns the model and its warnings.
+fn fuzz(sources: &[String], load: Loader) {
     let mut rng = SplitMix64::new(SEED);
     let (mut loaded, mut refused, mut panics) = (0, 0, vec![]);
     for case in 0..CASES {
         let source = &sources[case % sources.len()];
         let (xml, what) = mutate(source, &mut rng);
-        let opts = if case % 4 == 3 { &strict } else { &options };
-        let outcome = catch_unwind(AssertUnwindSafe(|| match parse_urdf(&xml, Some(&base), opts) {
-            Ok(r) => {
-                for w in &r.warnings {
+        let outcome = catch_unwind(AssertUnwindSafe(|| match load(&xml, case % 4 == 3) {
+            Ok((model, warnings)) => {
+                for w in &warnings {
                     assert!(w.contains("<string>"), "case {case} ({what}): a warning that does not name the file: {w}");
                 }
-                exercise(&r.model);
+                exercise(&model);
                 true
             }
             Err(e) => {
@@ -203,4 +200,26 @@ fn mutated_urdf_files_load_or_fail_with_typed_errors_never_panic() {
     assert!(panics.is_empty(), "{} panics:\n{}", panics.len(), panics.join("\n"));
     // The mutations bite, and not every one of them.
     assert!(loaded >= 30 && refused >= 30, "{loaded} loaded, {refused} refused of {CASES}");
+}
+
+#[test]
+fn mutated_urdf_files_load_or_fail_with_typed_errors_never_panic() {
+    let sources: Vec<String> = ["full.urdf", "world.urdf", "mimic.urdf"]
+        .iter()
+        .map(|f| std::fs::read_to_string(fixture(f)).unwrap())
+        .collect();
+    let base = fixture("");
+    let options = UrdfOptions { package_dirs: vec![fixture("packages")], ..Default::default() };
+    let strict = UrdfOptions { strict: true, ..options.clone() };
+    fuzz(&sources, &|xml, is_strict| {
+        parse_urdf(xml, Some(&base), if is_strict { &strict } else { &options }).map(|r| (r.model, r.warnings))
+    });
+}
+
+#[test]
+fn mutated_mjcf_files_load_or_fail_with_typed_errors_never_panic() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mjcf/arm.xml");
+    let sources = vec![std::fs::read_to_string(&path).unwrap()];
+    let base = path.parent().unwrap().to_path_buf();
+    fuzz(&sources, &|xml, strict| parse_mjcf(xml, Some(&base), &MjcfOptions { strict }).map(|r| (r.model, r.warnings)));
 }
