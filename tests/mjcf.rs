@@ -147,7 +147,20 @@ fn the_arm_fixture_loads_with_a_warning_per_unsupported_element() {
     assert!(matches!(r.model.joints()[r.model.body_index("hand").unwrap()].kind, JointType::Prismatic { .. }));
     assert_eq!(r.warnings.len(), 2, "{:?}", r.warnings);
     assert!(r.warnings.iter().any(|w| w.contains("<site>") && w.contains("arm.xml")), "{:?}", r.warnings);
-    assert!(r.warnings.iter().any(|w| w.contains("<actuator>")), "{:?}", r.warnings);
+    assert!(r.warnings.iter().any(|w| w.contains("<position>")), "{:?}", r.warnings);
+    // The joint motor: the control map and the elbow's effort limit |gear|·max|ctrlrange|.
+    assert_eq!(r.actuators.len(), 1);
+    let a = &r.actuators[0];
+    assert_eq!(
+        (a.name.as_str(), a.joint.as_str(), a.gear, a.ctrl_range),
+        ("elbow_motor", "elbow", 10.0, Some((-2.0, 1.5)))
+    );
+    let elbow = r.model.joint_v_index("elbow").unwrap();
+    assert_relative_eq!(r.model.effort_limits()[elbow], 20.0);
+    let b = r.control_matrix();
+    assert_eq!(b.shape(), (4, 1));
+    assert_eq!(b[(elbow, 0)], 10.0);
+    assert_eq!(b.iter().filter(|x| **x != 0.0).count(), 1);
     let e = load_mjcf(&path, &MjcfOptions { strict: true }).unwrap_err();
     assert!(matches!(e, LoadError::Unsupported { .. }) && e.to_string().contains("arm.xml"), "{e}");
 }

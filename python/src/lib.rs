@@ -48,6 +48,7 @@ fn _stiction(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<world::PyWorldTape>()?;
     m.add_function(wrap_pyfunction!(gradcheck::gradcheck, m)?)?;
     m.add_function(wrap_pyfunction!(gradcheck::load_scene, m)?)?;
+    m.add_function(wrap_pyfunction!(model::load_mjcf, m)?)?;
     m.add_function(wrap_pyfunction!(optim::_ilqr, m)?)?;
     m.add_function(wrap_pyfunction!(optim::_shooting, m)?)?;
     m.add_function(wrap_pyfunction!(sysid::_sysid_fit, m)?)?;

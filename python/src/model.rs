@@ -212,6 +212,35 @@ fn reference_frame(frame: &str) -> PyResult<ReferenceFrame> {
     }
 }
 
+/// Loads an MJCF file with what the model does not hold: a dict with `model` (`Model`),
+/// `actuators` (one dict per joint motor: `name`, `joint`, `gear`, `ctrl_range` and
+/// `force_range` as `(lo, hi)` or None), `control_matrix` (nv × number of actuators:
+/// joint forces `τ = B u`) and `timestep` (the file's `<option timestep>`, or None).
+/// Loader warnings are issued as `stiction.LoadWarning`.
+#[pyfunction]
+#[pyo3(signature = (path, strict=false))]
+pub fn load_mjcf<'py>(py: Python<'py>, path: PathBuf, strict: bool) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    let options = stiction::io::MjcfOptions { strict };
+    let loaded = py.detach(|| Model::from_mjcf(&path, &options)).map_err(load_err)?;
+    load_warnings(py, &loaded.warnings)?;
+    let d = pyo3::types::PyDict::new(py);
+    let actuators = pyo3::types::PyList::empty(py);
+    for a in &loaded.actuators {
+        let x = pyo3::types::PyDict::new(py);
+        x.set_item("name", &a.name)?;
+        x.set_item("joint", &a.joint)?;
+        x.set_item("gear", a.gear)?;
+        x.set_item("ctrl_range", a.ctrl_range)?;
+        x.set_item("force_range", a.force_range)?;
+        actuators.append(x)?;
+    }
+    d.set_item("actuators", actuators)?;
+    d.set_item("control_matrix", crate::convert::out_mat(py, &loaded.control_matrix()))?;
+    d.set_item("timestep", loaded.timestep)?;
+    d.set_item("model", PyModel::new(loaded.model))?;
+    Ok(d)
+}
+
 /// Issues each loader warning as a `stiction.LoadWarning`.
 fn load_warnings(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
     let category = py.get_type::<LoadWarning>();

@@ -32,6 +32,7 @@ from ._stiction import (
     WorldTape,
     __version__,
     gradcheck,
+    load_mjcf,
     load_scene,
 )
 
@@ -77,6 +78,7 @@ __all__ = [
     "__version__",
     "gradcheck",
     "load",
+    "load_mjcf",
     "load_scene",
     "samples",
 ]

@@ -1052,6 +1052,17 @@ def gradcheck(
     :raises InputError: wrong shapes, an unknown option or parameter name, invalid settings.
     """
 
+def load_mjcf(path: PathLike, strict: bool = False) -> Dict[str, Any]:
+    """Loads an MJCF file with what the :class:`Model` does not hold.
+
+    Returns a dict: ``model`` (:class:`Model`), ``actuators`` (one dict per joint motor:
+    ``name``, ``joint``, ``gear``, ``ctrl_range`` and ``force_range`` as ``(lo, hi)`` or
+    None), ``control_matrix`` (nv × number of actuators: joint forces ``tau = B @ u``)
+    and ``timestep`` (the file's ``<option timestep>``, or None).
+
+    :raises LoadError: as :meth:`Model.from_mjcf`.
+    """
+
 def load_scene(path: PathLike) -> Dict[str, Any]:
     """Loads a scene file: the JSON format of ``stiction gradcheck`` and
     ``examples/scenes`` (docs/gradients.md, "Scene files"), with one model source

@@ -96,8 +96,8 @@ def test_unsupported_elements_warn_and_strict_refuses_them():
     with pytest.warns(stiction.LoadWarning) as record:
         stiction.Model.from_mjcf(ARM)
     messages = [str(r.message) for r in record]
-    assert any("<actuator>" in m for m in messages) and any("<site>" in m for m in messages), messages
-    with pytest.raises(stiction.LoadError, match="actuator|site"):
+    assert any("<position>" in m for m in messages) and any("<site>" in m for m in messages), messages
+    with pytest.raises(stiction.LoadError, match="position|site"):
         stiction.Model.from_mjcf(ARM, strict=True)
 
 
@@ -148,3 +148,23 @@ def test_a_free_floating_trajectory_converges_to_mujocos_rk4():
     e1, e2 = error(q1, v1), error(q2, v2)
     assert 1.8 < e1 / e2 < 2.2, f"not first order: {e1:.2e} at 1e-4 s, {e2:.2e} at 5e-5 s"
     assert error(2 * q2 - q1, 2 * v2 - v1) < 1e-6
+
+
+def test_load_mjcf_gives_the_control_map_and_effort_limits():
+    """The arm's joint motor (gear 10, ctrlrange [-2, 1.5]): MuJoCo's joint force for a
+    control u is ``B @ u``; the elbow's effort limit is |gear|·max|ctrlrange| = 20."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stiction.LoadWarning)
+        loaded = stiction.load_mjcf(ARM)
+    model, b = loaded["model"], loaded["control_matrix"]
+    assert [a["name"] for a in loaded["actuators"]] == ["elbow_motor"]
+    assert loaded["actuators"][0]["ctrl_range"] == (-2.0, 1.5) and loaded["timestep"] == 0.002
+    mj = mujoco.MjModel.from_xml_path(ARM)
+    data = mujoco.MjData(mj)
+    qmap, perm = maps(model, mj)
+    motor = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_ACTUATOR, "elbow_motor")
+    data.ctrl[motor] = 0.7
+    mujoco.mj_forward(mj, data)
+    tau = b @ np.array([0.7])
+    np.testing.assert_allclose(tau[perm], data.qfrc_actuator, rtol=0, atol=1e-12)
+    assert model.effort_limits[model.joint_v_index("elbow")] == 20.0

@@ -8,7 +8,8 @@
 //! (`inertiafromgeom`, geom `mass`/`density`), joints (`hinge`, `slide`, `ball`, `free`,
 //! `<freejoint>`; `pos axis range limited damping stiffness springref armature
 //! frictionloss`), geoms (`plane sphere capsule cylinder box mesh`, `fromto`, `friction`,
-//! `contype`/`conaffinity`), `<asset><mesh file scale>`, `<contact><exclude>`.
+//! `contype`/`conaffinity`), `<asset><mesh file scale>`, `<contact><exclude>`, joint motors
+//! of `<actuator>` (the control map [`MjcfModel::actuators`] and the joints' effort limits).
 //!
 //! Mapping. A body with several joints becomes a chain of massless bodies, one per joint
 //! (named `BODY/JOINT`), the last one carrying the body's name and contents; each joint
@@ -19,8 +20,10 @@
 //! either is — the same for the default 1/1, and a warning otherwise). Everything else
 //! (actuators, tendons, sensors, sites, cameras, lights, `<include>`, ellipsoids …) is
 //! reported, one warning per element, and ignored; `strict` makes those errors.
+//!
+//! [`MjcfModel::actuators`]: super::MjcfModel::actuators
 
-use super::{mesh, MjcfModel, MjcfOptions};
+use super::{mesh, MjcfActuator, MjcfModel, MjcfOptions};
 use crate::collision::{Material, TriangleMesh};
 use crate::error::LoadError;
 use crate::math::{Inertia, Mat3, Vec3, SE3};
@@ -59,6 +62,7 @@ pub(crate) fn parse(xml: &str, file: &str, base_dir: Option<&Path>, options: &Mj
         meshes: HashMap::new(),
         builder: ModelBuilder::new(root.attribute("model").unwrap_or("mjcf")),
         timestep: None,
+        actuators: vec![],
         names: HashMap::new(),
     };
     if root.tag_name().name() != "mujoco" {
@@ -80,8 +84,12 @@ pub(crate) fn parse(xml: &str, file: &str, base_dir: Option<&Path>, options: &Mj
             "asset" => p.asset(c)?,
             "worldbody" => p.worldbody(c)?,
             "contact" => p.contact(c)?,
+            "actuator" => {} // after the bodies: it names their joints
             other => p.unsupported(c, &format!("<{other}>"))?,
         }
+    }
+    for c in root.children().filter(|c| c.is_element() && c.tag_name().name() == "actuator") {
+        p.actuator(c)?;
     }
     let file_name = p.file.clone();
     let model = p.builder.build().map_err(|source| LoadError::Model { file: file_name.clone(), source })?;
@@ -92,7 +100,7 @@ pub(crate) fn parse(xml: &str, file: &str, base_dir: Option<&Path>, options: &Mj
             other => crate::ModelError::Invalid(other.to_string()),
         },
     })?;
-    Ok(MjcfModel { model, warnings: p.warnings, timestep: p.timestep })
+    Ok(MjcfModel { model, warnings: p.warnings, timestep: p.timestep, actuators: p.actuators })
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -127,6 +135,7 @@ struct Parser<'a, 'input> {
     meshes: HashMap<String, TriangleMesh>,
     builder: ModelBuilder,
     timestep: Option<f64>,
+    actuators: Vec<MjcfActuator>,
     /// Anonymous element counters, for generated names.
     names: HashMap<&'static str, usize>,
 }
@@ -513,6 +522,56 @@ impl<'a, 'input> Parser<'a, 'input> {
                 let what = format!("<{}> in <contact>", c.tag_name().name());
                 self.unsupported(c, &what)?;
             }
+        }
+        Ok(())
+    }
+
+    /// `<actuator>`: joint motors become the control map and the joints' effort limits
+    /// (`|gear|·max|ctrlrange|`, within `forcerange`); other actuators and transmissions
+    /// are warnings.
+    fn actuator(&mut self, n: Node<'_, 'input>) -> R<()> {
+        for c in n.children().filter(Node::is_element) {
+            let index = self.actuators.len();
+            let name = c.attribute("name").map(str::to_string).unwrap_or_else(|| format!("actuator{index}"));
+            let element = format!("actuator '{name}'");
+            let tag = c.tag_name().name();
+            let Some(joint) = c.attribute("joint").filter(|_| tag == "motor") else {
+                self.unsupported(c, &format!("<{tag}> {element} (only joint motors are mapped)"))?;
+                continue;
+            };
+            let gear = match c.attribute("gear") {
+                Some(g) => self.numbers(c, &element, "gear", g, None)?.first().copied().unwrap_or(1.0),
+                None => 1.0,
+            };
+            let range = |p: &Self, attr: &str, flag: &str| -> R<Option<(f64, f64)>> {
+                let Some(text) = c.attribute(attr) else { return Ok(None) };
+                let r = p.numbers(c, &element, attr, text, Some(2))?;
+                let limited = match c.attribute(flag) {
+                    Some("true") => true,
+                    Some("false") => false,
+                    _ => p.autolimits,
+                };
+                if limited && r[0] > r[1] {
+                    return Err(p.err(c, &element, format!("attribute '{attr}': {} > {}", r[0], r[1])));
+                }
+                Ok(limited.then_some((r[0], r[1])))
+            };
+            let ctrl_range = range(self, "ctrlrange", "ctrllimited")?;
+            let force_range = range(self, "forcerange", "forcelimited")?;
+            let mut effort = ctrl_range.map(|(lo, hi)| gear.abs() * lo.abs().max(hi.abs()));
+            if let Some((lo, hi)) = force_range {
+                let f = lo.abs().max(hi.abs());
+                effort = Some(effort.map_or(f, |e| e.min(f)));
+            }
+            let Some(spec) = self.builder.joints.iter_mut().find(|s| s.joint.name == joint) else {
+                return Err(self.err(c, &element, format!("unknown joint '{joint}'")));
+            };
+            if let Some(e) = effort {
+                if spec.joint.nv() == 1 {
+                    spec.joint = spec.joint.clone().with_effort_limits(&[e]);
+                }
+            }
+            self.actuators.push(MjcfActuator { name, joint: joint.to_string(), gear, ctrl_range, force_range });
         }
         Ok(())
     }

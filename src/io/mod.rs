@@ -101,6 +101,38 @@ pub struct MjcfModel {
     pub warnings: Vec<String>,
     /// The time step the file asks for (`<option timestep>`), if any.
     pub timestep: Option<f64>,
+    /// The joint motors of `<actuator>` (`<motor joint=…>`), in file order: the control map.
+    pub actuators: Vec<MjcfActuator>,
+}
+
+/// A joint motor of an MJCF file: the joint force is `gear · u` for the control `u`,
+/// `u` clamped to `ctrl_range` when the file limits it, the force to `force_range`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MjcfActuator {
+    /// The actuator's name (`actuator{i}` when unnamed, `i` its index).
+    pub name: String,
+    /// The joint it drives.
+    pub joint: String,
+    /// The gear (joint force per unit control).
+    pub gear: f64,
+    /// The control range, when limited.
+    pub ctrl_range: Option<(f64, f64)>,
+    /// The force range, when limited.
+    pub force_range: Option<(f64, f64)>,
+}
+
+impl MjcfModel {
+    /// The control map `B` (nv × number of actuators): joint forces `τ = B u` for the
+    /// controls `u` of [`MjcfModel::actuators`] (a scalar joint's column holds its gear).
+    pub fn control_matrix(&self) -> nalgebra::DMatrix<f64> {
+        let mut b = nalgebra::DMatrix::zeros(self.model.nv(), self.actuators.len());
+        for (k, a) in self.actuators.iter().enumerate() {
+            if let Ok(v) = self.model.joint_v_index(&a.joint) {
+                b[(v, k)] = a.gear;
+            }
+        }
+        b
+    }
 }
 
 /// Loads an MJCF (MuJoCo XML) file: the kinematic tree, inertias, joints and collision
