@@ -185,3 +185,43 @@ fn bad_files_are_typed_errors_that_name_the_element() {
         assert!(msg.contains("<string>") && msg.contains(has), "{xml}: {msg}");
     }
 }
+
+#[test]
+fn includes_are_spliced_in_relative_to_their_file() {
+    let dir = std::env::temp_dir().join(format!("stiction_mjcf_include_{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("parts")).unwrap();
+    std::fs::write(
+        dir.join("main.xml"),
+        r#"<mujoco><include file="parts/defaults.xml"/><worldbody><include file="parts/arm.xml"/></worldbody></mujoco>"#,
+    )
+    .unwrap();
+    std::fs::write(dir.join("parts/defaults.xml"), r#"<mujoco><default><joint armature="0.5"/></default></mujoco>"#)
+        .unwrap();
+    // Included files include relative to themselves.
+    std::fs::write(
+        dir.join("parts/arm.xml"),
+        r#"<mujoco><body name="upper"><joint name="j"/><geom type="sphere" size="0.1" mass="1"/><include file="hand.xml"/></body></mujoco>"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("parts/hand.xml"),
+        r#"<mujoco><body name="hand" pos="0.5 0 0"><joint name="k"/><geom type="sphere" size="0.1" mass="1"/></body></mujoco>"#,
+    )
+    .unwrap();
+    let r = load_mjcf(dir.join("main.xml"), &MjcfOptions::default()).unwrap();
+    assert_eq!(r.model.nv(), 2);
+    assert!(r.model.body_index("hand").is_ok());
+    let mut data = Data::new(&r.model);
+    let m = crba(&r.model, &mut data, r.model.neutral().as_slice()).unwrap().clone();
+    // The armature of the included default, on both joints.
+    let j = r.model.joint_v_index("j").unwrap();
+    assert!(m[(j, j)] > 0.5);
+    // A file that includes itself, and a missing one: typed errors naming them.
+    std::fs::write(dir.join("loop.xml"), r#"<mujoco><include file="loop.xml"/></mujoco>"#).unwrap();
+    let e = load_mjcf(dir.join("loop.xml"), &MjcfOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("deeper than"), "{e}");
+    std::fs::write(dir.join("missing.xml"), r#"<mujoco><include file="nowhere.xml"/></mujoco>"#).unwrap();
+    let e = load_mjcf(dir.join("missing.xml"), &MjcfOptions::default()).unwrap_err();
+    assert!(matches!(e, LoadError::Io { .. }) && e.to_string().contains("nowhere.xml"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -9,7 +9,8 @@
 //! `<freejoint>`; `pos axis range limited damping stiffness springref armature
 //! frictionloss`), geoms (`plane sphere capsule cylinder box mesh`, `fromto`, `friction`,
 //! `contype`/`conaffinity`), `<asset><mesh file scale>`, `<contact><exclude>`, joint motors
-//! of `<actuator>` (the control map [`MjcfModel::actuators`] and the joints' effort limits).
+//! of `<actuator>` (the control map [`MjcfModel::actuators`] and the joints' effort limits),
+//! `<include file>` (the included file's `<mujoco>` children, spliced in).
 //!
 //! Mapping. A body with several joints becomes a chain of massless bodies, one per joint
 //! (named `BODY/JOINT`), the last one carrying the body's name and contents; each joint
@@ -18,7 +19,7 @@
 //! become the shape's collision group/mask (stiction collides a pair when both
 //! `contype_a & conaffinity_b` and `contype_b & conaffinity_a` are nonzero; MuJoCo when
 //! either is — the same for the default 1/1, and a warning otherwise). Everything else
-//! (actuators, tendons, sensors, sites, cameras, lights, `<include>`, ellipsoids …) is
+//! (other actuators, tendons, sensors, sites, cameras, lights, ellipsoids' collision …) is
 //! reported, one warning per element, and ignored; `strict` makes those errors.
 //!
 //! [`MjcfModel::actuators`]: super::MjcfModel::actuators
@@ -41,6 +42,8 @@ const DEFAULT_DENSITY: f64 = 1000.0;
 
 /// Parses MJCF text; `file` names the source in messages.
 pub(crate) fn parse(xml: &str, file: &str, base_dir: Option<&Path>, options: &MjcfOptions) -> R<MjcfModel> {
+    let xml = expand_includes(xml, file, base_dir, 0)?;
+    let xml = xml.as_str();
     let doc = Document::parse(xml).map_err(|e| LoadError::Malformed {
         file: file.into(),
         element: "XML document".into(),
@@ -101,6 +104,61 @@ pub(crate) fn parse(xml: &str, file: &str, base_dir: Option<&Path>, options: &Mj
         },
     })?;
     Ok(MjcfModel { model, warnings: p.warnings, timestep: p.timestep, actuators: p.actuators })
+}
+
+/// The deepest chain of `<include>`s followed (a file including itself fails here).
+const MAX_INCLUDE_DEPTH: usize = 16;
+
+/// `xml` with every `<include file="F"/>` replaced by the children of F's `<mujoco>` root
+/// (F relative to `base_dir`, included files expanded in turn). Line numbers in later
+/// messages count the expanded text.
+fn expand_includes(xml: &str, file: &str, base_dir: Option<&Path>, depth: usize) -> R<String> {
+    let malformed =
+        |element: &str, reason: String| LoadError::Malformed { file: file.into(), element: element.into(), reason };
+    if !xml.contains("<include") {
+        return Ok(xml.to_string());
+    }
+    let doc = Document::parse(xml).map_err(|e| malformed("XML document", e.to_string()))?;
+    let mut spans = vec![];
+    for n in doc.descendants().filter(|n| n.is_element() && n.tag_name().name() == "include") {
+        let line = doc.text_pos_at(n.range().start).row;
+        let name = n
+            .attribute("file")
+            .ok_or_else(|| malformed("include", format!("missing attribute 'file' (line {line})")))?;
+        if depth >= MAX_INCLUDE_DEPTH {
+            return Err(malformed(
+                "include",
+                format!("'{name}': includes nested deeper than {MAX_INCLUDE_DEPTH} (a cycle?)"),
+            ));
+        }
+        let path = base_dir.map_or_else(|| PathBuf::from(name), |d| d.join(name));
+        let text = std::fs::read_to_string(&path).map_err(|e| LoadError::Io {
+            path: path.display().to_string(),
+            reason: format!("included from {file}: {e}"),
+        })?;
+        let inner = {
+            let sub = Document::parse(&text).map_err(|e| malformed("include", format!("'{name}': {e}")))?;
+            let root = sub.root_element();
+            if root.tag_name().name() != "mujoco" {
+                return Err(malformed("include", format!("'{name}': the root element must be <mujoco>")));
+            }
+            match (root.first_child(), root.last_child()) {
+                (Some(a), Some(b)) => text[a.range().start..b.range().end].to_string(),
+                _ => String::new(),
+            }
+        };
+        let expanded = expand_includes(&inner, file, path.parent(), depth + 1)?;
+        spans.push((n.range(), expanded));
+    }
+    let mut out = String::with_capacity(xml.len());
+    let mut at = 0;
+    for (range, text) in spans {
+        out.push_str(&xml[at..range.start]);
+        out.push_str(&text);
+        at = range.end;
+    }
+    out.push_str(&xml[at..]);
+    Ok(out)
 }
 
 #[derive(Clone, Copy, PartialEq)]
