@@ -24,7 +24,8 @@ mujoco = pytest.importorskip("mujoco")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ARM = os.path.join(HERE, "..", "..", "tests", "fixtures", "mjcf", "arm.xml")
 MUJOCO_TEST_MODEL = os.path.join(os.path.dirname(mujoco.__file__), "testdata", "model.xml")
-MODELS = [ARM] + ([MUJOCO_TEST_MODEL] if os.path.exists(MUJOCO_TEST_MODEL) else [])
+OFFSET_MESH = os.path.join(HERE, "..", "..", "tests", "fixtures", "mjcf", "offset_mesh.xml")
+MODELS = [ARM, OFFSET_MESH] + ([MUJOCO_TEST_MODEL] if os.path.exists(MUJOCO_TEST_MODEL) else [])
 # MuJoCo keeps mesh vertices in single precision: the mass of the test model's one mesh body
 # (its inline icosahedron) differs by 3e-8 relative, 2e-9 of the largest mass-matrix entry.
 REL_TOL = 1e-8

@@ -199,16 +199,6 @@ struct Parser<'a, 'input> {
 }
 
 /// A geom's collision shape and its mass properties (in the body frame).
-/// The largest extent of the bounding box of `points`.
-fn mesh_size(points: &[Vec3]) -> f64 {
-    let (mut lo, mut hi) = (Vec3::from_element(f64::INFINITY), Vec3::from_element(f64::NEG_INFINITY));
-    for p in points {
-        lo = lo.inf(p);
-        hi = hi.sup(p);
-    }
-    (hi - lo).max().max(0.0)
-}
-
 /// Volume, centroid and rotational inertia about the centroid (for unit density) of the
 /// convex hull of `points`, by the divergence theorem over tetrahedra from the origin
 /// (`∫ x xᵀ dV = V/20 (a aᵀ + b bᵀ + c cᵀ + s sᵀ)`, `s = a + b + c`, per face triangle).
@@ -911,19 +901,7 @@ impl<'a, 'input> Parser<'a, 'input> {
                     .cloned()
                     .ok_or_else(|| self.err(n, &element, format!("unknown mesh '{mesh_name}'")))?;
                 // Mass properties of the mesh's convex hull (MuJoCo's default for meshes).
-                let props = hull_mass_properties(&mesh.vertices);
-                if let Some((_, com, _)) = &props {
-                    if com.norm() > 1e-9 * mesh_size(&mesh.vertices) {
-                        self.warn(
-                            n,
-                            format!(
-                                "{element}: the mesh's centre of mass is {com:?} from its frame; MuJoCo moves a mesh \
-                                 to its centre of mass and principal axes, stiction keeps the file's frame"
-                            ),
-                        );
-                    }
-                }
-                mesh_props = props;
+                mesh_props = hull_mass_properties(&mesh.vertices);
                 (Some(Geometry::Mesh(mesh)), None)
             }
             other => {
