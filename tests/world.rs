@@ -191,6 +191,24 @@ fn colliding_particles() -> (World, WorldState, DVector<f64>) {
     (w, state, DVector::from_vec(vec![0.0, 0.1, 0.0, 0.2, 0.0, 0.0]))
 }
 
+/// Input coordinate `k` of `[tangent q | v | u]` moved by `eps`: the perturbed state, and
+/// the control index to move when `k` is a control.
+fn perturbed(w: &World, state: &WorldState, k: usize, eps: f64) -> (WorldState, Option<usize>) {
+    let nv = w.nv();
+    let mut s = state.clone();
+    if k < nv {
+        let mut dq = DVector::zeros(nv);
+        dq[k] = eps;
+        s.q = w.retract(&state.q, &dq).unwrap();
+        (s, None)
+    } else if k < 2 * nv {
+        s.v[k - nv] += eps;
+        (s, None)
+    } else {
+        (s, Some(k - 2 * nv))
+    }
+}
+
 /// Asserts [`vjp_error_with`] below 1e-6 relative for three random cotangents (seeds
 /// `seed0..seed0 + 3`); `what` names the case in the message.
 fn assert_vjp_matches_ridders(what: &str, w: &World, state: &WorldState, u: &DVector<f64>, seed0: u64, h0: f64) {
@@ -225,27 +243,15 @@ fn vjp_error_with(w: &World, state: &WorldState, u: &DVector<f64>, seed: u64, h0
     let mut worst = 0.0f64;
     for k in 0..(2 * nv + nu) {
         let f = |eps: f64| -> DVector<f64> {
-            let mut s = state.clone();
+            let (s, control) = perturbed(w, state, k, eps);
             let mut uu = u.clone();
-            if k < nv {
-                let mut dq = DVector::zeros(nv);
-                dq[k] = eps;
-                s.q = w.retract(&state.q, &dq).unwrap();
-            } else if k < 2 * nv {
-                s.v[k - nv] += eps;
-            } else {
-                uu[k - 2 * nv] += eps;
+            if let Some(c) = control {
+                uu[c] += eps;
             }
             loss(&s, &uu, check_mode && eps.abs() >= h0)
         };
         let (fd, err) = ridders(&f, h0);
-        let analytic = if k < nv {
-            grads.q[k]
-        } else if k < 2 * nv {
-            grads.v[k - nv]
-        } else {
-            grads.u[k - 2 * nv]
-        };
+        let analytic = [grads.q.as_slice(), grads.v.as_slice(), grads.u.as_slice()].concat()[k];
         let e = (analytic - fd[0]).abs() / fd[0].abs().max(1.0);
         assert!(err < 1e-7 * fd[0].abs().max(1.0), "input {k}: Ridders error estimate {err} too large");
         worst = worst.max(e);
@@ -535,26 +541,15 @@ fn world_tape_backward_matches_ridders_over_a_rollout() {
     let mut worst = 0.0f64;
     for k in 0..(2 * nv + nu) {
         let f = |eps: f64| {
-            let (mut s, mut cs) = (state.clone(), controls.clone());
-            if k < nv {
-                let mut dq = DVector::zeros(nv);
-                dq[k] = eps;
-                s.q = w.retract(&state.q, &dq).unwrap();
-            } else if k < 2 * nv {
-                s.v[k - nv] += eps;
-            } else {
-                cs[7][k - 2 * nv] += eps; // the control of step 7
+            let (s, control) = perturbed(&w, &state, k, eps);
+            let mut cs = controls.clone();
+            if let Some(c) = control {
+                cs[7][c] += eps; // the control of step 7
             }
             loss(&s, &cs)
         };
         let (fd, _) = ridders(&f, 1e-5);
-        let analytic = if k < nv {
-            grads.q0[k]
-        } else if k < 2 * nv {
-            grads.v0[k - nv]
-        } else {
-            grads.u[7][k - 2 * nv]
-        };
+        let analytic = [grads.q0.as_slice(), grads.v0.as_slice(), grads.u[7].as_slice()].concat()[k];
         worst = worst.max((analytic - fd[0]).abs() / fd[0].abs().max(1.0));
     }
     assert!(worst < 1e-6, "rollout VJP vs Ridders: relative error {worst:.2e}");
@@ -675,4 +670,61 @@ fn a_one_system_world_steps_and_differentiates_like_the_simulator() {
 /// World options matching a `Simulator`'s contact options.
 fn options_world(c: &stiction::step::ContactOptions) -> WorldOptions {
     WorldOptions { dt: H, margin: c.margin, erp: c.erp, friction: c.model }
+}
+
+/// Contact must not create energy over a long run (3 s, 3,000 steps): a 1.5 kg box on the
+/// ground with three particles of unequal masses on its top, one of them sliding across
+/// it with friction; everything starts touching (zero gap) and at rest but the slider.
+/// The total energy (kinetic + potential, box and particles) never rises above its
+/// start by more than 1e-9 J, falls as friction stops the slider, and the resting bodies
+/// do not drift.
+#[test]
+fn contact_creates_no_energy_over_a_long_run_with_unequal_masses() {
+    use stiction::dynamics::{kinetic_energy, potential_energy};
+    let bx = free_box_model(0.6);
+    let r = 0.015;
+    let masses = [0.1, 0.45, 1.2];
+    let systems: Vec<Arc<dyn System>> = vec![
+        Arc::new(StaticGeometry::ground(Material::new(0.6, 0.0))),
+        Arc::new(Articulation::new(Arc::new(bx.clone()))),
+        Arc::new(particles(&masses, r, 0.6, gravity())),
+    ];
+    let w = world(systems);
+    let mut q = DVector::zeros(w.nq());
+    q.rows_mut(0, 7).copy_from(&bx.neutral());
+    q[2] = 0.05;
+    let top = 0.1 + r;
+    q.rows_mut(7, 9).copy_from_slice(&[0.1, 0.05, top, -0.1, -0.05, top, 0.0, 0.0, top]);
+    let mut v = DVector::zeros(w.nv());
+    v[6] = 0.4; // the light particle slides along x
+    let energy = |s: &WorldState| -> f64 {
+        let mut data = stiction::dynamics::Data::new(&bx);
+        let (qb, vb) = (s.q.rows(0, 7).into_owned(), s.v.rows(0, 6).into_owned());
+        let e_box = kinetic_energy(&bx, &mut data, qb.as_slice(), vb.as_slice()).unwrap()
+            + potential_energy(&bx, &mut data, qb.as_slice()).unwrap();
+        let e_p: f64 = (0..3)
+            .map(|i| {
+                let vi = s.v.rows(6 + 3 * i, 3).norm_squared();
+                0.5 * masses[i] * vi + masses[i] * G * s.q[7 + 3 * i + 2]
+            })
+            .sum();
+        e_box + e_p
+    };
+    let mut s = WorldState { q, v };
+    let e0 = energy(&s);
+    let mut e_max = e0;
+    let u = DVector::zeros(w.nu());
+    for _ in 0..3000 {
+        s = w.step(&s, &u).unwrap();
+        e_max = e_max.max(energy(&s));
+    }
+    assert!(e_max - e0 < 1e-9, "energy rose by {:e} J", e_max - e0);
+    // The slider's kinetic energy (8 mJ) is gone to friction; the rest stayed put.
+    let e1 = energy(&s);
+    assert!(e0 - e1 > 0.5 * 0.5 * 0.1 * 0.4 * 0.4, "energy {e0} -> {e1}");
+    assert!(s.v.amax() < 1e-9, "still moving: {}", s.v.amax());
+    for (i, x0) in [(1usize, -0.1), (2, 0.0)] {
+        assert!((s.q[7 + 3 * i] - x0).abs() < 1e-9, "particle {i} drifted to x = {}", s.q[7 + 3 * i]);
+    }
+    assert!((s.q[2] - 0.05).abs() < 1e-9, "the box sank or rose to z = {}", s.q[2]);
 }
