@@ -26,7 +26,7 @@ use crate::Model;
 use nalgebra::DMatrix;
 
 /// The constraint rows of a set of contacts at one configuration.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Default)]
 pub struct ContactRows {
     /// One frame per contact (rows `3i`, `3i + 1`, `3i + 2`: normal, t₁, t₂).
     pub frames: Vec<ContactFrame>,
@@ -43,10 +43,19 @@ impl ContactRows {
     /// model, whose bodies are out of range or are not the bodies of its shapes, or
     /// whose normal is not a unit vector ([`Error::InvalidInput`]).
     pub fn new(model: &Model, data: &Data, contacts: &[Contact]) -> Result<ContactRows> {
+        let mut out = ContactRows::default();
+        out.rebuild(model, data, contacts)?;
+        Ok(out)
+    }
+
+    /// [`ContactRows::new`] into `self`, reusing its storage (no allocation once it has
+    /// held as many contacts). On error `self` holds no meaningful rows.
+    pub fn rebuild(&mut self, model: &Model, data: &Data, contacts: &[Contact]) -> Result<()> {
         check_data(model, data)?;
         let nv = model.nv();
-        let mut frames = Vec::with_capacity(contacts.len());
-        let mut j = DMatrix::zeros(3 * contacts.len(), nv);
+        let ContactRows { frames, j } = self;
+        frames.clear();
+        crate::math::reshape(j, 3 * contacts.len(), nv);
         for (i, c) in contacts.iter().enumerate() {
             check_contact(model, c, i)?;
             let g = &c.geometry;
@@ -65,7 +74,7 @@ impl ContactRows {
             }
             frames.push(frame);
         }
-        Ok(ContactRows { frames, j })
+        Ok(())
     }
 
     /// The number of rows, 3·nc.

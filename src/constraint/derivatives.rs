@@ -52,7 +52,7 @@
 //! side under b ([`SubtreeTranslation`]).
 
 use super::contact_rows::{check_contact, check_data, for_each_dof, world_subspace, Chains, ContactRows};
-use super::detect::{contact_jacobians, ContactJacobians};
+use super::detect::{contact_jacobians, contact_jacobians_into, ContactJacobians};
 use super::frame::ContactFrame;
 use crate::collision::Contact;
 use crate::dynamics::Data;
@@ -221,9 +221,12 @@ fn row_derivatives(kin: &Motion, w: &[Force; 3], dxw: &[Vec3; 3], dvp: &Vec3, dp
 }
 
 /// Configuration derivatives of the rows, for fixed contact features (as [`crate::constraint::contact_jacobians`]).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Default)]
 pub struct ContactRowDerivatives {
-    contacts: Vec<ContactDerivatives>,
+    /// The contacts' derivatives: the first `len` entries are live, the others are kept
+    /// storage for [`ContactRowDerivatives::rebuild`].
+    store: Vec<ContactDerivatives>,
+    len: usize,
     /// World-frame motion subspace of every dof at the configuration.
     s_world: Vec<Motion>,
     nbodies: usize,
@@ -256,14 +259,39 @@ impl ContactRowDerivatives {
     /// [`super::recompute_contacts`]) or whose closed form is degenerate here
     /// ([`Error::InvalidInput`], [`Error::Numerical`]).
     pub fn new(model: &Model, data: &Data, contacts: &[Contact], rows: &ContactRows) -> Result<Self> {
+        let mut out = ContactRowDerivatives::default();
+        out.rebuild(model, data, contacts, rows)?;
+        Ok(out)
+    }
+
+    /// [`ContactRowDerivatives::new`] into `self`, reusing its storage: no allocation
+    /// once it has held as many contacts of a model with as many dofs. On error `self`
+    /// holds no contacts.
+    pub fn rebuild(&mut self, model: &Model, data: &Data, contacts: &[Contact], rows: &ContactRows) -> Result<()> {
+        self.len = 0;
         check_data(model, data)?;
         let nv = model.nv();
         check_rows(rows, contacts.len(), nv)?;
-        let mut out = Vec::with_capacity(contacts.len());
         for (i, c) in contacts.iter().enumerate() {
             check_contact(model, c, i)?;
-            let jacobians = contact_jacobians(model, data, c)?;
-            let (g, h) = (&jacobians.geometry, &c.geometry);
+            if i < self.store.len() {
+                contact_jacobians_into(model, data, c, &mut self.store[i].jacobians)?;
+            } else {
+                let jacobians = contact_jacobians(model, data, c)?;
+                self.store.push(ContactDerivatives {
+                    jacobians,
+                    dt1: Matrix3xX::zeros(nv),
+                    dt2: Matrix3xX::zeros(nv),
+                    frame: rows.frames[i],
+                    body_a: None,
+                    body_b: None,
+                    l1: Mat3::zeros(),
+                    l2: Mat3::zeros(),
+                    chains: Chains { lca: None },
+                });
+            }
+            let entry = &mut self.store[i];
+            let (g, h) = (&entry.jacobians.geometry, &c.geometry);
             let scale = h.point.norm().max(1.0);
             let gap = ((g.point - h.point).norm() / scale).max((g.normal - h.normal).norm());
             if gap.is_nan() || gap > GEOMETRY_TOLERANCE {
@@ -277,32 +305,39 @@ impl ContactRowDerivatives {
                 return Err(Error::InvalidInput(format!("contact {i}: the rows were not built from these contacts")));
             }
             let (l1, l2) = frame.tangent_jacobians();
-            let (dt1, dt2) = (l1 * &jacobians.normal, l2 * &jacobians.normal);
-            out.push(ContactDerivatives {
-                jacobians,
-                dt1,
-                dt2,
-                frame,
-                body_a: c.body_a,
-                body_b: c.body_b,
-                l1,
-                l2,
-                chains: Chains::new(model, c.body_a, c.body_b),
-            });
+            if entry.dt1.ncols() != nv {
+                entry.dt1 = Matrix3xX::zeros(nv);
+                entry.dt2 = Matrix3xX::zeros(nv);
+            }
+            for k in 0..nv {
+                let dn: Vec3 = entry.jacobians.normal.column(k).into_owned();
+                entry.dt1.set_column(k, &(l1 * dn));
+                entry.dt2.set_column(k, &(l2 * dn));
+            }
+            entry.frame = frame;
+            entry.body_a = c.body_a;
+            entry.body_b = c.body_b;
+            entry.l1 = l1;
+            entry.l2 = l2;
+            entry.chains = Chains::new(model, c.body_a, c.body_b);
         }
-        let s_world = (0..nv).map(|k| world_subspace(data, model.dof_body[k], k)).collect();
-        Ok(ContactRowDerivatives { contacts: out, s_world, nbodies: model.nbodies(), nv })
+        self.len = contacts.len();
+        self.s_world.clear();
+        self.s_world.extend((0..nv).map(|k| world_subspace(data, model.dof_body[k], k)));
+        self.nbodies = model.nbodies();
+        self.nv = nv;
+        Ok(())
     }
 
     /// Per contact: the geometry derivatives and ∂t₁/∂q, ∂t₂/∂q.
     pub fn contacts(&self) -> &[ContactDerivatives] {
-        &self.contacts
+        &self.store[..self.len]
     }
 
     /// ∂distance/∂q (nc × nv).
     pub fn distance_q(&self) -> DMatrix<f64> {
-        let mut d = DMatrix::zeros(self.contacts.len(), self.nv);
-        for (i, c) in self.contacts.iter().enumerate() {
+        let mut d = DMatrix::zeros(self.contacts().len(), self.nv);
+        for (i, c) in self.contacts().iter().enumerate() {
             d.row_mut(i).copy_from(&c.jacobians.distance);
         }
         d
@@ -315,8 +350,8 @@ impl ContactRowDerivatives {
         self.check_call(model, data, rows)?;
         check_vector("u", u, self.nv)?;
         let (vw, vb) = self.velocities(model, u);
-        let mut out = DMatrix::zeros(3 * self.contacts.len(), self.nv);
-        for (i, c) in self.contacts.iter().enumerate() {
+        let mut out = DMatrix::zeros(3 * self.contacts().len(), self.nv);
+        for (i, c) in self.contacts().iter().enumerate() {
             let RowMotion { va, vbody, dv, dvp, w, dxw } = c.row_motion(&vw);
             c.for_each_chain_dof(model, |k, side| {
                 let s = &self.s_world[k];
@@ -337,15 +372,41 @@ impl ContactRowDerivatives {
 
     /// `∂distance/∂θ` along subtree translations (nc × translations.len()).
     pub fn distance_translation(&self, model: &Model, translations: &[SubtreeTranslation]) -> DMatrix<f64> {
-        let mut out = DMatrix::zeros(self.contacts.len(), translations.len());
-        for (i, c) in self.contacts.iter().enumerate() {
+        let mut out = DMatrix::zeros(self.contacts().len(), translations.len());
+        self.each_distance_translation(model, translations, |i, col, x| out[(i, col)] = x);
+        out
+    }
+
+    /// `out[col] += scale · Σ_i w_i ∂distance_i/∂θ_col` ([`Self::distance_translation`]
+    /// transposed onto `w`, one entry per contact), without allocating.
+    pub fn distance_translation_vjp_acc(
+        &self,
+        model: &Model,
+        translations: &[SubtreeTranslation],
+        w: &[f64],
+        scale: f64,
+        out: &mut [f64],
+    ) -> Result<()> {
+        check_vector("w", w, self.contacts().len())?;
+        check_vector("out", out, translations.len())?;
+        self.each_distance_translation(model, translations, |i, col, x| out[col] += scale * w[i] * x);
+        Ok(())
+    }
+
+    /// Calls `emit(contact, translation, ∂distance/∂θ)` for every nonzero entry.
+    fn each_distance_translation(
+        &self,
+        model: &Model,
+        translations: &[SubtreeTranslation],
+        mut emit: impl FnMut(usize, usize, f64),
+    ) {
+        for (i, c) in self.contacts().iter().enumerate() {
             for (col, t) in translations.iter().enumerate() {
                 if let Some((_, _, _, dd)) = c.translated(model, t) {
-                    out[(i, col)] = dd;
+                    emit(i, col, dd);
                 }
             }
         }
-        out
     }
 
     /// `∂(J u)/∂θ` at fixed u along subtree translations (3nc × translations.len()): the
@@ -358,28 +419,67 @@ impl ContactRowDerivatives {
         u: &[f64],
         translations: &[SubtreeTranslation],
     ) -> Result<DMatrix<f64>> {
+        let mut out = DMatrix::zeros(3 * self.contacts().len(), translations.len());
+        let mut scratch = RowScratch::default();
+        self.each_jv_translation(model, data, rows, u, translations, &mut scratch, |r, col, x| out[(r, col)] = x)?;
+        Ok(out)
+    }
+
+    /// `out[col] += scale · μᵀ ∂(J u)/∂θ_col` ([`Self::jv_translation`] transposed onto μ,
+    /// one entry per row) in the buffers of `scratch`, without allocating.
+    #[allow(clippy::too_many_arguments)]
+    pub fn jv_translation_vjp_acc(
+        &self,
+        model: &Model,
+        data: &Data,
+        rows: &ContactRows,
+        u: &[f64],
+        translations: &[SubtreeTranslation],
+        mu: &[f64],
+        scale: f64,
+        scratch: &mut RowScratch,
+        out: &mut [f64],
+    ) -> Result<()> {
+        check_vector("mu", mu, 3 * self.contacts().len())?;
+        check_vector("out", out, translations.len())?;
+        self.each_jv_translation(model, data, rows, u, translations, scratch, |r, col, x| out[col] += scale * mu[r] * x)
+    }
+
+    /// Calls `emit(row, translation, ∂(J u)_row/∂θ)` for the entries of the contacts the
+    /// translations move.
+    #[allow(clippy::too_many_arguments)]
+    fn each_jv_translation(
+        &self,
+        model: &Model,
+        data: &Data,
+        rows: &ContactRows,
+        u: &[f64],
+        translations: &[SubtreeTranslation],
+        scratch: &mut RowScratch,
+        mut emit: impl FnMut(usize, usize, f64),
+    ) -> Result<()> {
         self.check_call(model, data, rows)?;
         check_vector("u", u, self.nv)?;
         check_translations(model, translations)?;
-        let (vw, _) = self.velocities(model, u);
-        let mut out = DMatrix::zeros(3 * self.contacts.len(), translations.len());
-        for (i, c) in self.contacts.iter().enumerate() {
-            let RowMotion { va, vbody, dv, dvp, w, dxw } = c.row_motion(&vw);
+        self.velocities_into(model, u, scratch);
+        let vw = &scratch.vw;
+        for (i, c) in self.contacts().iter().enumerate() {
+            let RowMotion { va, vbody, dv, dvp, w, dxw } = c.row_motion(vw);
             for (col, t) in translations.iter().enumerate() {
                 let Some((side, dp, dd, _)) = c.translated(model, t) else { continue };
                 let s = t.twist();
-                let before = side_velocity(&vw, model.parents[t.body]);
+                let before = side_velocity(vw, model.parents[t.body]);
                 let kin = match side {
                     1 => s.cross_motion(&(vbody - before)),
                     -1 => -s.cross_motion(&(va - before)),
                     _ => s.cross_motion(&dv),
                 };
                 for (r, x) in row_derivatives(&kin, &w, &dxw, &dvp, &dp, &dd).into_iter().enumerate() {
-                    out[(3 * i + r, col)] = x;
+                    emit(3 * i + r, col, x);
                 }
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// `∂(Jᵀ λ)/∂θ` at fixed λ along subtree translations (nv × translations.len()): the
@@ -392,31 +492,74 @@ impl ContactRowDerivatives {
         lambda: &[f64],
         translations: &[SubtreeTranslation],
     ) -> Result<DMatrix<f64>> {
-        self.check_call(model, data, rows)?;
-        check_vector("lambda", lambda, 3 * self.contacts.len())?;
-        check_translations(model, translations)?;
         let mut out = DMatrix::zeros(self.nv, translations.len());
-        let phi = self.subtree_wrenches(model, lambda);
+        let mut scratch = RowScratch::default();
+        self.each_jtf_translation(model, data, rows, lambda, translations, &mut scratch, |j, col, x| {
+            out[(j, col)] += x
+        })?;
+        Ok(out)
+    }
+
+    /// `out[col] += scale · zᵀ ∂(Jᵀ λ)/∂θ_col` ([`Self::jtf_translation`] transposed onto
+    /// z ∈ R^nv) in the buffers of `scratch`, without allocating.
+    #[allow(clippy::too_many_arguments)]
+    pub fn jtf_translation_vjp_acc(
+        &self,
+        model: &Model,
+        data: &Data,
+        rows: &ContactRows,
+        lambda: &[f64],
+        translations: &[SubtreeTranslation],
+        z: &[f64],
+        scale: f64,
+        scratch: &mut RowScratch,
+        out: &mut [f64],
+    ) -> Result<()> {
+        check_vector("z", z, self.nv)?;
+        check_vector("out", out, translations.len())?;
+        self.each_jtf_translation(model, data, rows, lambda, translations, scratch, |j, col, x| {
+            out[col] += scale * z[j] * x
+        })
+    }
+
+    /// Calls `emit(dof, translation, x)` for the terms whose sum over calls is
+    /// `∂(Jᵀ λ)_dof/∂θ` (a dof may be emitted several times).
+    #[allow(clippy::too_many_arguments)]
+    fn each_jtf_translation(
+        &self,
+        model: &Model,
+        data: &Data,
+        rows: &ContactRows,
+        lambda: &[f64],
+        translations: &[SubtreeTranslation],
+        scratch: &mut RowScratch,
+        mut emit: impl FnMut(usize, usize, f64),
+    ) -> Result<()> {
+        self.check_call(model, data, rows)?;
+        check_vector("lambda", lambda, 3 * self.contacts().len())?;
+        check_translations(model, translations)?;
+        self.subtree_wrenches_into(model, lambda, &mut scratch.phi);
+        let phi = &scratch.phi;
         for (col, t) in translations.iter().enumerate() {
             let s = t.twist();
             // (S × S_j) · Φ_j for every dof j of the subtree (the translation carries them all).
             for b in (t.body..self.nbodies).filter(|&b| in_subtree(model, t.body, b)) {
                 let v0 = model.v_idx[b];
                 for j in v0..v0 + model.joints[b].nv() {
-                    out[(j, col)] += s.cross_motion(&self.s_world[j]).dot(&phi[b]);
+                    emit(j, col, s.cross_motion(&self.s_world[j]).dot(&phi[b]));
                 }
             }
             // S_j · ∂F_c/∂θ on the moved contacts' own chains.
-            for (i, c) in self.contacts.iter().enumerate() {
+            for (i, c) in self.contacts().iter().enumerate() {
                 let Some((_, dp, dd, _)) = c.translated(model, t) else { continue };
                 let fc = c.force(&lambda[3 * i..3 * i + 3]);
                 let dfc = c.force_derivative(&lambda[3 * i..3 * i + 3], &fc, &dp, &dd);
                 let lca = c.chains.lca;
-                for_each_dof(model, c.body_b, lca, |j| out[(j, col)] += self.s_world[j].dot(&dfc));
-                for_each_dof(model, c.body_a, lca, |j| out[(j, col)] -= self.s_world[j].dot(&dfc));
+                for_each_dof(model, c.body_b, lca, |j| emit(j, col, self.s_world[j].dot(&dfc)));
+                for_each_dof(model, c.body_a, lca, |j| emit(j, col, -self.s_world[j].dot(&dfc)));
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// ∂(J(q)ᵀ λ)/∂q at fixed λ ∈ R^{3nc}: (nv × nv).
@@ -424,7 +567,7 @@ impl ContactRowDerivatives {
     /// `model`, `data` and `rows` are those given to [`ContactRowDerivatives::new`].
     pub fn jtf_q(&self, model: &Model, data: &Data, rows: &ContactRows, lambda: &[f64]) -> Result<DMatrix<f64>> {
         self.check_call(model, data, rows)?;
-        check_vector("lambda", lambda, 3 * self.contacts.len())?;
+        check_vector("lambda", lambda, 3 * self.contacts().len())?;
         let nv = self.nv;
         let mut out = DMatrix::zeros(nv, nv);
         let phi = self.subtree_wrenches(model, lambda);
@@ -445,7 +588,7 @@ impl ContactRowDerivatives {
             }
         }
         // S_j · ∂F_c/∂ε_k on the contacts' own chains.
-        for (i, c) in self.contacts.iter().enumerate() {
+        for (i, c) in self.contacts().iter().enumerate() {
             let l = &lambda[3 * i..3 * i + 3];
             let f = c.force(l);
             c.for_each_chain_dof(model, |k, _| {
@@ -472,14 +615,34 @@ impl ContactRowDerivatives {
         u: &[f64],
         mu: &[f64],
     ) -> Result<DVector<f64>> {
+        let mut out = DVector::zeros(self.nv);
+        self.jv_q_vjp_acc(model, data, rows, u, mu, 1.0, &mut RowScratch::default(), out.as_mut_slice())?;
+        Ok(out)
+    }
+
+    /// `out += scale · μᵀ ∂(J u)/∂q` ([`Self::jv_q_vjp`]) in the buffers of `scratch`: no
+    /// allocation once they have held a model of this size.
+    #[allow(clippy::too_many_arguments)]
+    pub fn jv_q_vjp_acc(
+        &self,
+        model: &Model,
+        data: &Data,
+        rows: &ContactRows,
+        u: &[f64],
+        mu: &[f64],
+        scale: f64,
+        scratch: &mut RowScratch,
+        out: &mut [f64],
+    ) -> Result<()> {
         self.check_call(model, data, rows)?;
         check_vector("u", u, self.nv)?;
-        check_vector("mu", mu, 3 * self.contacts.len())?;
-        let (vw, vb) = self.velocities(model, u);
-        let mut out = DVector::zeros(self.nv);
-        for (i, c) in self.contacts.iter().enumerate() {
-            let m3 = [mu[3 * i], mu[3 * i + 1], mu[3 * i + 2]];
-            let (va, vbody) = (side_velocity(&vw, c.body_a), side_velocity(&vw, c.body_b));
+        check_vector("mu", mu, 3 * self.contacts().len())?;
+        check_vector("out", out, self.nv)?;
+        self.velocities_into(model, u, scratch);
+        let (vw, vb) = (&scratch.vw, &scratch.before);
+        for (i, c) in self.contacts().iter().enumerate() {
+            let m3 = [mu[3 * i] * scale, mu[3 * i + 1] * scale, mu[3 * i + 2] * scale];
+            let (va, vbody) = (side_velocity(vw, c.body_a), side_velocity(vw, c.body_b));
             let dv = vbody - va;
             let p = c.jacobians.geometry.point;
             let dvp = dv.lin + dv.ang.cross(&p);
@@ -500,7 +663,7 @@ impl ContactRowDerivatives {
                     + c.jacobians.normal.column(k).dot(&gn);
             });
         }
-        Ok(out)
+        Ok(())
     }
 
     /// `zᵀ ∂(Jᵀ λ)/∂q` (z ∈ R^nv) without forming the matrix (cost O(nc·depth + nv)).
@@ -512,15 +675,36 @@ impl ContactRowDerivatives {
         lambda: &[f64],
         z: &[f64],
     ) -> Result<DVector<f64>> {
-        self.check_call(model, data, rows)?;
-        check_vector("lambda", lambda, 3 * self.contacts.len())?;
-        check_vector("z", z, self.nv)?;
-        let nb = self.nbodies;
         let mut out = DVector::zeros(self.nv);
-        let phi = self.subtree_wrenches(model, lambda);
+        self.jtf_q_vjp_acc(model, data, rows, lambda, z, 1.0, &mut RowScratch::default(), out.as_mut_slice())?;
+        Ok(out)
+    }
+
+    /// `out += scale · zᵀ ∂(Jᵀ λ)/∂q` ([`Self::jtf_q_vjp`]) in the buffers of `scratch`:
+    /// no allocation once they have held a model of this size.
+    #[allow(clippy::too_many_arguments)]
+    pub fn jtf_q_vjp_acc(
+        &self,
+        model: &Model,
+        data: &Data,
+        rows: &ContactRows,
+        lambda: &[f64],
+        z: &[f64],
+        scale: f64,
+        scratch: &mut RowScratch,
+        out: &mut [f64],
+    ) -> Result<()> {
+        self.check_call(model, data, rows)?;
+        check_vector("lambda", lambda, 3 * self.contacts().len())?;
+        check_vector("z", z, self.nv)?;
+        check_vector("out", out, self.nv)?;
+        let nb = self.nbodies;
+        self.subtree_wrenches_into(model, lambda, &mut scratch.phi);
         // Σ_{j carried by k} z_j S_j ×* Φ_j by subtree sums, minus the dofs of k's own
         // joint that k does not carry.
-        let mut psi = vec![Force::zero(); nb];
+        let (phi, psi) = (&scratch.phi, &mut scratch.psi);
+        psi.clear();
+        psi.resize(nb, Force::zero());
         for b in 0..nb {
             let v0 = model.v_idx[b];
             for j in v0..v0 + model.joints[b].nv() {
@@ -543,24 +727,25 @@ impl ContactRowDerivatives {
                         acc -= self.s_world[j].cross_force(&phi[b]) * z[j];
                     }
                 }
-                out[k] += self.s_world[k].dot(&acc);
+                out[k] += scale * self.s_world[k].dot(&acc);
             }
         }
         // Σ_c (V_B(z) − V_A(z)) · ∂F_c/∂ε_k.
-        let (vz, _) = self.velocities(model, z);
-        for (i, c) in self.contacts.iter().enumerate() {
+        self.velocities_into(model, z, scratch);
+        let vz = &scratch.vw;
+        for (i, c) in self.contacts().iter().enumerate() {
             let l = [lambda[3 * i], lambda[3 * i + 1], lambda[3 * i + 2]];
-            let zc = side_velocity(&vz, c.body_b) - side_velocity(&vz, c.body_a);
+            let zc = side_velocity(vz, c.body_b) - side_velocity(vz, c.body_a);
             let p = c.jacobians.geometry.point;
             let d = c.directions();
             let f = d[0] * l[0] + d[1] * l[1] + d[2] * l[2];
-            let ap = f.cross(&zc.ang);
-            let an = c.lt(l, &(zc.ang.cross(&p) + zc.lin));
+            let ap = f.cross(&zc.ang) * scale;
+            let an = c.lt(l, &(zc.ang.cross(&p) + zc.lin)) * scale;
             c.for_each_chain_dof(model, |k, _| {
                 out[k] += c.jacobians.point.column(k).dot(&ap) + c.jacobians.normal.column(k).dot(&an);
             });
         }
-        Ok(out)
+        Ok(())
     }
 
     fn check_call(&self, model: &Model, data: &Data, rows: &ContactRows) -> Result<()> {
@@ -579,14 +764,24 @@ impl ContactRowDerivatives {
         if data.s.len() != self.nv {
             return Err(Error::Dimension { what: "data.s", expected: self.nv, got: data.s.len() });
         }
-        check_rows(rows, self.contacts.len(), self.nv)
+        check_rows(rows, self.contacts().len(), self.nv)
     }
 
     /// World spatial velocity of every body under `u`, and for each dof k the velocity
     /// `V_k⁻` of the dofs on its chain that k does not carry.
     fn velocities(&self, model: &Model, u: &[f64]) -> (Vec<Motion>, Vec<Motion>) {
-        let mut vw = vec![Motion::zero(); self.nbodies];
-        let mut before = vec![Motion::zero(); self.nv];
+        let mut scratch = RowScratch::default();
+        self.velocities_into(model, u, &mut scratch);
+        (scratch.vw, scratch.before)
+    }
+
+    /// [`Self::velocities`] into `scratch.vw` and `scratch.before`.
+    fn velocities_into(&self, model: &Model, u: &[f64], scratch: &mut RowScratch) {
+        let (vw, before) = (&mut scratch.vw, &mut scratch.before);
+        vw.clear();
+        vw.resize(self.nbodies, Motion::zero());
+        before.clear();
+        before.resize(self.nv, Motion::zero());
         for b in 0..self.nbodies {
             let vp = model.parents[b].map_or(Motion::zero(), |p| vw[p]);
             let (v0, n) = (model.v_idx[b], model.joints[b].nv());
@@ -604,14 +799,21 @@ impl ContactRowDerivatives {
             }
             vw[b] = acc;
         }
-        (vw, before)
     }
 
     /// `Φ_b`: the net contact wrench (world frame, about the origin) on the subtree of
     /// each body, `F_c = [p × f_c; f_c]` on B and `−F_c` on A.
     fn subtree_wrenches(&self, model: &Model, lambda: &[f64]) -> Vec<Force> {
-        let mut phi = vec![Force::zero(); self.nbodies];
-        for (i, c) in self.contacts.iter().enumerate() {
+        let mut phi = vec![];
+        self.subtree_wrenches_into(model, lambda, &mut phi);
+        phi
+    }
+
+    /// [`Self::subtree_wrenches`] into `phi`.
+    fn subtree_wrenches_into(&self, model: &Model, lambda: &[f64], phi: &mut Vec<Force>) {
+        phi.clear();
+        phi.resize(self.nbodies, Force::zero());
+        for (i, c) in self.contacts().iter().enumerate() {
             let d = c.directions();
             let f = d[0] * lambda[3 * i] + d[1] * lambda[3 * i + 1] + d[2] * lambda[3 * i + 2];
             let w = Force::from_point_force(&c.jacobians.geometry.point, &f);
@@ -628,8 +830,17 @@ impl ContactRowDerivatives {
                 phi[p] += x;
             }
         }
-        phi
     }
+}
+
+/// Reusable buffers of the vector–Jacobian products of [`ContactRowDerivatives`] (body
+/// velocities and subtree wrenches), so that a backward sweep allocates nothing per step.
+#[derive(Clone, Debug, Default)]
+pub struct RowScratch {
+    vw: Vec<Motion>,
+    before: Vec<Motion>,
+    phi: Vec<Force>,
+    psi: Vec<Force>,
 }
 
 #[inline]

@@ -192,6 +192,47 @@ pub struct ContactJacobians {
 /// for `model` or non-finite poses, a closed form that is degenerate at these poses
 /// (coincident points, parallel edges: [`Error::Numerical`]).
 pub fn contact_jacobians(model: &Model, data: &Data, contact: &Contact) -> Result<ContactJacobians> {
+    let (geometry, twist) = contact_twist_derivatives(model, data, contact)?;
+    let nv = model.nv();
+    let mut out = ContactJacobians {
+        geometry,
+        point: Matrix3xX::zeros(nv),
+        normal: Matrix3xX::zeros(nv),
+        distance: RowDVector::zeros(nv),
+        twist,
+    };
+    fill_contact_jacobians(model, data, contact, &mut out);
+    Ok(out)
+}
+
+/// [`contact_jacobians`] into `out`, reusing its storage (no allocation when `out` was
+/// made for a model with as many dofs).
+///
+/// Errors: as [`contact_jacobians`].
+pub fn contact_jacobians_into(model: &Model, data: &Data, contact: &Contact, out: &mut ContactJacobians) -> Result<()> {
+    let (geometry, twist) = contact_twist_derivatives(model, data, contact)?;
+    let nv = model.nv();
+    out.geometry = geometry;
+    out.twist = twist;
+    if out.point.ncols() != nv {
+        out.point = Matrix3xX::zeros(nv);
+        out.normal = Matrix3xX::zeros(nv);
+        out.distance = RowDVector::zeros(nv);
+    } else {
+        out.point.fill(0.0);
+        out.normal.fill(0.0);
+        out.distance.fill(0.0);
+    }
+    fill_contact_jacobians(model, data, contact, out);
+    Ok(())
+}
+
+/// The contact's geometry and its twist derivatives, checked.
+fn contact_twist_derivatives(
+    model: &Model,
+    data: &Data,
+    contact: &Contact,
+) -> Result<(ContactGeometry, ContactGeometryDerivatives)> {
     check_poses(model, data)?;
     let cm = model.collision_model();
     let n = cm.shapes.len();
@@ -202,27 +243,26 @@ pub fn contact_jacobians(model: &Model, data: &Data, contact: &Contact) -> Resul
             id.shape_a, id.shape_b
         )));
     }
-    let (geometry, d) =
-        recompute::recompute_with_derivatives(cm, &data.x_world, contact).ok_or_else(|| Error::Numerical {
-            algorithm: "contact_jacobians",
-            detail: format!(
-                "the {} closed form of shapes {} and {} ({:?} / {:?}) is degenerate at these poses, \
+    recompute::recompute_with_derivatives(cm, &data.x_world, contact).ok_or_else(|| Error::Numerical {
+        algorithm: "contact_jacobians",
+        detail: format!(
+            "the {} closed form of shapes {} and {} ({:?} / {:?}) is degenerate at these poses, \
                  or a feature index is invalid",
-                contact.kind.name(),
-                id.shape_a,
-                id.shape_b,
-                id.feature_a,
-                id.feature_b
-            ),
-        })?;
-    let nv = model.nv();
-    let mut out = ContactJacobians {
-        geometry,
-        point: Matrix3xX::zeros(nv),
-        normal: Matrix3xX::zeros(nv),
-        distance: RowDVector::zeros(nv),
-        twist: d,
-    };
+            contact.kind.name(),
+            id.shape_a,
+            id.shape_b,
+            id.feature_a,
+            id.feature_b
+        ),
+    })
+}
+
+/// Accumulates the q columns of `out` (zeroed) from its twist derivatives: the twist
+/// derivatives times each side's world-frame body Jacobian.
+fn fill_contact_jacobians(model: &Model, data: &Data, contact: &Contact, out: &mut ContactJacobians) {
+    let cm = model.collision_model();
+    let id = &contact.id;
+    let d = out.twist;
     for (shape, offset) in [(id.shape_a, 0), (id.shape_b, 6)] {
         let Some(body) = cm.shapes[shape as usize].body else { continue };
         let dp: SMatrix<f64, 3, 6> = d.point.fixed_columns::<6>(offset).into_owned();
@@ -245,7 +285,6 @@ pub fn contact_jacobians(model: &Model, data: &Data, contact: &Contact) -> Resul
             b = model.parents[x];
         }
     }
-    Ok(out)
 }
 
 /// For each contact of `current`, the index of the contact with the same identity

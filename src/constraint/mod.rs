@@ -24,7 +24,7 @@ pub mod detect;
 pub mod frame;
 
 pub use contact_rows::{recompute_contacts, ContactRows};
-pub use derivatives::{ContactRowDerivatives, SubtreeTranslation};
+pub use derivatives::{ContactRowDerivatives, RowScratch, SubtreeTranslation};
 pub use detect::{
     contact_jacobians, contacts_at, detect_contacts, match_contacts, CollisionOptions, CollisionWorkspace,
     ContactJacobians,

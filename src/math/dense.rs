@@ -418,6 +418,63 @@ pub fn lu_solve(lu: &DMatrix<f64>, piv: &[usize], b: &mut [f64]) {
     }
 }
 
+/// Gives `m` the shape `rows × cols`, zero-filled, reusing its storage: no allocation
+/// when its buffer already holds `rows · cols` entries (a shrink keeps the capacity), so
+/// workspaces sized for the largest problem seen serve every smaller one.
+pub fn reshape(m: &mut DMatrix<f64>, rows: usize, cols: usize) {
+    if m.shape() == (rows, cols) {
+        m.fill(0.0);
+        return;
+    }
+    let mut buf: Vec<f64> = std::mem::replace(m, DMatrix::zeros(0, 0)).data.into();
+    buf.clear();
+    buf.resize(rows * cols, 0.0);
+    *m = DMatrix::from_vec(rows, cols, buf);
+}
+
+/// [`reshape`] for a matrix the caller overwrites entirely: its entries are left as
+/// they are (zero only where the storage grew) when the shape already matches.
+pub fn reshape_for_overwrite(m: &mut DMatrix<f64>, rows: usize, cols: usize) {
+    if m.shape() != (rows, cols) {
+        reshape(m, rows, cols);
+    }
+}
+
+/// [`reshape`] for a column vector.
+pub fn reshape_vector(v: &mut nalgebra::DVector<f64>, len: usize) {
+    if v.len() == len {
+        v.fill(0.0);
+        return;
+    }
+    let mut buf: Vec<f64> = std::mem::replace(v, nalgebra::DVector::zeros(0)).data.into();
+    buf.clear();
+    buf.resize(len, 0.0);
+    *v = nalgebra::DVector::from_vec(buf);
+}
+
+/// `out = a b` by plain loops (column by column, `out[:, j] = Σ_k a[:, k] b[k, j]`), for
+/// the small products of the backward pass: nalgebra's `mul_to` hands dynamic products
+/// to a packed kernel that allocates its packing buffers on every call. `out` must have
+/// the product's shape.
+pub fn mul_into(a: &DMatrix<f64>, b: &DMatrix<f64>, out: &mut DMatrix<f64>) {
+    let (m, n) = (a.nrows(), b.ncols());
+    assert_eq!(a.ncols(), b.nrows(), "mul_into: inner dimensions differ");
+    assert_eq!(out.shape(), (m, n), "mul_into: output shape");
+    out.fill(0.0);
+    for j in 0..n {
+        for k in 0..a.ncols() {
+            let bkj = b[(k, j)];
+            if bkj == 0.0 {
+                continue;
+            }
+            let acol = &a.as_slice()[k * m..(k + 1) * m];
+            for (o, x) in out.as_mut_slice()[j * m..(j + 1) * m].iter_mut().zip(acol) {
+                *o += x * bkj;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

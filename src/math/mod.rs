@@ -14,9 +14,13 @@ mod pseudo_inverse;
 mod rng;
 mod so3;
 mod spatial;
+mod sym_eigen;
 mod transform;
 
-pub use dense::{lu_factor, lu_inverse, lu_solve, lu_solve_and_invert, lu_solve_transpose};
+pub use dense::{
+    lu_factor, lu_inverse, lu_solve, lu_solve_and_invert, lu_solve_transpose, mul_into, reshape, reshape_for_overwrite,
+    reshape_vector,
+};
 pub use inertia::Inertia;
 pub use lie::{
     quat_integrate, se3_exp, se3_left_jacobian, se3_left_jacobian_inv, se3_log, se3_right_jacobian,
@@ -27,6 +31,7 @@ pub use pseudo_inverse::{min_norm_solve, pseudo_inverse};
 pub use rng::SplitMix64;
 pub use so3::so3_exp;
 pub use spatial::{Force, Motion};
+pub use sym_eigen::SymmetricEigenWorkspace;
 pub use transform::SE3;
 
 /// Three-vector of `f64`.

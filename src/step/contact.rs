@@ -108,6 +108,7 @@ use crate::constraint::ContactRows;
 use crate::constraint::{detect_contacts, match_contacts, CollisionOptions, CollisionWorkspace};
 use crate::dynamics::Data;
 use crate::error::{Error, Result};
+use crate::math::{reshape, reshape_vector};
 use crate::solver::lcp::{solve, BoxedLcp, LcpOptions, LcpSolution, LcpStats, RowBound, RowState};
 use crate::solver::ppm::{self, FactoredLcp, PpmOptions, PsdRow};
 use crate::Model;
@@ -519,7 +520,7 @@ fn scalar_coordinates(model: &Model) -> impl Iterator<Item = (usize, usize)> + '
 }
 
 /// The assembled rows of one step.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub(crate) struct Assembly {
     pub contacts: Vec<Contact>,
     pub info: Vec<ContactInfo>,
@@ -534,9 +535,30 @@ pub(crate) struct Assembly {
     pub j: DMatrix<f64>,
     /// The gap φ of each contact-normal and position-limit row (0 on the other rows).
     pub gap: DVector<f64>,
+    /// Scratch of [`assemble_into`]: the joint rows before they are written.
+    joint_rows: Vec<(RowKind, RowBound, f64)>,
 }
 
 impl Assembly {
+    /// Makes `self` a copy of `other`, reusing its storage.
+    pub fn copy_from(&mut self, other: &Assembly) {
+        self.contacts.clone_from(&other.contacts);
+        self.info.clone_from(&other.info);
+        self.rows.clone_from(&other.rows);
+        self.bounds.clone_from(&other.bounds);
+        for (dst, src) in [
+            (&mut self.bias, &other.bias),
+            (&mut self.bias_slope, &other.bias_slope),
+            (&mut self.regularization, &other.regularization),
+            (&mut self.gap, &other.gap),
+        ] {
+            reshape_vector(dst, src.len());
+            dst.copy_from(src);
+        }
+        reshape(&mut self.j, other.j.nrows(), other.j.ncols());
+        self.j.copy_from(&other.j);
+    }
+
     /// Whether row `r` is a position row (a contact normal or a joint position limit),
     /// the rows the position stage acts on.
     pub fn is_position_row(&self, r: usize) -> bool {
@@ -634,12 +656,37 @@ pub(crate) fn effective_inertia(
 
 /// The matrix `M̃ = M + diag(armature + h·damping)` at the poses in `data` (kinematics done).
 fn effective_inertia_matrix(model: &Model, data: &mut Data, h: f64) -> DMatrix<f64> {
+    let mut m = DMatrix::zeros(0, 0);
+    effective_inertia_into(model, data, h, &mut m);
+    m
+}
+
+/// [`effective_inertia_matrix`] into `m`, reusing its storage.
+pub(crate) fn effective_inertia_into(model: &Model, data: &mut Data, h: f64, m: &mut DMatrix<f64>) {
     crate::dynamics::crba_pass(model, data);
-    let mut m = data.mass_matrix.clone();
-    for k in 0..model.nv() {
+    let nv = model.nv();
+    reshape(m, nv, nv);
+    m.copy_from(&data.mass_matrix);
+    for k in 0..nv {
         m[(k, k)] += h * model.damping[k];
     }
-    m
+}
+
+/// The Cholesky factors of `M̃` ([`effective_inertia`]) in reused storage: `chol` holds
+/// the previous factors (or `None`); their matrix is refilled and factorised in place.
+pub(crate) fn refactor_effective_inertia(
+    model: &Model,
+    data: &mut Data,
+    h: f64,
+    chol: &mut Option<nalgebra::Cholesky<f64, nalgebra::Dyn>>,
+) -> Result<()> {
+    let mut m = chol.take().map_or_else(|| DMatrix::zeros(0, 0), |c| c.unpack());
+    effective_inertia_into(model, data, h, &mut m);
+    *chol = Some(nalgebra::Cholesky::new(m).ok_or_else(|| Error::Numerical {
+        algorithm: "contact stage",
+        detail: "the effective inertia M + diag(armature + h·damping) is not positive definite".into(),
+    })?);
+    Ok(())
 }
 
 /// Builds the rows at the poses in `data` for the given contacts (contact detection
@@ -662,15 +709,38 @@ pub(crate) fn assemble(
     added: &[RowKind],
     relaxed: bool,
 ) -> Result<Assembly> {
+    let mut out = Assembly { contacts, ..Default::default() };
+    let mut crow = ContactRows::default();
+    assemble_into(&mut out, &mut crow, model, data, q, v, v_free, h, options, added, relaxed)?;
+    Ok(out)
+}
+
+/// [`assemble`] into reused storage: the contacts are those already in `out.contacts`;
+/// `crow` receives their [`ContactRows`]. Allocates only to grow the buffers.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn assemble_into(
+    out: &mut Assembly,
+    crow: &mut ContactRows,
+    model: &Model,
+    data: &Data,
+    q: &[f64],
+    v: &[f64],
+    v_free: &[f64],
+    h: f64,
+    options: &ContactOptions,
+    added: &[RowKind],
+    relaxed: bool,
+) -> Result<()> {
     let nv = model.nv();
     let cm = model.collision_model();
-    let crow = ContactRows::new(model, data, &contacts)?;
-    let nc = contacts.len();
+    crow.rebuild(model, data, &out.contacts)?;
+    let nc = out.contacts.len();
     let lower = model.lower_limits();
     let upper = model.upper_limits();
     let margin = options.joint_limit_margin;
     let unilateral = RowBound::Box { lo: 0.0, hi: f64::INFINITY };
-    let mut joint_rows: Vec<(RowKind, RowBound, f64)> = vec![];
+    let joint_rows = &mut out.joint_rows;
+    joint_rows.clear();
     // Position limits: a row where the joint is within the margin of the limit now or
     // after the smooth update (`q + h v_f`), so a fast joint cannot step over its limit.
     for (c, k) in scalar_coordinates(model) {
@@ -714,14 +784,15 @@ pub(crate) fn assemble(
         }
     }
     let m = 3 * nc + joint_rows.len();
-    let mut j = DMatrix::zeros(m, nv);
+    let Assembly { contacts, info, rows, bounds, bias, bias_slope, regularization, j, gap, joint_rows } = out;
+    reshape(j, m, nv);
     j.rows_mut(0, 3 * nc).copy_from(&crow.j);
-    let mut rows = Vec::with_capacity(m);
-    let mut bounds = Vec::with_capacity(m);
-    let mut bias = DVector::zeros(m);
-    let mut gap = DVector::zeros(m);
-    let mut regularization = DVector::zeros(m);
-    let mut info = Vec::with_capacity(nc);
+    rows.clear();
+    bounds.clear();
+    info.clear();
+    for x in [&mut *bias, &mut *gap, &mut *regularization, &mut *bias_slope] {
+        reshape_vector(x, m);
+    }
     for (i, c) in contacts.iter().enumerate() {
         let (sa, sb) = (&cm.shapes[c.id.shape_a as usize].material, &cm.shapes[c.id.shape_b as usize].material);
         let mu = 0.5 * (sa.friction + sb.friction);
@@ -764,8 +835,7 @@ pub(crate) fn assemble(
             regularization[3 * i + 1 + d as usize] = r;
         }
     }
-    let mut bias_slope = DVector::zeros(m);
-    for (r, (kind, bound, phi)) in joint_rows.into_iter().enumerate() {
+    for (r, &(kind, bound, phi)) in joint_rows.iter().enumerate() {
         let row = 3 * nc + r;
         match kind {
             RowKind::JointLower { dof } | RowKind::JointUpper { dof } => {
@@ -792,7 +862,7 @@ pub(crate) fn assemble(
         rows.push(kind);
         bounds.push(bound);
     }
-    Ok(Assembly { contacts, info, rows, bounds, bias, bias_slope, regularization, j, gap })
+    Ok(())
 }
 
 /// The velocity-stage bias of a joint position-limit row with gap φ (`q − lo` or

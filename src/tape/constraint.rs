@@ -37,16 +37,18 @@
 //! [`crate::constraint::ContactRowDerivatives`]; `∂(M̃ w)/∂(q, θ)` from the RNEA
 //! derivatives at zero velocity.
 
-use super::linearize::{inertia_product_derivatives, GeometryBuffers};
+use super::derivative_terms::{config_rows, inertia_product_derivatives, InertiaProductScratch};
 use super::record::StepRecord;
 use crate::collision::Contact;
-use crate::constraint::{ContactRowDerivatives, ContactRows, SubtreeTranslation};
+use crate::constraint::{ContactRowDerivatives, ContactRows, RowScratch, SubtreeTranslation};
 use crate::dynamics::{forward_kinematics, Data, DerivativeData};
 use crate::error::{Error, Result};
-use crate::math::Vec3;
+use crate::math::{mul_into, reshape_for_overwrite, reshape_vector, SymmetricEigenWorkspace, Vec3};
 use crate::model::{ParamKind, ParamSpec};
 use crate::solver::lcp::{RowBound, RowState};
-use crate::step::contact::{assemble, effective_inertia, regularization_sides, subtree_mass, Assembly, RowKind};
+use crate::step::contact::{
+    assemble_into, refactor_effective_inertia, regularization_sides, subtree_mass, Assembly, RowKind,
+};
 use crate::step::{BounceGradients, ConstraintRecord, PenetrationRecovery};
 use crate::Model;
 use nalgebra::{DMatrix, DVector};
@@ -74,6 +76,7 @@ pub(crate) struct ConstraintLinearization {
 /// matrix accounts for the masses and inertias of both bodies (two balls of masses
 /// 1 and 3 do not exchange velocities) and for several impacts in one step, each
 /// with its own time.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Impact {
     /// `a = ∂φ/∂q` (nv).
     pub normal: DVector<f64>,
@@ -97,55 +100,40 @@ pub(crate) struct Impact {
 /// minimum-norm solution the forward pass returned, with the same rank.
 const RANK_TOL: f64 = crate::solver::lcp::RANK_RTOL;
 
-/// Moore–Penrose pseudo-inverse ([`crate::math::pseudo_inverse`]), singular values below
-/// `RANK_TOL·σ_max` dropped, and its rank.
-fn pinv(a: &DMatrix<f64>) -> Result<(DMatrix<f64>, usize)> {
-    crate::math::pseudo_inverse(a, RANK_TOL).ok_or_else(|| Error::Numerical {
-        algorithm: "contact backward",
-        detail: "the pseudo-inverse of A_CC failed (a non-finite matrix or no eigendecomposition)".into(),
-    })
-}
-
 /// `∂(pair coefficient)/∂θ` of `kind` for contact `c`: the pair uses the mean of its
 /// two shapes' coefficients, and a `friction:LINK` / `restitution:LINK` parameter sets
-/// every shape of the link. One entry per θ column (zero for other kinds).
-pub(super) fn material_weights(
-    model: &Model,
-    spec: &crate::model::ParamSpec,
+/// every shape of the link. One entry per θ column it touches.
+pub(super) fn material_weights<'a>(
+    model: &'a Model,
+    spec: &'a crate::model::ParamSpec,
     kind: ParamKind,
     c: &Contact,
-) -> Vec<(usize, f64)> {
+) -> impl Iterator<Item = (usize, f64)> + 'a {
     let cm = model.collision_model();
     let link = |shape: u32| cm.shapes[shape as usize].body.unwrap_or(model.nbodies());
     let (la, lb) = (link(c.id.shape_a), link(c.id.shape_b));
-    spec.entries()
-        .iter()
-        .filter(|e| e.kind == kind)
-        .filter_map(|e| {
-            let w = 0.5 * (f64::from(u8::from(e.index == la)) + f64::from(u8::from(e.index == lb)));
-            (w != 0.0).then_some((e.offset, w))
-        })
-        .collect()
+    spec.entries().iter().filter(move |e| e.kind == kind).filter_map(move |e| {
+        let w = 0.5 * (f64::from(u8::from(e.index == la)) + f64::from(u8::from(e.index == lb)));
+        (w != 0.0).then_some((e.offset, w))
+    })
 }
 
 /// `∂(1/m_A + 1/m_B)/∂θ` of contact `c` ([`crate::step::ContactInfo::inverse_mass`]):
 /// a `mass:LINK` parameter adds to the subtree mass of every side (the subtree of the
 /// side's nearest moving ancestor) that holds the link, `∂(1/m)/∂m_k = −1/m²`. One entry
 /// per θ column it touches.
-fn inverse_mass_weights(model: &Model, spec: &ParamSpec, c: &Contact) -> Vec<(usize, f64)> {
-    let sides: Vec<usize> = regularization_sides(model, c).collect();
-    spec.entries()
-        .iter()
-        .filter(|e| e.kind == ParamKind::Mass)
-        .filter_map(|e| {
-            let w: f64 = sides
-                .iter()
-                .filter(|&&side| model.subtree(side).contains(&e.index))
-                .map(|&side| -subtree_mass(model, side).powi(-2))
-                .sum();
-            (w != 0.0).then_some((e.offset, w))
-        })
-        .collect()
+fn inverse_mass_weights<'a>(
+    model: &'a Model,
+    spec: &'a ParamSpec,
+    c: &'a Contact,
+) -> impl Iterator<Item = (usize, f64)> + 'a {
+    spec.entries().iter().filter(|e| e.kind == ParamKind::Mass).filter_map(move |e| {
+        let w: f64 = regularization_sides(model, c)
+            .filter(|&side| model.subtree(side).contains(&e.index))
+            .map(|side| -subtree_mass(model, side).powi(-2))
+            .sum();
+        (w != 0.0).then_some((e.offset, w))
+    })
 }
 
 /// Linearizes the constraint stage of `rec` (which holds the constraint record `c`)
@@ -178,8 +166,21 @@ pub(crate) fn linearize_position_stage(
 /// The clamping-set system of one stage of a recorded constraint solve, rebuilt from
 /// the record at its start configuration: shared by the stage's linearization (forward
 /// mode, [`linearize_constraints_with`]) and its vector-Jacobian product (reverse mode,
-/// `StageSystem::vjp` in `constraint_vjp.rs`).
+/// `StageSystem::vjp_into` in `constraint_vjp.rs`). What it reads is in
+/// [`StageView`] (reached through `Deref`); what it computes is in its own
+/// [`StageBuffers`], moved in from a workspace and handed back by
+/// [`StageSystem::into_buffers`].
 pub(crate) struct StageSystem<'a> {
+    /// The record, the stage and its rows.
+    pub view: StageView<'a>,
+    /// `J_C`, `Ĵ`, `Â`, `Â⁺` and the scratch of the VJP.
+    pub b: StageBuffers,
+}
+
+/// What one stage's system reads: the record, the classification, the step's shared
+/// geometry, the stage's rows, velocities and impulses.
+#[derive(Clone, Copy)]
+pub(crate) struct StageView<'a> {
     pub rec: &'a StepRecord,
     pub c: &'a ConstraintRecord,
     pub stage: Stage,
@@ -188,11 +189,24 @@ pub(crate) struct StageSystem<'a> {
     /// derivative operators.
     pub geometry: &'a StepGeometry,
     /// The stage's rows, rebuilt (and checked against the recorded ones).
-    pub asm: std::borrow::Cow<'a, Assembly>,
+    pub asm: &'a Assembly,
     /// The stage's input ("free") and output velocities and its impulses.
     pub v_in: &'a DVector<f64>,
     pub v_out: &'a DVector<f64>,
     pub f: &'a DVector<f64>,
+}
+
+impl<'a> std::ops::Deref for StageSystem<'a> {
+    type Target = StageView<'a>;
+    fn deref(&self) -> &StageView<'a> {
+        &self.view
+    }
+}
+
+/// The matrices and scratch of one stage's system, reused across steps (they grow to
+/// the largest stage seen; a backward sweep then allocates nothing per step).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StageBuffers {
     /// The clamping rows C, in row order.
     pub clamping: Vec<usize>,
     /// Friction rows at their bound: (row, position of its normal in C, ±μ).
@@ -201,57 +215,121 @@ pub(crate) struct StageSystem<'a> {
     pub jc: DMatrix<f64>,
     pub jhat: DMatrix<f64>,
     pub minv_jhat_t: DMatrix<f64>,
-    /// `Â = J_C M̃⁻¹ Ĵᵀ + R_CC`, its pseudo-inverse and rank.
+    /// `Â = J_C M̃⁻¹ Ĵᵀ + R_CC` and its rank; `eig` holds the decomposition that
+    /// applies `Â⁺` ([`StageBuffers::pinv`]) without forming it.
     pub ahat: DMatrix<f64>,
-    pub ahat_pinv: DMatrix<f64>,
     pub rank: usize,
-    /// `∂ℓ/∂f = J M̃⁻¹ ∂ℓ/∂v⁺` (one entry per row), when an adjoint was given.
-    pub dl_df: Option<DVector<f64>>,
+    /// `∂ℓ/∂f = J M̃⁻¹ ∂ℓ/∂v⁺` (one entry per row) when `has_dl_df`.
+    pub dl_df: DVector<f64>,
+    pub has_dl_df: bool,
+    /// The eigendecomposition of `Â` (or of its Jordan–Wielandt matrix).
+    pub eig: SymmetricEigenWorkspace,
+    /// Scratch of the VJP (`constraint_vjp.rs`): vectors over the dofs, the clamping
+    /// rows, the rows and the contacts.
+    pub w: DVector<f64>,
+    pub dv: DVector<f64>,
+    pub u: DVector<f64>,
+    pub t: DVector<f64>,
+    pub s: DVector<f64>,
+    pub y: DVector<f64>,
+    pub p: DVector<f64>,
+    pub z: DVector<f64>,
+    pub fc: DVector<f64>,
+    pub ju: DVector<f64>,
+    pub w_phi: Vec<f64>,
+    pub w_start: Vec<f64>,
+    pub w_next: Vec<f64>,
+    pub alpha: Vec<f64>,
+    pub lambda: Vec<f64>,
+    /// Per placement parameter.
+    pub acc: Vec<f64>,
+    /// The step's impacts ([`StageSystem::impacts_into`]) and, per impact, the number
+    /// of impacts whose flows share a dof with it.
+    pub impacts: Vec<Impact>,
+    pub shared: Vec<usize>,
+}
+
+impl StageBuffers {
+    /// `out = Â⁺ x` (`transpose`: `Â⁺ᵀ x`), `out` resized to |C|.
+    pub(crate) fn pinv(&self, x: &DVector<f64>, transpose: bool, out: &mut DVector<f64>) {
+        reshape_vector(out, self.clamping.len());
+        self.eig.apply_pseudo_inverse(x.as_slice(), transpose, out.as_mut_slice());
+    }
+
+    /// `Â⁺` formed (the forward linearization's dense path).
+    pub(crate) fn pinv_matrix(&self) -> DMatrix<f64> {
+        let mut out = DMatrix::zeros(0, 0);
+        self.eig.form_pseudo_inverse(&mut out);
+        out
+    }
 }
 
 /// The parts of a recorded step's constraint system that its stages share, rebuilt
 /// once per step at its start configuration: kinematics, the factors of `M̃`, the
-/// velocity stage's rows, the contact rows and their derivative operators, the
-/// placement parameters as subtree translations, and scratch for `∂(M̃ w)/∂(q, θ)`.
+/// velocity and position stages' rows, the contact rows and their derivative
+/// operators, the placement parameters as subtree translations, and the scratch of
+/// the adjoint products. Kept across the steps of a backward sweep
+/// ([`StepGeometry::rebuild`] reuses every buffer).
 pub(crate) struct StepGeometry {
     /// Kinematics at the step's start configuration.
     pub data: Data,
-    /// Factors of `M̃`.
-    pub chol: nalgebra::Cholesky<f64, nalgebra::Dyn>,
-    /// The velocity stage's rows, rebuilt from the record (the position stage modifies a copy).
+    /// Factors of `M̃` (`None` before the first rebuild).
+    chol: Option<nalgebra::Cholesky<f64, nalgebra::Dyn>>,
+    /// The velocity stage's rows, rebuilt from the record.
     pub asm: Assembly,
+    /// The position stage's rows (when the record has a position stage).
+    pub pos_asm: Assembly,
     /// The contact rows and their derivative operators at q.
     pub rows: ContactRows,
     pub rd: ContactRowDerivatives,
     /// The `placement:*` scalars of θ (their θ indices) as subtree translations.
     pub pcols: Vec<usize>,
     pub moves: Vec<SubtreeTranslation>,
-    /// Scratch of the inertia-product derivatives.
-    pub scratch: std::cell::RefCell<(Data, DerivativeData)>,
+    /// Scratch of the inertia-product derivatives and of the row products.
+    pub inertia: std::cell::RefCell<InertiaProductScratch>,
+    pub row_scratch: std::cell::RefCell<RowScratch>,
 }
 
 impl StepGeometry {
     /// Rebuilds the shared parts of the constraint system of `rec`, whose constraint record is `c`.
     pub(crate) fn new(rec: &StepRecord, c: &ConstraintRecord) -> Result<StepGeometry> {
-        Self::with_buffers(rec, c, GeometryBuffers::new(&rec.model))
+        let mut g = StepGeometry::empty(&rec.model);
+        g.rebuild(rec, c)?;
+        Ok(g)
     }
 
-    /// [`StepGeometry::new`] in reused workspaces (made for the record's model), which
-    /// [`StepGeometry::into_buffers`] hands back.
-    pub(crate) fn with_buffers(
-        rec: &StepRecord,
-        c: &ConstraintRecord,
-        buffers: GeometryBuffers,
-    ) -> Result<StepGeometry> {
+    /// Buffers for records of `model`, to be filled by [`StepGeometry::rebuild`].
+    pub(crate) fn empty(model: &Model) -> StepGeometry {
+        StepGeometry {
+            data: Data::new(model),
+            chol: None,
+            asm: Assembly::default(),
+            pos_asm: Assembly::default(),
+            rows: ContactRows::default(),
+            rd: ContactRowDerivatives::default(),
+            pcols: vec![],
+            moves: vec![],
+            inertia: std::cell::RefCell::new(InertiaProductScratch::new(model)),
+            row_scratch: std::cell::RefCell::new(RowScratch::default()),
+        }
+    }
+
+    /// Rebuilds the geometry of `rec` (constraint record `c`) in place; allocates only
+    /// where a buffer must grow (more contacts or rows than before, another model size).
+    pub(crate) fn rebuild(&mut self, rec: &StepRecord, c: &ConstraintRecord) -> Result<()> {
         let model: &Model = &rec.model;
         let h = rec.dt;
         let q = rec.q.as_slice();
-        let GeometryBuffers { mut data, scratch } = buffers;
-        forward_kinematics(model, &mut data, q)?;
-        let asm = assemble(
+        if self.data.x_world.len() != model.nbodies() || self.data.s.len() != model.nv() {
+            *self = StepGeometry::empty(model);
+        }
+        forward_kinematics(model, &mut self.data, q)?;
+        self.asm.contacts.clone_from(&c.contacts);
+        assemble_into(
+            &mut self.asm,
+            &mut self.rows,
             model,
-            &data,
-            c.contacts.clone(),
+            &self.data,
             q,
             rec.v.as_slice(),
             c.v_free.as_slice(),
@@ -260,26 +338,32 @@ impl StepGeometry {
             &c.added_rows,
             c.relaxed,
         )?;
-        let chol = effective_inertia(model, &mut data, h)?;
-        let rows = ContactRows::new(model, &data, &c.contacts)?;
-        let rd = ContactRowDerivatives::new(model, &data, &c.contacts, &rows)?;
+        refactor_effective_inertia(model, &mut self.data, h, &mut self.chol)?;
+        self.rd.rebuild(model, &self.data, &c.contacts, &self.rows)?;
         // Joint placements (θ) translate subtrees: their columns of the row derivatives.
-        let (pcols, moves) =
-            if c.contacts.is_empty() { (vec![], vec![]) } else { placement_translations(model, &data, &rec.params) };
-        Ok(StepGeometry { data, chol, asm, rows, rd, pcols, moves, scratch: std::cell::RefCell::new(scratch) })
+        self.pcols.clear();
+        self.moves.clear();
+        if !c.contacts.is_empty() {
+            placement_translations(model, &self.data, &rec.params, &mut self.pcols, &mut self.moves);
+        }
+        if c.correction.is_some() {
+            self.pos_asm.copy_from(&self.asm);
+            self.pos_asm.position_stage(h, &c.options);
+        }
+        Ok(())
     }
 
-    /// The workspaces, for the next step's geometry.
-    pub(crate) fn into_buffers(self) -> GeometryBuffers {
-        GeometryBuffers { data: self.data, scratch: self.scratch.into_inner() }
+    /// The Cholesky factors of `M̃`.
+    pub(crate) fn chol(&self) -> &nalgebra::Cholesky<f64, nalgebra::Dyn> {
+        self.chol.as_ref().expect("the step geometry is rebuilt before use")
     }
 }
 
 /// One clamping row's share of `r2 = −(∂(J_C v⁺)/∂x + ∂β_C/∂x)` (see the module doc):
 /// the row of `r2` is `−(phi·∂φ_c/∂x + start·∂(J_r v)/∂x + next·∂(J_r v⁺)/∂x)` in the q
 /// and placement columns, `−start·J_r` in the v columns, `−slope` at a joint-limit
-/// row's dof, plus the `theta` entries as they stand. Shared by the forward and the
-/// reverse linearizations so that both differentiate the same bias.
+/// row's dof, plus the θ entries of [`StageView::row_theta`] as they stand. Shared by
+/// the forward and the reverse linearizations so that both differentiate the same bias.
 pub(crate) struct RowTerms {
     /// The row's contact (contact rows only).
     pub contact: Option<usize>,
@@ -292,16 +376,14 @@ pub(crate) struct RowTerms {
     pub next: f64,
     /// A joint-limit row's `(dof, ±∂β/∂φ)`.
     pub dof: Option<(usize, f64)>,
-    /// θ entries `(index in θ, value)` added to the row as they stand: the material and
-    /// mass derivatives of the bias and of the regularization.
-    pub theta: Vec<(usize, f64)>,
 }
 
 impl<'a> StageSystem<'a> {
-    /// Rebuilds the stage's system from the record, classified by `states` (the recorded
-    /// classification, or another one for the loss-driven strategy; a friction row at
-    /// its bound must have a clamping normal row). With `adjoint = Some(∂ℓ/∂v⁺)` it also
-    /// holds `∂ℓ/∂f = J M̃⁻¹ ∂ℓ/∂v⁺` for every row (DiffDART §4.4).
+    /// Rebuilds the stage's system from the record in `buffers`, classified by `states`
+    /// (the recorded classification, or another one for the loss-driven strategy; a
+    /// friction row at its bound must have a clamping normal row). With
+    /// `adjoint = Some(∂ℓ/∂v⁺)` it also holds `∂ℓ/∂f = J M̃⁻¹ ∂ℓ/∂v⁺` for every row
+    /// (DiffDART §4.4). `geometry` must have been rebuilt for `rec`.
     pub(crate) fn new(
         geometry: &'a StepGeometry,
         rec: &'a StepRecord,
@@ -309,16 +391,13 @@ impl<'a> StageSystem<'a> {
         stage: Stage,
         states: &'a [RowState],
         adjoint: Option<&DVector<f64>>,
+        buffers: StageBuffers,
     ) -> Result<StageSystem<'a>> {
         let model: &Model = &rec.model;
-        let (nv, h) = (model.nv(), rec.dt);
+        let nv = model.nv();
         let (v_in, v_out, f, asm) = match (stage, &c.correction) {
-            (Stage::Velocity, _) => (&c.v_free, &rec.v_next, &c.impulses, std::borrow::Cow::Borrowed(&geometry.asm)),
-            (Stage::Position, Some(p)) => {
-                let mut asm = geometry.asm.clone();
-                asm.position_stage(h, &c.options);
-                (&rec.v_next, &p.v_position, &p.impulses, std::borrow::Cow::Owned(asm))
-            }
+            (Stage::Velocity, _) => (&c.v_free, &rec.v_next, &c.impulses, &geometry.asm),
+            (Stage::Position, Some(p)) => (&rec.v_next, &p.v_position, &p.impulses, &geometry.pos_asm),
             (Stage::Position, None) => {
                 return Err(Error::Numerical {
                     algorithm: "contact backward",
@@ -335,23 +414,28 @@ impl<'a> StageSystem<'a> {
         if states.len() != asm.rows.len() {
             return Err(Error::Dimension { what: "row classification", expected: asm.rows.len(), got: states.len() });
         }
-        let chol = &geometry.chol;
-        let dl_df = match adjoint {
-            Some(g) => {
-                crate::error::check_vector("dl/dv+", g.as_slice(), nv)?;
-                Some(&asm.j * chol.solve(g))
-            }
-            None => None,
-        };
+        let view = StageView { rec, c, stage, states, geometry, asm, v_in, v_out, f };
+        let mut b = buffers;
+        let chol = geometry.chol();
+        b.has_dl_df = false;
+        if let Some(g) = adjoint {
+            crate::error::check_vector("dl/dv+", g.as_slice(), nv)?;
+            reshape_vector(&mut b.w, nv);
+            b.w.copy_from(g);
+            chol.solve_mut(&mut b.w);
+            reshape_vector(&mut b.dl_df, asm.rows.len());
+            asm.j.mul_to(&b.w, &mut b.dl_df);
+            b.has_dl_df = true;
+        }
 
         // Classification: C (positions), U friction rows (row, normal row, ±μ), U0 constant.
-        let clamping: Vec<usize> = (0..asm.rows.len()).filter(|&r| states[r] == RowState::Clamping).collect();
-        let pos_in_c = |row: usize| clamping.iter().position(|&x| x == row);
-        let mut u_friction: Vec<(usize, usize, f64)> = vec![];
+        b.clamping.clear();
+        b.clamping.extend((0..asm.rows.len()).filter(|&r| states[r] == RowState::Clamping));
+        b.u_friction.clear();
         for (r, s) in states.iter().enumerate() {
             if let (RowState::AtBound { sign }, RowBound::Friction { normal, mu }) = (s, asm.bounds[r]) {
-                match pos_in_c(normal) {
-                    Some(ci) => u_friction.push((r, ci, f64::from(*sign) * mu)),
+                match b.clamping.iter().position(|&x| x == normal) {
+                    Some(ci) => b.u_friction.push((r, ci, f64::from(*sign) * mu)),
                     // A friction row "at its bound" under a normal row that is not clamping
                     // sits in a collapsed box: f_n = 0 and stays 0 inside the mode (the normal
                     // separates, or is tied and differentiated as separating), so its impulse
@@ -372,45 +456,97 @@ impl<'a> StageSystem<'a> {
                 }
             }
         }
-        let nclamp = clamping.len();
-        let mut jc = DMatrix::zeros(nclamp, nv);
-        for (i, &r) in clamping.iter().enumerate() {
-            jc.row_mut(i).copy_from(&asm.j.row(r));
+        let nclamp = b.clamping.len();
+        reshape_for_overwrite(&mut b.jc, nclamp, nv);
+        for (i, &r) in b.clamping.iter().enumerate() {
+            b.jc.row_mut(i).copy_from(&asm.j.row(r));
         }
-        let mut jhat = jc.clone();
-        for &(r, ci, e) in &u_friction {
-            let row = asm.j.row(r) * e;
-            let mut dst = jhat.row_mut(ci);
-            dst += row;
+        reshape_for_overwrite(&mut b.jhat, nclamp, nv);
+        b.jhat.copy_from(&b.jc);
+        for &(r, ci, e) in &b.u_friction {
+            for k in 0..nv {
+                b.jhat[(ci, k)] += asm.j[(r, k)] * e;
+            }
         }
-        let minv_jhat_t = chol.solve(&jhat.transpose());
-        let mut ahat = &jc * &minv_jhat_t;
-        for (i, &r) in clamping.iter().enumerate() {
-            ahat[(i, i)] += asm.regularization[r];
+        reshape_for_overwrite(&mut b.minv_jhat_t, nv, nclamp);
+        b.jhat.transpose_to(&mut b.minv_jhat_t);
+        chol.solve_mut(&mut b.minv_jhat_t);
+        reshape_for_overwrite(&mut b.ahat, nclamp, nclamp);
+        mul_into(&b.jc, &b.minv_jhat_t, &mut b.ahat);
+        for (i, &r) in b.clamping.iter().enumerate() {
+            b.ahat[(i, i)] += asm.regularization[r];
         }
-        let (ahat_pinv, rank) = pinv(&ahat)?;
-        Ok(StageSystem {
-            rec,
-            c,
-            stage,
-            states,
-            geometry,
-            asm,
-            v_in,
-            v_out,
-            f,
-            clamping,
-            u_friction,
-            jc,
-            jhat,
-            minv_jhat_t,
-            ahat,
-            ahat_pinv,
-            rank,
-            dl_df,
-        })
+        b.rank = b.eig.factor_pseudo_inverse(&b.ahat, RANK_TOL).ok_or_else(|| Error::Numerical {
+            algorithm: "contact backward",
+            detail: "the pseudo-inverse of A_CC failed (a non-finite matrix or no eigendecomposition)".into(),
+        })?;
+        Ok(StageSystem { view, b })
     }
 
+    /// The buffers, for the next step's system.
+    pub(crate) fn into_buffers(self) -> StageBuffers {
+        self.b
+    }
+
+    /// `∂ℓ/∂f` when an adjoint was given.
+    pub(crate) fn dl_df(&self) -> Option<&DVector<f64>> {
+        self.b.has_dl_df.then_some(&self.b.dl_df)
+    }
+
+    /// The clamping impulses `f_C`.
+    pub(crate) fn clamped_impulses(&self) -> DVector<f64> {
+        DVector::from_iterator(self.b.clamping.len(), self.b.clamping.iter().map(|&r| self.f[r]))
+    }
+
+    /// The rank-deficient sliding case: `N = (I − Â⁺Â) dÂᵀ Â⁺ᵀ f_C` is nonzero only when
+    /// friction rows sit at their bounds and `Â` is rank deficient (module doc).
+    pub(crate) fn has_null_space_term(&self) -> bool {
+        !self.b.u_friction.is_empty() && self.b.rank < self.b.clamping.len() && !self.c.contacts.is_empty()
+    }
+
+    /// `z = Â⁺ᵀ f_C`, `u = M̃⁻¹ J_Cᵀ z` and the contact-row impulses `λ` holding z (the
+    /// pieces of `dÂᵀ z` in the null-space term).
+    pub(crate) fn null_space_pieces(&self) -> (DVector<f64>, DVector<f64>, Vec<f64>) {
+        let mut z = DVector::zeros(0);
+        self.b.pinv(&self.clamped_impulses(), true, &mut z);
+        let u = self.geometry.chol().solve(&(self.b.jc.transpose() * &z));
+        let mut lambda = vec![0.0; 3 * self.c.contacts.len()];
+        for (i, &r) in self.b.clamping.iter().enumerate() {
+            if r < lambda.len() {
+                lambda[r] = z[i];
+            }
+        }
+        (z, u, lambda)
+    }
+
+    /// The step's impacts for the continuous-time bounce gradients (empty with
+    /// [`BounceGradients::Discrete`] or when no clamping contact bounces).
+    pub(crate) fn impacts(&mut self) -> Vec<Impact> {
+        let n = self.impacts_into();
+        let mut out = std::mem::take(&mut self.b.impacts);
+        out.truncate(n);
+        out
+    }
+
+    /// [`Self::impacts`] into the buffers: the first returned-count entries of
+    /// `self.b.impacts` (entries beyond are kept storage). No allocation once the
+    /// buffers have held as many impacts.
+    pub(crate) fn impacts_into(&mut self) -> usize {
+        let view = self.view;
+        let bounces = view
+            .asm
+            .info
+            .iter()
+            .enumerate()
+            .any(|(i, info)| info.bounce && view.states.get(3 * i) == Some(&RowState::Clamping));
+        if view.c.options.bounce_gradients != BounceGradients::ContinuousTime || !bounces {
+            return 0;
+        }
+        impacts_into(view, &mut self.b)
+    }
+}
+
+impl<'a> StageView<'a> {
     /// The model of the record.
     pub(crate) fn model(&self) -> &'a Model {
         &self.rec.model
@@ -418,10 +554,9 @@ impl<'a> StageSystem<'a> {
 
     /// The terms of clamping row `r` in `r2` ([`RowTerms`]).
     pub(crate) fn row_terms(&self, r: usize) -> RowTerms {
-        let (model, c, asm) = (self.model(), self.c, &*self.asm);
-        let (h, erp, np) = (self.rec.dt, c.options.erp, self.rec.params.len());
-        let params = &self.rec.params;
-        let mut t = RowTerms { contact: None, phi: 0.0, start: 0.0, next: 0.0, dof: None, theta: vec![] };
+        let (c, asm) = (self.c, self.asm);
+        let (h, erp) = (self.rec.dt, c.options.erp);
+        let mut t = RowTerms { contact: None, phi: 0.0, start: 0.0, next: 0.0, dof: None };
         match asm.rows[r] {
             RowKind::ContactNormal { contact } => {
                 let info = &asm.info[contact];
@@ -435,30 +570,10 @@ impl<'a> StageSystem<'a> {
                 t.phi = s / h;
                 t.start = if info.bounce { info.restitution } else { 0.0 };
                 t.next = 1.0;
-                // The position stage's regularization ρ·(1/m_A + 1/m_B): −dR g.
-                if asm.regularization[r] > 0.0 && np > 0 {
-                    let rho = c.options.position_regularization;
-                    for (col, w) in inverse_mass_weights(model, params, &c.contacts[contact]) {
-                        t.theta.push((col, -rho * w * self.f[r]));
-                    }
-                }
-                if info.bounce && np > 0 {
-                    for (col, w) in material_weights(model, params, ParamKind::Restitution, &c.contacts[contact]) {
-                        t.theta.push((col, -info.approach_velocity * w));
-                    }
-                }
             }
             RowKind::ContactFriction { contact, .. } => {
                 t.contact = Some(contact);
                 t.next = 1.0;
-                // Viscous rows: w = J v⁺ + f/(h μ_v); d(1/(h μ_v))/dμ_v = −1/(h μ_v²).
-                let mu_v = c.info[contact].viscous_friction;
-                if asm.regularization[r] > 0.0 && np > 0 {
-                    let kind = ParamKind::ViscousFriction;
-                    for (col, w) in material_weights(model, params, kind, &c.contacts[contact]) {
-                        t.theta.push((col, w * self.f[r] / (h * mu_v * mu_v)));
-                    }
-                }
             }
             // β(φ) with φ = q − lo (lower) or hi − q (upper): ∂β/∂q = ±∂β/∂φ, for rows
             // created near the limit, predicted or added by the re-solve loop alike.
@@ -477,54 +592,48 @@ impl<'a> StageSystem<'a> {
         t
     }
 
-    /// True when some clamping row bounces (its bias has the start-velocity term).
+    /// Calls `add(index in θ, value)` for the θ entries of clamping row `r` in `r2`,
+    /// added as they stand: the material and mass derivatives of the bias and of the
+    /// regularization.
+    pub(crate) fn row_theta(&self, r: usize, mut add: impl FnMut(usize, f64)) {
+        let (model, c, asm) = (self.model(), self.c, self.asm);
+        let params = &self.rec.params;
+        if params.is_empty() {
+            return;
+        }
+        match asm.rows[r] {
+            RowKind::ContactNormal { contact } => {
+                let info = &asm.info[contact];
+                // The position stage's regularization ρ·(1/m_A + 1/m_B): −dR g.
+                if asm.regularization[r] > 0.0 {
+                    let rho = c.options.position_regularization;
+                    for (col, w) in inverse_mass_weights(model, params, &c.contacts[contact]) {
+                        add(col, -rho * w * self.f[r]);
+                    }
+                }
+                if info.bounce {
+                    for (col, w) in material_weights(model, params, ParamKind::Restitution, &c.contacts[contact]) {
+                        add(col, -info.approach_velocity * w);
+                    }
+                }
+            }
+            RowKind::ContactFriction { contact, .. } => {
+                // Viscous rows: w = J v⁺ + f/(h μ_v); d(1/(h μ_v))/dμ_v = −1/(h μ_v²).
+                let mu_v = c.info[contact].viscous_friction;
+                if asm.regularization[r] > 0.0 {
+                    let h = self.rec.dt;
+                    for (col, w) in material_weights(model, params, ParamKind::ViscousFriction, &c.contacts[contact]) {
+                        add(col, w * self.f[r] / (h * mu_v * mu_v));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// True when some row bounces (its bias has the start-velocity term).
     pub(crate) fn bounces(&self) -> bool {
         self.asm.info.iter().any(|i| i.bounce)
-    }
-
-    /// The clamping impulses `f_C`.
-    pub(crate) fn clamped_impulses(&self) -> DVector<f64> {
-        DVector::from_iterator(self.clamping.len(), self.clamping.iter().map(|&r| self.f[r]))
-    }
-
-    /// The rank-deficient sliding case: `N = (I − Â⁺Â) dÂᵀ Â⁺ᵀ f_C` is nonzero only when
-    /// friction rows sit at their bounds and `Â` is rank deficient (module doc).
-    pub(crate) fn has_null_space_term(&self) -> bool {
-        !self.u_friction.is_empty() && self.rank < self.clamping.len() && !self.c.contacts.is_empty()
-    }
-
-    /// `z = Â⁺ᵀ f_C`, `u = M̃⁻¹ J_Cᵀ z` and the contact-row impulses `λ` holding z (the
-    /// pieces of `dÂᵀ z` in the null-space term).
-    pub(crate) fn null_space_pieces(&self) -> (DVector<f64>, DVector<f64>, Vec<f64>) {
-        let z = self.ahat_pinv.transpose() * self.clamped_impulses();
-        let u = self.geometry.chol.solve(&(self.jc.transpose() * &z));
-        let mut lambda = vec![0.0; 3 * self.c.contacts.len()];
-        for (i, &r) in self.clamping.iter().enumerate() {
-            if r < lambda.len() {
-                lambda[r] = z[i];
-            }
-        }
-        (z, u, lambda)
-    }
-
-    /// The step's impacts for the continuous-time bounce gradients (empty with
-    /// [`BounceGradients::Discrete`]).
-    pub(crate) fn impacts(&self) -> Vec<Impact> {
-        if self.c.options.bounce_gradients == BounceGradients::ContinuousTime {
-            impacts(
-                self.rec,
-                self.c,
-                &self.asm,
-                self.states,
-                &self.clamping,
-                &self.jhat,
-                &self.ahat_pinv,
-                &self.geometry.chol,
-                self.f,
-            )
-        } else {
-            vec![]
-        }
     }
 }
 
@@ -538,16 +647,17 @@ pub(crate) fn linearize_constraints_with(
     states: &[RowState],
 ) -> Result<ConstraintLinearization> {
     let geometry = StepGeometry::new(rec, c)?;
-    let sys = StageSystem::new(&geometry, rec, c, stage, states, None)?;
+    let sys = StageSystem::new(&geometry, rec, c, stage, states, None, StageBuffers::default())?;
     let model: &Model = &rec.model;
     let (nv, np, h) = (model.nv(), rec.params.len(), rec.dt);
     let nx = 2 * nv + np;
     let q = rec.q.as_slice();
     let nc = c.contacts.len();
-    let (asm, data, rows, rd, chol) = (&*sys.asm, &geometry.data, &geometry.rows, &geometry.rd, &geometry.chol);
-    let (clamping, pcols, moves, f) = (&sys.clamping, &geometry.pcols, &geometry.moves, sys.f);
+    let (asm, data, rows, rd, chol) = (sys.asm, &geometry.data, &geometry.rows, &geometry.rd, geometry.chol());
+    let (clamping, pcols, moves, f) = (&sys.b.clamping, &geometry.pcols, &geometry.moves, sys.f);
     let nclamp = clamping.len();
-    let g = &sys.minv_jhat_t * &sys.ahat_pinv;
+    let ahat_pinv = sys.b.pinv_matrix();
+    let g = &sys.b.minv_jhat_t * &ahat_pinv;
     let add_columns = |dst: &mut DMatrix<f64>, src: &DMatrix<f64>| {
         for (i, &col) in pcols.iter().enumerate() {
             let mut d = dst.column_mut(2 * nv + col);
@@ -577,7 +687,7 @@ pub(crate) fn linearize_constraints_with(
             add_columns(&mut r1, &rd.jtf_translation(model, data, rows, f_contact, moves)?);
         }
         // J_Uᵀ dE f_C: a friction row at its bound carries ±μ f_n.
-        for &(r, ci, e) in &sys.u_friction {
+        for &(r, ci, e) in &sys.b.u_friction {
             let RowKind::ContactFriction { contact, .. } = asm.rows[r] else { continue };
             let fn_ = f[clamping[ci]];
             let sign = e.signum();
@@ -624,16 +734,14 @@ pub(crate) fn linearize_constraints_with(
         if let Some((dof, slope)) = t.dof {
             row_q[dof] += slope;
         }
-        for &(col, x) in &t.theta {
-            r2[(i, 2 * nv + col)] += x;
-        }
+        sys.row_theta(r, |col, x| r2[(i, 2 * nv + col)] += x);
         r2.view_mut((i, 0), (1, nv)).copy_from(&(-row_q).transpose());
         r2.view_mut((i, nv), (1, nv)).copy_from(&(-row_v).transpose());
     }
 
     // Q = G r2 + (I − G J_C) M̃⁻¹ r1 + M̃⁻¹ Ĵᵀ N.
     let minv_r1 = chol.solve(&r1);
-    let mut direct = &g * &r2 + &minv_r1 - &g * (&sys.jc * &minv_r1);
+    let mut direct = &g * &r2 + &minv_r1 - &g * (&sys.b.jc * &minv_r1);
     if sys.has_null_space_term() {
         // N = (I − Â⁺Â) dÂᵀ z,  z = Â⁺ᵀ f_C,  u = M̃⁻¹ J_Cᵀ z:
         // dÂᵀ z = dĴ u − Ĵ M̃⁻¹ ∂(M̃u) + Ĵ M̃⁻¹ ∂(J_Cᵀ z).
@@ -655,7 +763,7 @@ pub(crate) fn linearize_constraints_with(
             }
         }
         let ju = &asm.j * &u;
-        for &(r, ci, e) in &sys.u_friction {
+        for &(r, ci, e) in &sys.b.u_friction {
             let mut dst = dahat_t.view_mut((ci, 0), (1, nv));
             dst += jv_u.row(r) * e;
             for (m, &col) in pcols.iter().enumerate() {
@@ -682,92 +790,116 @@ pub(crate) fn linearize_constraints_with(
         if !moves.is_empty() {
             add_columns(&mut inner, &rd.jtf_translation(model, data, rows, &lambda, moves)?);
         }
-        dahat_t += &sys.jhat * chol.solve(&inner);
-        let proj = DMatrix::identity(nclamp, nclamp) - &sys.ahat_pinv * &sys.ahat;
+        dahat_t += &sys.b.jhat * chol.solve(&inner);
+        let proj = DMatrix::identity(nclamp, nclamp) - &ahat_pinv * &sys.b.ahat;
         let n = proj * dahat_t;
-        direct += &sys.minv_jhat_t * n;
+        direct += &sys.b.minv_jhat_t * n;
     }
 
+    let mut sys = sys;
     let impacts = sys.impacts();
-    Ok(ConstraintLinearization { g, jc: sys.jc, direct, impacts })
+    Ok(ConstraintLinearization { g, jc: sys.into_buffers().jc, direct, impacts })
 }
 
 /// The step's impacts ([`Impact`]): the bouncing contacts whose normal row clamps and
-/// whose bodies approach at the step's start.
-#[allow(clippy::too_many_arguments)]
-fn impacts(
-    rec: &StepRecord,
-    c: &ConstraintRecord,
-    asm: &Assembly,
-    states: &[RowState],
-    clamping: &[usize],
-    jhat: &DMatrix<f64>,
-    ahat_pinv: &DMatrix<f64>,
-    chol: &nalgebra::Cholesky<f64, nalgebra::Dyn>,
-    f: &DVector<f64>,
-) -> Vec<Impact> {
+/// whose bodies approach at the step's start, into the first entries of `b.impacts`
+/// (their count is returned).
+fn impacts_into(view: StageView, b: &mut StageBuffers) -> usize {
+    let (rec, c, asm, states, f) = (view.rec, view.c, view.asm, view.states, view.f);
+    let chol = view.geometry.chol();
     let h = rec.dt;
     let nc = c.contacts.len();
+    let nv = rec.v.len();
     let bouncing = |r: usize| match asm.rows[r] {
         RowKind::ContactNormal { contact } => asm.info[contact].bounce,
         _ => false,
     };
     // Â⁺ (I + E) J_C a_f: the clamping impulses' response to the free acceleration.
-    let accel = (&c.v_free - &rec.v) / h;
-    let mut y = DVector::from_iterator(clamping.len(), clamping.iter().map(|&r| (asm.j.row(r) * &accel)[0]));
-    for (ci, &r) in clamping.iter().enumerate() {
-        if bouncing(r) {
-            y[ci] *= 1.0 + asm.info[r / 3].restitution;
-        }
+    reshape_vector(&mut b.dv, nv);
+    for k in 0..nv {
+        b.dv[k] = (c.v_free[k] - rec.v[k]) / h;
     }
-    let df = ahat_pinv * y;
-    let mut out = vec![];
+    let nclamp = b.clamping.len();
+    reshape_vector(&mut b.s, nclamp);
+    for (ci, &r) in b.clamping.iter().enumerate() {
+        let mut y: f64 = (0..nv).map(|k| asm.j[(r, k)] * b.dv[k]).sum();
+        if bouncing(r) {
+            y *= 1.0 + asm.info[r / 3].restitution;
+        }
+        b.s[ci] = y;
+    }
+    let mut y = std::mem::take(&mut b.y);
+    b.pinv(&b.s, false, &mut y);
+    b.y = y;
+    let mut n = 0;
     for (i, info) in asm.info.iter().enumerate() {
         if !info.bounce || states[3 * i] != RowState::Clamping {
             continue;
         }
-        let normal: DVector<f64> = asm.j.row(3 * i).transpose();
-        let rate = normal.dot(&rec.v);
-        if normal.norm() == 0.0 || rate >= 0.0 {
+        let rate: f64 = (0..nv).map(|k| asm.j[(3 * i, k)] * rec.v[k]).sum();
+        let normal_is_zero = (0..nv).all(|k| asm.j[(3 * i, k)] == 0.0);
+        if normal_is_zero || rate >= 0.0 {
             continue;
         }
-        let mut impulse = DVector::zeros(normal.len());
-        for r in 3 * i..3 * i + 3 {
-            impulse += asm.j.row(r).transpose() * f[r];
+        if n == b.impacts.len() {
+            b.impacts.push(Impact::default());
         }
-        let mut share = DVector::zeros(normal.len());
-        for (ci, &r) in clamping.iter().enumerate() {
-            if r < 3 * nc && r / 3 == i {
-                share += jhat.row(ci).transpose() * df[ci];
+        let imp = &mut b.impacts[n];
+        n += 1;
+        for x in [&mut imp.normal, &mut imp.flow, &mut imp.jump, &mut imp.accel_jump] {
+            reshape_vector(x, nv);
+        }
+        imp.rate = rate;
+        for k in 0..nv {
+            imp.normal[k] = asm.j[(3 * i, k)];
+            // v⁻ on the dofs that move the contact (a nonzero entry in one of its rows).
+            let moved = (3 * i..3 * i + 3).any(|r| asm.j[(r, k)] != 0.0);
+            imp.flow[k] = if moved { rec.v[k] } else { 0.0 };
+        }
+        for r in 3 * i..3 * i + 3 {
+            for k in 0..nv {
+                imp.jump[k] += asm.j[(r, k)] * f[r];
             }
         }
-        // v⁻ on the dofs that move the contact (a nonzero entry in one of its rows).
-        let moved = |k: usize| (3 * i..3 * i + 3).any(|r| asm.j[(r, k)] != 0.0);
-        let flow = DVector::from_fn(normal.len(), |k, _| if moved(k) { rec.v[k] } else { 0.0 });
-        out.push(Impact { normal, rate, flow, jump: chol.solve(&impulse), accel_jump: chol.solve(&share) });
+        for (ci, &r) in b.clamping.iter().enumerate() {
+            if r < 3 * nc && r / 3 == i {
+                for k in 0..nv {
+                    imp.accel_jump[k] += b.jhat[(ci, k)] * b.y[ci];
+                }
+            }
+        }
+        chol.solve_mut(&mut imp.jump);
+        chol.solve_mut(&mut imp.accel_jump);
     }
     // Impacts on the same dofs (an edge, several corners) share one time along the flow.
-    let support = |x: &DVector<f64>| x.iter().map(|v| *v != 0.0).collect::<Vec<bool>>();
-    let supports: Vec<Vec<bool>> = out.iter().map(|imp| support(&imp.flow)).collect();
-    for (i, imp) in out.iter_mut().enumerate() {
-        let shared = supports.iter().filter(|s| s.iter().zip(&supports[i]).any(|(a, b)| *a && *b)).count();
-        imp.flow /= shared.max(1) as f64;
+    b.shared.clear();
+    for i in 0..n {
+        let fi = &b.impacts[i].flow;
+        let shared =
+            (0..n).filter(|&j| b.impacts[j].flow.iter().zip(fi.iter()).any(|(a, c)| *a != 0.0 && *c != 0.0)).count();
+        b.shared.push(shared.max(1));
     }
-    out
+    for (imp, &shared) in b.impacts.iter_mut().zip(&b.shared) {
+        imp.flow /= shared as f64;
+    }
+    n
 }
 
-/// The `placement:*` scalars of θ as subtree translations at the poses of `data`,
-/// with their indices in θ.
-fn placement_translations(model: &Model, data: &Data, spec: &ParamSpec) -> (Vec<usize>, Vec<SubtreeTranslation>) {
-    spec.entries()
-        .iter()
-        .filter(|e| e.kind == ParamKind::Placement)
-        .flat_map(|e| {
-            (0..e.len).map(move |s| {
-                (e.offset + s, SubtreeTranslation::of_placement(model, data, e.index, &Vec3::ith(s, 1.0)))
-            })
-        })
-        .unzip()
+/// Appends the `placement:*` scalars of θ as subtree translations at the poses of
+/// `data` to `moves`, with their indices in θ to `cols`.
+fn placement_translations(
+    model: &Model,
+    data: &Data,
+    spec: &ParamSpec,
+    cols: &mut Vec<usize>,
+    moves: &mut Vec<SubtreeTranslation>,
+) {
+    for e in spec.entries().iter().filter(|e| e.kind == ParamKind::Placement) {
+        for s in 0..e.len {
+            cols.push(e.offset + s);
+            moves.push(SubtreeTranslation::of_placement(model, data, e.index, &Vec3::ith(s, 1.0)));
+        }
+    }
 }
 
 /// `h ∂β/∂φ` of a position row (contact normal or position limit) with gap `phi` (a
@@ -814,14 +946,29 @@ fn bias_slope(stage: Stage, recovery: PenetrationRecovery, bounce: bool, phi: f6
 /// the normal is newly clamping (its recorded impulse is 0, so the friction box is
 /// collapsed, and a collapsed box is never clamping). Joint-friction rows keep their
 /// state. The impulses are not changed: the recorded `f` enters the linearization.
+#[cfg(test)]
 pub(crate) fn loss_driven_states(
     rows: &[RowKind],
     bounds: &[RowBound],
     states: &[RowState],
     dl_df: &DVector<f64>,
 ) -> Vec<RowState> {
+    let mut out = vec![];
+    loss_driven_states_into(rows, bounds, states, dl_df, &mut out);
+    out
+}
+
+/// [`loss_driven_states`] into `out`, reusing its storage.
+pub(crate) fn loss_driven_states_into(
+    rows: &[RowKind],
+    bounds: &[RowBound],
+    states: &[RowState],
+    dl_df: &DVector<f64>,
+    out: &mut Vec<RowState>,
+) {
     let untie = |s: RowState| if s == RowState::Tied { RowState::Separating } else { s };
-    let mut out: Vec<RowState> = states.iter().map(|s| untie(*s)).collect();
+    out.clear();
+    out.extend(states.iter().map(|s| untie(*s)));
     for (r, kind) in rows.iter().enumerate() {
         if matches!(kind, RowKind::ContactNormal { .. } | RowKind::JointLower { .. } | RowKind::JointUpper { .. }) {
             let g = dl_df[r];
@@ -841,7 +988,6 @@ pub(crate) fn loss_driven_states(
             };
         }
     }
-    out
 }
 
 impl ConstraintLinearization {
@@ -894,7 +1040,7 @@ impl ConstraintLinearization {
         for imp in &self.impacts {
             dq += &imp.jump * imp.normal.transpose() / imp.rate;
         }
-        *dq_dq += super::linearize::config_rows(model, jw, 1.0, &dq);
+        *dq_dq += config_rows(model, jw, 1.0, &dq);
     }
 }
 

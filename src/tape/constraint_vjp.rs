@@ -28,13 +28,14 @@
 //! `2 nv + np` right-hand sides in the forward linearization.
 
 use super::constraint::{material_weights, StageSystem};
-use super::linearize::inertia_product_derivatives;
 use crate::error::Result;
+use crate::math::reshape_vector;
 use crate::model::ParamKind;
 use crate::step::contact::RowKind;
 use nalgebra::DVector;
 
-/// The VJP of one constraint stage.
+/// The VJP of one constraint stage (buffers reused across steps).
+#[derive(Clone, Debug, Default)]
 pub(crate) struct StageAdjoint {
     /// `∂ℓ/∂v_in` (nv): the adjoint of the stage's free velocity.
     pub v_in: DVector<f64>,
@@ -42,69 +43,100 @@ pub(crate) struct StageAdjoint {
     pub direct: DVector<f64>,
 }
 
+/// `buf` as `len` zeros (its storage reused).
+fn zeroed(buf: &mut Vec<f64>, len: usize) -> &mut [f64] {
+    buf.clear();
+    buf.resize(len, 0.0);
+    buf
+}
+
+/// `x[..] += scale · row` for a row of a matrix.
+fn add_row(x: &mut [f64], m: &nalgebra::DMatrix<f64>, r: usize, scale: f64) {
+    for (k, xk) in x.iter_mut().enumerate() {
+        *xk += m[(r, k)] * scale;
+    }
+}
+
 impl StageSystem<'_> {
-    /// The VJP of the stage for the adjoint `gbar = ∂ℓ/∂v_out` (module doc).
-    pub(crate) fn vjp(&self, gbar: &DVector<f64>) -> Result<StageAdjoint> {
-        let model = self.model();
-        let rec = self.rec;
+    /// The VJP of the stage for the adjoint `gbar = ∂ℓ/∂v_out` (module doc) into `out`.
+    /// Allocates nothing once the stage's buffers and `out` have held a stage of this
+    /// size.
+    pub(crate) fn vjp_into(&mut self, gbar: &DVector<f64>, out: &mut StageAdjoint) -> Result<()> {
+        let view = self.view;
+        let b = &mut self.b;
+        let model = view.model();
+        let rec = view.rec;
         let (nv, np, h) = (model.nv(), rec.params.len(), rec.dt);
-        let nc = self.c.contacts.len();
-        let g = self.geometry;
-        let (asm, data, rows, rd, chol) = (&*self.asm, &g.data, &g.rows, &g.rd, &g.chol);
-        let (clamping, pcols, moves, f) = (&self.clamping, &g.pcols, &g.moves, self.f);
+        let nc = view.c.contacts.len();
+        let g = view.geometry;
+        let (asm, data, rows, rd, chol) = (view.asm, &g.data, &g.rows, &g.rd, g.chol());
+        let (pcols, moves, f) = (&g.pcols, &g.moves, view.f);
         let q = rec.q.as_slice();
-        let mut direct = DVector::zeros(2 * nv + np);
+        let nclamp = b.clamping.len();
+        reshape_vector(&mut out.direct, 2 * nv + np);
+        let mut row_scratch = g.row_scratch.borrow_mut();
+        let mut inertia = g.inertia.borrow_mut();
 
         // s = Ĵ M̃⁻¹ ḡ,  y = Â⁺ᵀ s,  ∂ℓ/∂v_in = ḡ − J_Cᵀ y.
-        let s = &self.jhat * chol.solve(gbar);
-        let y = self.ahat_pinv.tr_mul(&s);
-        let v_in = gbar - self.jc.tr_mul(&y);
+        reshape_vector(&mut b.w, nv);
+        b.w.copy_from(gbar);
+        chol.solve_mut(&mut b.w);
+        reshape_vector(&mut b.s, nclamp);
+        b.jhat.mul_to(&b.w, &mut b.s);
+        let mut y = std::mem::take(&mut b.y);
+        b.pinv(&b.s, true, &mut y);
+        b.y = y;
+        reshape_vector(&mut out.v_in, nv);
+        out.v_in.copy_from(gbar);
+        out.v_in.gemv_tr(-1.0, &b.jc, &b.y, 1.0);
 
         // r2ᵀ y, gathered into weights on ∂φ/∂q (per contact), on ∂(J v)/∂q at the start
         // velocity and on ∂(J v⁺)/∂q (per contact row).
-        let mut w_phi = vec![0.0; nc];
-        let mut w_start = vec![0.0; 3 * nc];
-        let mut w_next = vec![0.0; 3 * nc];
-        for (i, &r) in clamping.iter().enumerate() {
-            let t = self.row_terms(r);
-            let yi = y[i];
+        for (buf, len) in [(&mut b.w_phi, nc), (&mut b.w_start, 3 * nc), (&mut b.w_next, 3 * nc)] {
+            buf.clear();
+            buf.resize(len, 0.0);
+        }
+        let direct = out.direct.as_mut_slice();
+        for (i, &r) in b.clamping.iter().enumerate() {
+            let t = view.row_terms(r);
+            let yi = b.y[i];
             if let Some(contact) = t.contact {
-                w_phi[contact] += yi * t.phi;
-                w_start[r] += yi * t.start;
-                w_next[r] += yi * t.next;
+                b.w_phi[contact] += yi * t.phi;
+                b.w_start[r] += yi * t.start;
+                b.w_next[r] += yi * t.next;
                 if t.start != 0.0 {
-                    let mut dst = direct.rows_mut(nv, nv);
-                    dst -= asm.j.row(r).transpose() * (yi * t.start);
+                    add_row(&mut direct[nv..2 * nv], &asm.j, r, -yi * t.start);
                 }
             }
             if let Some((dof, slope)) = t.dof {
                 direct[dof] -= yi * slope;
             }
-            for &(col, x) in &t.theta {
-                direct[2 * nv + col] += yi * x;
-            }
+            view.row_theta(r, |col, x| direct[2 * nv + col] += yi * x);
         }
+        let starts = b.w_start.iter().any(|w| *w != 0.0);
         if nc > 0 {
-            let mut gq = rd.jv_q_vjp(model, data, rows, self.v_out.as_slice(), &w_next)?;
-            if w_start.iter().any(|w| *w != 0.0) {
-                gq += rd.jv_q_vjp(model, data, rows, rec.v.as_slice(), &w_start)?;
+            let dq = &mut direct[..nv];
+            let scratch = &mut *row_scratch;
+            rd.jv_q_vjp_acc(model, data, rows, view.v_out.as_slice(), &b.w_next, -1.0, scratch, dq)?;
+            if starts {
+                rd.jv_q_vjp_acc(model, data, rows, rec.v.as_slice(), &b.w_start, -1.0, scratch, dq)?;
             }
             for (contact, cd) in rd.contacts().iter().enumerate() {
-                if w_phi[contact] != 0.0 {
-                    gq += cd.jacobians.distance.transpose() * w_phi[contact];
+                let wp = b.w_phi[contact];
+                if wp != 0.0 {
+                    for (x, d) in dq.iter_mut().zip(cd.jacobians.distance.iter()) {
+                        *x -= d * wp;
+                    }
                 }
             }
-            let mut dst = direct.rows_mut(0, nv);
-            dst -= gq;
             if !moves.is_empty() {
-                let mut acc = rd.distance_translation(model, moves).tr_mul(&DVector::from_vec(w_phi));
-                acc += rd
-                    .jv_translation(model, data, rows, self.v_out.as_slice(), moves)?
-                    .tr_mul(&DVector::from_vec(w_next));
-                if w_start.iter().any(|w| *w != 0.0) {
-                    acc += rd
-                        .jv_translation(model, data, rows, rec.v.as_slice(), moves)?
-                        .tr_mul(&DVector::from_vec(w_start));
+                let acc = zeroed(&mut b.acc, moves.len());
+                rd.distance_translation_vjp_acc(model, moves, &b.w_phi, 1.0, acc)?;
+                let v_out = view.v_out.as_slice();
+                rd.jv_translation_vjp_acc(model, data, rows, v_out, moves, &b.w_next, 1.0, scratch, acc)?;
+                if starts {
+                    let v = rec.v.as_slice();
+                    rd.jv_translation_vjp_acc(model, data, rows, v, moves, &b.w_start, 1.0, scratch, acc)?;
                 }
                 for (m, &col) in pcols.iter().enumerate() {
                     direct[2 * nv + col] -= acc[m];
@@ -113,33 +145,39 @@ impl StageSystem<'_> {
         }
 
         // r1ᵀ w with w = M̃⁻¹ ∂ℓ/∂v_in:  r1 = ∂(Jᵀf)/∂q − ∂(M̃Δv)/∂(q, θ) + J_Uᵀ dE f_C.
-        let w = chol.solve(&v_in);
-        let mut guard = g.scratch.borrow_mut();
-        let (scratch, deriv) = &mut *guard;
+        b.w.copy_from(&out.v_in);
+        chol.solve_mut(&mut b.w);
         let f_contact = &f.as_slice()[..3 * nc];
-        let dv: DVector<f64> = self.v_out - self.v_in;
-        let (dm_q, dm_t) = inertia_product_derivatives(model, &rec.params, scratch, deriv, q, dv.as_slice(), h)?;
+        reshape_vector(&mut b.dv, nv);
+        b.dv.copy_from(view.v_out);
+        b.dv -= view.v_in;
+        inertia.compute(model, &rec.params, q, b.dv.as_slice(), h)?;
         {
-            let mut dst = direct.rows_mut(0, nv);
+            let dq = &mut direct[..nv];
             if nc > 0 {
-                dst += rd.jtf_q_vjp(model, data, rows, f_contact, w.as_slice())?;
+                rd.jtf_q_vjp_acc(model, data, rows, f_contact, b.w.as_slice(), 1.0, &mut row_scratch, dq)?;
             }
-            dst -= dm_q.tr_mul(&w);
+            let mut dst = nalgebra::DVectorViewMut::from_slice(dq, nv);
+            dst.gemv_tr(-1.0, &inertia.dq, &b.w, 1.0);
         }
         if np > 0 {
-            let mut dst = direct.rows_mut(2 * nv, np);
-            dst -= dm_t.tr_mul(&w);
+            {
+                let mut dst = nalgebra::DVectorViewMut::from_slice(&mut direct[2 * nv..], np);
+                dst.gemv_tr(-1.0, &inertia.dt, &b.w, 1.0);
+            }
             if !moves.is_empty() {
-                let acc = rd.jtf_translation(model, data, rows, f_contact, moves)?.tr_mul(&w);
+                let acc = zeroed(&mut b.acc, moves.len());
+                let (w, scratch) = (b.w.as_slice(), &mut *row_scratch);
+                rd.jtf_translation_vjp_acc(model, data, rows, f_contact, moves, w, 1.0, scratch, acc)?;
                 for (m, &col) in pcols.iter().enumerate() {
                     direct[2 * nv + col] += acc[m];
                 }
             }
-            for &(r, ci, e) in &self.u_friction {
+            for &(r, ci, e) in &b.u_friction {
                 let RowKind::ContactFriction { contact, .. } = asm.rows[r] else { continue };
-                let jw = asm.j.row(r).dot(&w.transpose());
-                let fn_ = f[clamping[ci]];
-                for (col, wt) in material_weights(model, &rec.params, ParamKind::Friction, &self.c.contacts[contact]) {
+                let jw: f64 = (0..nv).map(|k| asm.j[(r, k)] * b.w[k]).sum();
+                let fn_ = f[b.clamping[ci]];
+                for (col, wt) in material_weights(model, &rec.params, ParamKind::Friction, &view.c.contacts[contact]) {
                     direct[2 * nv + col] += e.signum() * fn_ * wt * jw;
                 }
             }
@@ -147,47 +185,75 @@ impl StageSystem<'_> {
 
         // dÂᵀᵀ p with p = (I − Â⁺Â)ᵀ s = s − Âᵀ y, and dÂᵀ = A₁ + Ĵ M̃⁻¹ inner
         // (A₁: the rows of ∂(J u)/∂(q, θ); inner = ∂(J_Cᵀ z)/∂(q, θ) − ∂(M̃ u)/∂(q, θ)).
-        if self.has_null_space_term() {
-            let p = &s - self.ahat.tr_mul(&y);
-            let (_, u, lambda) = self.null_space_pieces();
-            let mut alpha = vec![0.0; 3 * nc];
-            for (i, &r) in clamping.iter().enumerate() {
+        if self_has_null_space_term(b, view.c.contacts.is_empty()) {
+            reshape_vector(&mut b.p, nclamp);
+            b.p.copy_from(&b.s);
+            b.p.gemv_tr(-1.0, &b.ahat, &b.y, 1.0);
+            // z = Â⁺ᵀ f_C,  u = M̃⁻¹ J_Cᵀ z,  λ: z on the contact rows.
+            reshape_vector(&mut b.fc, nclamp);
+            for (i, &r) in b.clamping.iter().enumerate() {
+                b.fc[i] = f[r];
+            }
+            let mut z = std::mem::take(&mut b.z);
+            b.pinv(&b.fc, true, &mut z);
+            b.z = z;
+            reshape_vector(&mut b.u, nv);
+            b.jc.tr_mul_to(&b.z, &mut b.u);
+            chol.solve_mut(&mut b.u);
+            b.lambda.clear();
+            b.lambda.resize(3 * nc, 0.0);
+            b.alpha.clear();
+            b.alpha.resize(3 * nc, 0.0);
+            for (i, &r) in b.clamping.iter().enumerate() {
                 if r < 3 * nc {
-                    alpha[r] += p[i];
+                    b.lambda[r] = b.z[i];
+                    b.alpha[r] += b.p[i];
                 }
             }
-            let ju = &asm.j * &u;
-            for &(r, ci, e) in &self.u_friction {
-                alpha[r] += e * p[ci];
+            reshape_vector(&mut b.ju, asm.j.nrows());
+            asm.j.mul_to(&b.u, &mut b.ju);
+            for &(r, ci, e) in &b.u_friction {
+                b.alpha[r] += e * b.p[ci];
                 if let RowKind::ContactFriction { contact, .. } = asm.rows[r] {
                     for (col, wt) in
-                        material_weights(model, &rec.params, ParamKind::Friction, &self.c.contacts[contact])
+                        material_weights(model, &rec.params, ParamKind::Friction, &view.c.contacts[contact])
                     {
-                        direct[2 * nv + col] += e.signum() * ju[r] * wt * p[ci];
+                        direct[2 * nv + col] += e.signum() * b.ju[r] * wt * b.p[ci];
                     }
                 }
             }
-            let t = chol.solve(&self.jhat.tr_mul(&p));
-            let (du_q, du_t) = inertia_product_derivatives(model, &rec.params, scratch, deriv, q, u.as_slice(), h)?;
+            reshape_vector(&mut b.t, nv);
+            b.jhat.tr_mul_to(&b.p, &mut b.t);
+            chol.solve_mut(&mut b.t);
+            inertia.compute(model, &rec.params, q, b.u.as_slice(), h)?;
             {
-                let mut dst = direct.rows_mut(0, nv);
-                dst += rd.jv_q_vjp(model, data, rows, u.as_slice(), &alpha)?;
-                dst += rd.jtf_q_vjp(model, data, rows, &lambda, t.as_slice())?;
-                dst -= du_q.tr_mul(&t);
+                let dq = &mut direct[..nv];
+                let scratch = &mut *row_scratch;
+                rd.jv_q_vjp_acc(model, data, rows, b.u.as_slice(), &b.alpha, 1.0, scratch, dq)?;
+                rd.jtf_q_vjp_acc(model, data, rows, &b.lambda, b.t.as_slice(), 1.0, scratch, dq)?;
+                let mut dst = nalgebra::DVectorViewMut::from_slice(dq, nv);
+                dst.gemv_tr(-1.0, &inertia.dq, &b.t, 1.0);
             }
             if np > 0 {
-                let mut dst = direct.rows_mut(2 * nv, np);
-                dst -= du_t.tr_mul(&t);
+                let mut dst = nalgebra::DVectorViewMut::from_slice(&mut direct[2 * nv..], np);
+                dst.gemv_tr(-1.0, &inertia.dt, &b.t, 1.0);
             }
             if !moves.is_empty() {
-                let mut acc =
-                    rd.jv_translation(model, data, rows, u.as_slice(), moves)?.tr_mul(&DVector::from_vec(alpha));
-                acc += rd.jtf_translation(model, data, rows, &lambda, moves)?.tr_mul(&t);
+                let acc = zeroed(&mut b.acc, moves.len());
+                let scratch = &mut *row_scratch;
+                let (u, t) = (b.u.as_slice(), b.t.as_slice());
+                rd.jv_translation_vjp_acc(model, data, rows, u, moves, &b.alpha, 1.0, scratch, acc)?;
+                rd.jtf_translation_vjp_acc(model, data, rows, &b.lambda, moves, t, 1.0, scratch, acc)?;
                 for (m, &col) in pcols.iter().enumerate() {
                     direct[2 * nv + col] += acc[m];
                 }
             }
         }
-        Ok(StageAdjoint { v_in, direct })
+        Ok(())
     }
+}
+
+/// [`StageSystem::has_null_space_term`] on the buffers alone.
+fn self_has_null_space_term(b: &super::constraint::StageBuffers, no_contacts: bool) -> bool {
+    !b.u_friction.is_empty() && b.rank < b.clamping.len() && !no_contacts
 }

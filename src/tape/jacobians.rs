@@ -4,7 +4,8 @@
 //! (`super::step_vjp`).
 
 use super::constraint::{linearize_constraints, linearize_position_stage, ConstraintLinearization};
-use super::linearize::{add_config_blocks, config_rows, factor, linearize, Workspace};
+use super::derivative_terms::{add_config_blocks, config_rows};
+use super::linearize::{factor, linearize, Workspace};
 use super::record::{StepJacobians, StepRecord};
 use crate::error::{Error, Result};
 use crate::math::lu_solve_and_invert;

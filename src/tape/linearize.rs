@@ -16,12 +16,13 @@
 //! actually ran: a step whose midpoint iteration fell back to the explicit evaluation
 //! is differentiated as an explicit step.
 
+use super::constraint_workspace::ConstraintWorkspace;
+use super::derivative_terms::{param_columns, ParamContext};
 use super::record::StepRecord;
-use crate::dynamics::{derivative_columns_and_mass, placement_column, rnea_derivatives_at, Data, DerivativeData};
+use crate::dynamics::{derivative_columns_and_mass, rnea_derivatives_at, Data, DerivativeData};
 use crate::error::Error;
 use crate::error::Result;
-use crate::math::{lu_factor, skew, Inertia, Mat3, Mat6, Vec3};
-use crate::model::{ParamKind, ParamSpec};
+use crate::math::{lu_factor, Mat6};
 use crate::step::VelocityProducts;
 use crate::Model;
 use nalgebra::DMatrix;
@@ -47,9 +48,9 @@ pub struct Workspace {
     /// Right-hand sides `[∂G/∂q ∂G/∂v ∂G/∂θ]ᵀ` of the Jacobian solve, then its
     /// solution, and nv rows of scratch for the inverse (`math::lu_solve_and_invert`).
     pub(crate) zt: DMatrix<f64>,
-    /// The constraint stages' model-sized workspaces, kept across steps (taken while a
-    /// step's constraint backward pass runs).
-    pub(crate) geometry: Option<GeometryBuffers>,
+    /// The constraint stages' buffers, kept across steps (taken while a step's
+    /// constraint backward pass runs).
+    pub(crate) constraint: ConstraintSlot,
     /// Scratch vectors (nv): acceleration, midpoint velocity, spring displacement, a column.
     acc: Vec<f64>,
     vbar: Vec<f64>,
@@ -70,7 +71,7 @@ impl Workspace {
             zt: DMatrix::zeros(3 * nv, nv),
             jq: vec![Mat6::identity(); nb],
             jw: vec![Mat6::identity(); nb],
-            geometry: None,
+            constraint: ConstraintSlot::default(),
             acc: vec![0.0; nv],
             vbar: vec![0.0; nv],
             spring_d: vec![0.0; nv],
@@ -162,196 +163,6 @@ pub(crate) fn linearize(rec: &StepRecord, ws: &mut Workspace) -> Result<f64> {
     Ok(h)
 }
 
-/// The derivative of the rotational inertia about the frame origin, first moment and
-/// mass (an [`Inertia`] used as a linear object) with respect to one scalar of the
-/// `(mass, com, inertia about com)` parameterisation.
-fn inertia_partial(kind: ParamKind, s: usize, inertia: &Inertia) -> Inertia {
-    let (m, c) = (inertia.mass, inertia.com());
-    let cx = skew(&c);
-    match kind {
-        ParamKind::Mass => Inertia { mass: 1.0, h: c, rot: -(cx * cx) },
-        ParamKind::Com => {
-            let e = Vec3::ith(s, 1.0);
-            let ex = skew(&e);
-            Inertia { mass: 0.0, h: e * m, rot: -(ex * cx + cx * ex) * m }
-        }
-        _ => {
-            let (r, col) = [(0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)][s];
-            let mut e = Mat3::zeros();
-            e[(r, col)] = 1.0;
-            e[(col, r)] = 1.0;
-            Inertia { mass: 0.0, h: Vec3::zeros(), rot: e }
-        }
-    }
-}
-
-/// The step quantities that parameter columns need besides the workspaces.
-struct ParamContext<'a> {
-    h: f64,
-    /// Acceleration `(v⁺ − v)/h`.
-    a: &'a [f64],
-    /// Start velocity.
-    v: &'a [f64],
-    /// `q ⊖ q_rest`.
-    spring_d: &'a [f64],
-}
-
-/// `∂G/∂θ` (nv × np). Needs the RNEA pass and world workspace at (q, v̄, a).
-fn param_columns(
-    model: &Model,
-    data: &Data,
-    deriv: &DerivativeData,
-    spec: &ParamSpec,
-    ctx: &ParamContext,
-    col: &mut [f64],
-    g: &mut DMatrix<f64>,
-) {
-    let nv = model.nv();
-    let ParamContext { h, a, v, spring_d } = *ctx;
-    for e in spec.entries() {
-        let b = e.index;
-        let va = if b < model.nbodies() { model.v_idx[b] } else { 0 };
-        for s in 0..e.len {
-            col.iter_mut().for_each(|x| *x = 0.0);
-            match e.kind {
-                ParamKind::Mass | ParamKind::Com | ParamKind::Inertia => {
-                    let di = inertia_partial(e.kind, s, &model.bodies[b].inertia);
-                    let df = di.mul_motion(&data.a[b]) + data.v[b].cross_force(&di.mul_motion(&data.v[b]));
-                    let dfw = data.x_world[b].act_force(&df);
-                    let mut x = Some(b);
-                    while let Some(i) = x {
-                        let ia = model.v_idx[i];
-                        for k in ia..ia + model.joints[i].nv() {
-                            col[k] = deriv.s[k].dot(&dfw);
-                        }
-                        x = model.parents[i];
-                    }
-                }
-                ParamKind::Damping => col[va + s] = h * a[va + s] + v[va + s],
-                ParamKind::Stiffness => col[va + s] = spring_d[va + s],
-                ParamKind::Rest => col[va + s] = -model.stiffness[va + s],
-                ParamKind::Armature => col[va + s] = a[va + s],
-                ParamKind::Placement => placement_column(model, data, deriv, b, &Vec3::ith(s, 1.0), col),
-                ParamKind::Gravity => {
-                    for k in 0..nv {
-                        col[k] = -deriv.ics[k].lin[s];
-                    }
-                }
-                // Contact materials act through the constraint stage only.
-                ParamKind::Friction | ParamKind::Restitution | ParamKind::ViscousFriction => {}
-            }
-            g.column_mut(e.offset + s).copy_from_slice(col);
-        }
-    }
-}
-
-/// `h · J_w · x` for an nv × m matrix `x`: the rows of a `∂q⁺/∂·` block from the
-/// matching `∂v⁺/∂·` block. `J_w` is block diagonal (one block per joint, `blocks`);
-/// joints without quaternions have identity blocks (their `⊕` is addition), so their
-/// rows are `h x`.
-pub(crate) fn config_rows(model: &Model, blocks: &[Mat6], h: f64, x: &DMatrix<f64>) -> DMatrix<f64> {
-    let n = x.nrows();
-    let mut out = DMatrix::from_vec(n, x.ncols(), x.as_slice().iter().map(|v| v * h).collect());
-    for (i, joint) in model.joints.iter().enumerate() {
-        if !joint.kind.has_quaternion() {
-            continue;
-        }
-        let (va, src, dst) = (model.v_idx[i], x.as_slice(), out.as_mut_slice());
-        match joint.nv() {
-            3 => block_rows::<3>(&blocks[i], va, n, h, src, dst),
-            _ => block_rows::<6>(&blocks[i], va, n, h, src, dst),
-        }
-    }
-    out
-}
-
-/// Rows `va..va + N` of every column of `dst` (columns of length n) set to
-/// `h · B · src[va..va + N]` for the top-left N × N block of `b`.
-fn block_rows<const N: usize>(b: &Mat6, va: usize, n: usize, h: f64, src: &[f64], dst: &mut [f64]) {
-    let bb: [[f64; N]; N] = std::array::from_fn(|r| std::array::from_fn(|c| b[(r, c)]));
-    for (s, d) in src.chunks_exact(n).zip(dst.chunks_exact_mut(n)) {
-        let xs: [f64; N] = std::array::from_fn(|c| s[va + c]);
-        for (r, row) in bb.iter().enumerate() {
-            let mut acc = 0.0;
-            for (w, x) in row.iter().zip(&xs) {
-                acc += w * x;
-            }
-            d[va + r] = acc * h;
-        }
-    }
-}
-
-/// Adds the block-diagonal `J_q` (`blocks` for quaternion joints, identity blocks for
-/// the others) to the square matrix `m`.
-pub(crate) fn add_config_blocks(model: &Model, blocks: &[Mat6], m: &mut DMatrix<f64>) {
-    for (i, joint) in model.joints.iter().enumerate() {
-        let (va, nj) = (model.v_idx[i], joint.nv());
-        if joint.kind.has_quaternion() {
-            for c in 0..nj {
-                for r in 0..nj {
-                    m[(va + r, va + c)] += blocks[i][(r, c)];
-                }
-            }
-        } else {
-            for k in va..va + nj {
-                m[(k, k)] += 1.0;
-            }
-        }
-    }
-}
-
-/// `Bᵀ x` for the block-diagonal `B` (`blocks` for quaternion joints, identity blocks
-/// for the others) and a vector `x`, into `out`.
-pub(crate) fn config_blocks_tr(model: &Model, blocks: &[Mat6], x: &[f64], out: &mut [f64]) {
-    out.copy_from_slice(x);
-    for (i, joint) in model.joints.iter().enumerate() {
-        if !joint.kind.has_quaternion() {
-            continue;
-        }
-        let (va, nj) = (model.v_idx[i], joint.nv());
-        for r in 0..nj {
-            let mut acc = 0.0;
-            for c in 0..nj {
-                acc += blocks[i][(c, r)] * x[va + c];
-            }
-            out[va + r] = acc;
-        }
-    }
-}
-
-/// `∂(M̃(q, θ) w)/∂q` (nv × nv, tangent columns) and `∂(M̃ w)/∂θ` (nv × np) at fixed
-/// `w`, with `M̃ = M + diag(armature + h·damping)`: RNEA at zero velocity is
-/// `M(q) a + g(q)`, so both are differences of the RNEA derivatives at `a = w` and
-/// `a = 0` (the gravity terms cancel).
-pub(crate) fn inertia_product_derivatives(
-    model: &Model,
-    spec: &ParamSpec,
-    data: &mut Data,
-    deriv: &mut DerivativeData,
-    q: &[f64],
-    w: &[f64],
-    h: f64,
-) -> Result<(DMatrix<f64>, DMatrix<f64>)> {
-    let nv = model.nv();
-    let np = spec.len();
-    let zeros = vec![0.0; nv];
-    let mut col = vec![0.0; nv];
-    let mut out_q = DMatrix::zeros(nv, nv);
-    let mut out_t = DMatrix::zeros(nv, np);
-    for (a, sign) in [(w, 1.0), (zeros.as_slice(), -1.0)] {
-        rnea_derivatives_at(model, data, deriv, q, &zeros, a, None)?;
-        crate::dynamics::derivative_columns(model, deriv, true);
-        out_q += &deriv.dtau_dq * sign;
-        if np > 0 {
-            let mut g = DMatrix::zeros(nv, np);
-            let ctx = ParamContext { h, a, v: &zeros, spring_d: &zeros };
-            param_columns(model, data, deriv, spec, &ctx, &mut col, &mut g);
-            out_t += g * sign;
-        }
-    }
-    Ok((out_q, out_t))
-}
-
 /// Factorises the workspace's `K_a` in place.
 pub(super) fn factor(ws: &mut Workspace) -> Result<()> {
     if lu_factor(&mut ws.k, &mut ws.piv) {
@@ -364,17 +175,32 @@ pub(super) fn factor(ws: &mut Workspace) -> Result<()> {
     }
 }
 
-/// The model-sized workspaces of the constraint stages' backward pass (`StepGeometry`) (kinematics at q, and the scratch of
-/// the inertia-product derivatives), kept across the steps of a backward sweep.
-#[derive(Clone, Debug)]
-pub(crate) struct GeometryBuffers {
-    pub(crate) data: Data,
-    pub(crate) scratch: (Data, DerivativeData),
+/// The slot of a [`Workspace`] for the constraint stages' buffers
+/// ([`super::step_vjp::ConstraintWorkspace`]): scratch, so a cloned workspace starts
+/// without them.
+#[derive(Default)]
+pub(crate) struct ConstraintSlot(Option<Box<ConstraintWorkspace>>);
+
+impl ConstraintSlot {
+    /// The buffers, leaving the slot empty.
+    pub(crate) fn take(&mut self) -> Option<Box<ConstraintWorkspace>> {
+        self.0.take()
+    }
+
+    /// Puts the buffers back.
+    pub(crate) fn put(&mut self, buffers: Box<ConstraintWorkspace>) {
+        self.0 = Some(buffers);
+    }
 }
 
-impl GeometryBuffers {
-    /// Workspaces for `model`.
-    pub(crate) fn new(model: &Model) -> GeometryBuffers {
-        GeometryBuffers { data: Data::new(model), scratch: (Data::new(model), DerivativeData::new(model)) }
+impl Clone for ConstraintSlot {
+    fn clone(&self) -> Self {
+        ConstraintSlot(None)
+    }
+}
+
+impl std::fmt::Debug for ConstraintSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "ConstraintSlot(filled)" } else { "ConstraintSlot(empty)" })
     }
 }

@@ -11,6 +11,8 @@
 
 mod constraint;
 mod constraint_vjp;
+mod constraint_workspace;
+pub(crate) mod derivative_terms;
 mod jacobians;
 pub(crate) mod linearize;
 mod record;

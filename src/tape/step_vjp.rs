@@ -20,11 +20,13 @@
 //! `ConstraintLinearization::saltation_velocity`): the q adjoints of the two outputs
 //! are then taken apart and each is multiplied by the transposed saltation factors.
 
-use super::constraint::{loss_driven_states, Stage, StageSystem, StepGeometry};
-use super::linearize::{config_blocks_tr, factor, linearize, GeometryBuffers, Workspace};
+use super::constraint::{loss_driven_states_into, Stage, StageSystem};
+use super::constraint_workspace::{size_gradients, ChainBuffers, ConstraintWorkspace};
+use super::derivative_terms::config_blocks_tr;
+use super::linearize::{factor, linearize, Workspace};
 use super::record::{BackwardOptions, ContactGradientStrategy, StepGradients, StepRecord, StrategyStats};
 use crate::error::{Error, Result};
-use crate::math::lu_solve_transpose;
+use crate::math::{lu_solve_transpose, reshape_vector};
 use crate::solver::lcp::RowState;
 use crate::step::ConstraintRecord;
 use nalgebra::DVector;
@@ -71,75 +73,113 @@ impl StepRecord {
         let nv = model.nv();
         crate::error::check_vector("grad_q_next", grad_q_next.as_slice(), nv)?;
         crate::error::check_vector("grad_v_next", grad_v_next.as_slice(), nv)?;
-        if let Some(c) = &self.constraints {
-            let inexact_steps = usize::from(!c.solved_exactly());
-            let mut stats = StrategyStats { constrained_steps: 1, inexact_steps, ..Default::default() };
-            let loss_driven = options.contact_strategy == ContactGradientStrategy::LossDriven;
-            let h = linearize(self, ws)?;
-            factor(ws)?;
-            // ∂ℓ/∂v⁺ in total (DiffDART §4.4's adjoint): v⁺ feeds q⁺ through J_w h.
-            let adjoint = if loss_driven {
-                let mut g = DVector::zeros(nv);
-                config_blocks_tr(model, &ws.jw, grad_q_next.as_slice(), g.as_mut_slice());
-                Some(g * h + grad_v_next)
-            } else {
-                None
-            };
-            let buffers = ws.geometry.take().unwrap_or_else(|| GeometryBuffers::new(model));
-            let geometry = StepGeometry::with_buffers(self, c, buffers)?;
-            let grads =
-                self.constrained_vjp_in(ws, h, c, &geometry, adjoint.as_ref(), grad_q_next, grad_v_next, &mut stats);
-            ws.geometry = Some(geometry.into_buffers());
-            return grads.map(|g| (g, stats));
-        }
-        let mut grads = StepGradients::zeros(nv, self.params.len());
-        self.smooth_step_vjp_into(ws, grad_q_next, grad_v_next, &mut grads)?;
-        Ok((grads, StrategyStats::default()))
+        let mut out = StepGradients::zeros(nv, self.params.len());
+        let stats = self.vjp_core(ws, grad_q_next, grad_v_next, options, &mut out)?;
+        Ok((out, stats))
     }
 
-    /// The VJP of a step with constraint rows in its rebuilt `geometry` (module doc),
-    /// with the loss-driven strategy when `adjoint` (the total `∂ℓ/∂v⁺`) is given;
-    /// counts the strategy's tries in `stats`.
+    /// The VJP into `out` (sized, cotangents checked): through the constraint stages
+    /// when the step has constraint rows, else the smooth step alone.
+    fn vjp_core(
+        &self,
+        ws: &mut Workspace,
+        grad_q_next: &DVector<f64>,
+        grad_v_next: &DVector<f64>,
+        options: &BackwardOptions,
+        out: &mut StepGradients,
+    ) -> Result<StrategyStats> {
+        let Some(c) = &self.constraints else {
+            self.smooth_step_vjp_into(ws, grad_q_next, grad_v_next, out)?;
+            return Ok(StrategyStats::default());
+        };
+        let inexact_steps = usize::from(!c.solved_exactly());
+        let mut stats = StrategyStats { constrained_steps: 1, inexact_steps, ..Default::default() };
+        let loss_driven = options.contact_strategy == ContactGradientStrategy::LossDriven;
+        let h = linearize(self, ws)?;
+        factor(ws)?;
+        let mut cw = ws.constraint.take().unwrap_or_else(|| Box::new(ConstraintWorkspace::new(&self.model)));
+        let result = self.constrained_vjp_in(ws, &mut cw, h, c, loss_driven, grad_q_next, grad_v_next, &mut stats, out);
+        ws.constraint.put(cw);
+        result?;
+        check_finite(out)?;
+        Ok(stats)
+    }
+
+    /// The VJP of a step with constraint rows (module doc) into `out`, in the buffers of
+    /// `cw`; with the loss-driven strategy when `loss_driven` (the exact VJP first, then
+    /// the one in the classification `∂ℓ/∂f` suggests when it differs; the larger is
+    /// kept). Counts the strategy's tries in `stats`.
     #[allow(clippy::too_many_arguments)]
     fn constrained_vjp_in(
         &self,
         ws: &Workspace,
+        cw: &mut ConstraintWorkspace,
         h: f64,
         c: &ConstraintRecord,
-        geometry: &StepGeometry,
-        adjoint: Option<&DVector<f64>>,
+        loss_driven: bool,
         grad_q_next: &DVector<f64>,
         grad_v_next: &DVector<f64>,
         stats: &mut StrategyStats,
-    ) -> Result<StepGradients> {
-        let vel = StageSystem::new(geometry, self, c, Stage::Velocity, &c.states, adjoint)?;
-        let pos = match &c.correction {
-            Some(p) => Some(StageSystem::new(geometry, self, c, Stage::Position, &p.states, None)?),
+        out: &mut StepGradients,
+    ) -> Result<()> {
+        let model = &*self.model;
+        let (nv, np) = (model.nv(), self.params.len());
+        let ConstraintWorkspace { geometry, vel, pos, alt, chain, jw_g, jq_g, g_p, adjoint, states, other } = cw;
+        geometry.rebuild(self, c)?;
+        // J_wᵀ ḡ_q, ∂ℓ/∂v_p = h J_wᵀ ḡ_q, and J_qᵀ ḡ_q.
+        for x in [&mut *jw_g, &mut *jq_g, &mut *g_p] {
+            reshape_vector(x, nv);
+        }
+        config_blocks_tr(model, &ws.jw, grad_q_next.as_slice(), jw_g.as_mut_slice());
+        config_blocks_tr(model, &ws.jq, grad_q_next.as_slice(), jq_g.as_mut_slice());
+        g_p.copy_from(jw_g);
+        *g_p *= h;
+        // ∂ℓ/∂v⁺ in total (DiffDART §4.4's adjoint): v⁺ feeds q⁺ through J_w h.
+        if loss_driven {
+            reshape_vector(adjoint, nv);
+            adjoint.copy_from(g_p);
+            *adjoint += grad_v_next;
+        }
+        let geometry = &*geometry;
+        let seed = loss_driven.then_some(&*adjoint);
+        let mut vel_sys = StageSystem::new(geometry, self, c, Stage::Velocity, &c.states, seed, std::mem::take(vel))?;
+        let mut pos_sys = match &c.correction {
+            Some(p) => {
+                Some(StageSystem::new(geometry, self, c, Stage::Position, &p.states, None, std::mem::take(pos))?)
+            }
             None => None,
         };
-        let exact = self.constrained_vjp(ws, h, &vel, pos.as_ref(), grad_q_next, grad_v_next)?;
-        let Some(dl_df) = &vel.dl_df else {
-            return Ok(exact);
-        };
-        let states = loss_driven_states(&c.rows, &c.bounds, &c.states, dl_df);
-        let recorded = c.states.iter().map(|s| if *s == RowState::Tied { RowState::Separating } else { *s });
-        if states.iter().copied().eq(recorded) {
-            return Ok(exact);
+        let steps = Steps { ws, h, jw_g, jq_g, g_p, grad_v_next };
+        self.constrained_vjp_into(&steps, &mut vel_sys, pos_sys.as_mut(), chain, out)?;
+        if let Some(dl_df) = vel_sys.dl_df() {
+            loss_driven_states_into(&c.rows, &c.bounds, &c.states, dl_df, states);
+            let recorded = c.states.iter().map(|s| if *s == RowState::Tied { RowState::Separating } else { *s });
+            if !states.iter().copied().eq(recorded) {
+                stats.loss_driven_tried = 1;
+                let mut alt_sys =
+                    StageSystem::new(geometry, self, c, Stage::Velocity, states, None, std::mem::take(alt))?;
+                size_gradients(other, nv, np);
+                self.constrained_vjp_into(&steps, &mut alt_sys, pos_sys.as_mut(), chain, other)?;
+                let size = |g: &StepGradients| g.v.norm_squared() + g.tau.norm_squared();
+                if size(other) > size(out) {
+                    stats.loss_driven_used = 1;
+                    std::mem::swap(out, other);
+                }
+                *alt = alt_sys.into_buffers();
+            }
         }
-        stats.loss_driven_tried = 1;
-        let vel2 = StageSystem::new(geometry, self, c, Stage::Velocity, &states, None)?;
-        let other = self.constrained_vjp(ws, h, &vel2, pos.as_ref(), grad_q_next, grad_v_next)?;
-        let size = |g: &StepGradients| g.v.norm_squared() + g.tau.norm_squared();
-        if size(&other) > size(&exact) {
-            stats.loss_driven_used = 1;
-            return Ok(other);
+        *vel = vel_sys.into_buffers();
+        if let Some(p) = pos_sys {
+            *pos = p.into_buffers();
         }
-        Ok(exact)
+        Ok(())
     }
 
     /// [`StepRecord::vjp_with_options`] writing the gradients into `out` (resized when its
-    /// lengths do not match). On a step without constraint rows it allocates nothing once
-    /// `ws` and `out` have their sizes (the tape's backward sweep relies on it).
+    /// lengths do not match). It allocates nothing once `ws` has served a step at least
+    /// this large (as many contacts, rows and impacts) and `out` has its sizes: the
+    /// constraint stages' buffers live in `ws` (the tape's backward sweep relies on it;
+    /// `tests/backward_allocations.rs`).
     pub fn vjp_into(
         &self,
         ws: &mut Workspace,
@@ -148,20 +188,11 @@ impl StepRecord {
         options: &BackwardOptions,
         out: &mut StepGradients,
     ) -> Result<StrategyStats> {
-        if self.constraints.is_some() {
-            let (g, stats) = self.vjp_with_options(ws, grad_q_next, grad_v_next, options)?;
-            *out = g;
-            return Ok(stats);
-        }
         let nv = self.model.nv();
         crate::error::check_vector("grad_q_next", grad_q_next.as_slice(), nv)?;
         crate::error::check_vector("grad_v_next", grad_v_next.as_slice(), nv)?;
-        let np = self.params.len();
-        if out.q.len() != nv || out.v.len() != nv || out.tau.len() != nv || out.theta.len() != np {
-            *out = StepGradients::zeros(nv, np);
-        }
-        self.smooth_step_vjp_into(ws, grad_q_next, grad_v_next, out)?;
-        Ok(StrategyStats::default())
+        size_gradients(out, nv, self.params.len());
+        self.vjp_core(ws, grad_q_next, grad_v_next, options, out)
     }
 
     /// The VJP of a step without constraint rows into `out` (sized), without allocating:
@@ -190,94 +221,125 @@ impl StepRecord {
 
     /// `∂ℓ/∂(q, v, τ, θ)` of the smooth update `v_f = v + h a(q, v, τ, θ)` for
     /// `g_f = ∂ℓ/∂v_f`, plus `direct = ∂ℓ/∂[q | v | θ]` along other paths (the
-    /// configuration update's `J_qᵀ ḡ_q` is not included). Needs the factored
-    /// linearization in `ws`.
-    pub(super) fn smooth_vjp(
+    /// configuration update's `J_qᵀ ḡ_q` is not included), into `out` (sized). Needs the
+    /// factored linearization in `ws`.
+    fn smooth_vjp_into(
         &self,
         ws: &Workspace,
         h: f64,
         g_f: &DVector<f64>,
-        direct: Option<&DVector<f64>>,
-    ) -> StepGradients {
+        direct: &DVector<f64>,
+        out: &mut StepGradients,
+    ) {
         let (nv, np) = (self.model.nv(), self.params.len());
-        let mut out = StepGradients::zeros(nv, np);
         out.v.copy_from(g_f);
-        if let Some(x) = direct {
-            out.q.copy_from(&x.rows(0, nv));
+        out.q.copy_from(&direct.rows(0, nv));
+        smooth_adjoint_into(ws, h, out);
+        out.v += direct.rows(nv, nv);
+        out.theta += direct.rows(2 * nv, np);
+    }
+
+    /// The smooth step's VJP after the stages, for adjoints `seed_v` on v⁺ (as an
+    /// output) and `seed_p` on v_p: `out` = the gradients of the chain
+    /// `v_f → v⁺ → v_p` (position stage when there is one).
+    #[allow(clippy::too_many_arguments)]
+    fn chain_into(
+        &self,
+        steps: &Steps,
+        vel: &mut StageSystem,
+        pos: Option<&mut StageSystem>,
+        seed_v: &DVector<f64>,
+        seed_p: &DVector<f64>,
+        b: &mut ChainBuffers,
+        out: &mut StepGradients,
+    ) -> Result<()> {
+        let nv = self.model.nv();
+        reshape_vector(&mut b.g_plus, nv);
+        b.g_plus.copy_from(seed_v);
+        let with_pos = match pos {
+            Some(p) => {
+                p.vjp_into(seed_p, &mut b.adj_p)?;
+                b.g_plus += &b.adj_p.v_in;
+                true
+            }
+            None => {
+                b.g_plus += seed_p;
+                false
+            }
+        };
+        vel.vjp_into(&b.g_plus, &mut b.adj_v)?;
+        reshape_vector(&mut b.direct, b.adj_v.direct.len());
+        b.direct.copy_from(&b.adj_v.direct);
+        if with_pos {
+            b.direct += &b.adj_p.direct;
         }
-        smooth_adjoint_into(ws, h, &mut out);
-        if let Some(x) = direct {
-            out.v += x.rows(nv, nv);
-            out.theta += x.rows(2 * nv, np);
-        }
-        out
+        self.smooth_vjp_into(steps.ws, steps.h, &b.adj_v.v_in, &b.direct, out);
+        Ok(())
     }
 
     /// The VJP of a step with constraint rows, through its velocity stage `vel` and its
-    /// position stage `pos` (module doc). Needs the factored linearization in `ws`.
-    pub(super) fn constrained_vjp(
+    /// position stage `pos` (module doc), into `out` (sized). Needs the factored
+    /// linearization in `steps.ws`.
+    fn constrained_vjp_into(
         &self,
-        ws: &Workspace,
-        h: f64,
-        vel: &StageSystem,
-        pos: Option<&StageSystem>,
-        grad_q_next: &DVector<f64>,
-        grad_v_next: &DVector<f64>,
-    ) -> Result<StepGradients> {
-        let model = &*self.model;
-        let nv = model.nv();
-        // J_wᵀ ḡ_q, and ∂ℓ/∂v_p = h J_wᵀ ḡ_q.
-        let mut jw_g = DVector::zeros(nv);
-        config_blocks_tr(model, &ws.jw, grad_q_next.as_slice(), jw_g.as_mut_slice());
-        let g_p = &jw_g * h;
-        let mut jq_g = DVector::zeros(nv);
-        config_blocks_tr(model, &ws.jq, grad_q_next.as_slice(), jq_g.as_mut_slice());
-        // The chain for adjoints `seed_v` on v⁺ (as an output) and `seed_p` on v_p.
-        let chain = |seed_v: &DVector<f64>, seed_p: &DVector<f64>| -> Result<StepGradients> {
-            let (g_plus, pos_direct) = match pos {
-                Some(p) => {
-                    let a = p.vjp(seed_p)?;
-                    (a.v_in + seed_v, Some(a.direct))
-                }
-                None => (seed_p + seed_v, None),
-            };
-            let a = vel.vjp(&g_plus)?;
-            let direct = match pos_direct {
-                Some(d) => a.direct + d,
-                None => a.direct,
-            };
-            Ok(self.smooth_vjp(ws, h, &a.v_in, Some(&direct)))
-        };
-        let impacts = vel.impacts();
-        let mut grads = if impacts.is_empty() {
-            chain(grad_v_next, &g_p)?
+        steps: &Steps,
+        vel: &mut StageSystem,
+        pos: Option<&mut StageSystem>,
+        b: &mut ChainBuffers,
+        out: &mut StepGradients,
+    ) -> Result<()> {
+        let (nv, np) = (self.model.nv(), self.params.len());
+        let count = vel.impacts_into();
+        if count == 0 {
+            self.chain_into(steps, vel, pos, steps.grad_v_next, steps.g_p, b, out)?;
         } else {
             // Saltation: ∂v⁺/∂q ← ∂v⁺/∂q·P_i + (I − R)a_f,i a_iᵀ/(a_i·v⁻) and
             // ∂v_p/∂q ← ∂v_p/∂q·P_i per impact i in turn, P_i = I − flow_i a_iᵀ/(a_i·v⁻);
             // ∂q⁺/∂q gains J_w (v⁺ − v⁻)_i a_iᵀ/(a_i·v⁻).
-            let zero = DVector::zeros(nv);
-            let mut from_v = chain(grad_v_next, &zero)?;
-            let from_p = chain(&zero, &g_p)?;
-            let mut qv = from_v.q.clone();
-            let mut qp = from_p.q;
-            let mut q_jump = DVector::zeros(nv);
-            for imp in &impacts {
-                let along = &imp.normal / imp.rate;
-                qv -= &along * imp.flow.dot(&qv);
-                qv += &along * imp.accel_jump.dot(grad_v_next);
-                qp -= &along * imp.flow.dot(&qp);
-                q_jump += &along * imp.jump.dot(&jw_g);
+            reshape_vector(&mut b.zero, nv);
+            let mut zero = std::mem::replace(&mut b.zero, DVector::zeros(0));
+            let mut from_p = std::mem::replace(&mut b.from_p, StepGradients::zeros(0, 0));
+            size_gradients(&mut from_p, nv, np);
+            let mut pos = pos;
+            let result = self
+                .chain_into(steps, vel, pos.as_deref_mut(), steps.grad_v_next, &zero, b, out)
+                .and_then(|()| self.chain_into(steps, vel, pos, &zero, steps.g_p, b, &mut from_p));
+            // q_jump accumulates apart: the flow projections below read the running q adjoints.
+            reshape_vector(&mut b.q_jump, nv);
+            let impacts = std::mem::take(&mut vel.b.impacts);
+            for imp in &impacts[..count] {
+                let c = imp.flow.dot(&out.q) / imp.rate;
+                out.q.axpy(-c, &imp.normal, 1.0);
+                out.q.axpy(imp.accel_jump.dot(steps.grad_v_next) / imp.rate, &imp.normal, 1.0);
+                let c = imp.flow.dot(&from_p.q) / imp.rate;
+                from_p.q.axpy(-c, &imp.normal, 1.0);
+                b.q_jump.axpy(imp.jump.dot(steps.jw_g) / imp.rate, &imp.normal, 1.0);
             }
-            from_v.q = qv + qp + q_jump;
-            from_v.v += from_p.v;
-            from_v.tau += from_p.tau;
-            from_v.theta += from_p.theta;
-            from_v
-        };
-        grads.q += jq_g;
-        check_finite(&grads)?;
-        Ok(grads)
+            out.q += &from_p.q;
+            out.q += &b.q_jump;
+            out.v += &from_p.v;
+            out.tau += &from_p.tau;
+            out.theta += &from_p.theta;
+            zero.fill(0.0);
+            b.zero = zero;
+            b.from_p = from_p;
+            vel.b.impacts = impacts;
+            result?;
+        }
+        out.q += steps.jq_g;
+        Ok(())
     }
+}
+
+/// What the chain of one step's VJP reads: the factored linearization, the time step,
+/// `J_wᵀ ḡ_q`, `J_qᵀ ḡ_q`, `∂ℓ/∂v_p = h J_wᵀ ḡ_q` and `∂ℓ/∂v⁺` as an output.
+struct Steps<'a> {
+    ws: &'a Workspace,
+    h: f64,
+    jw_g: &'a DVector<f64>,
+    jq_g: &'a DVector<f64>,
+    g_p: &'a DVector<f64>,
+    grad_v_next: &'a DVector<f64>,
 }
 
 /// The smooth update's adjoint in place, without allocating: with `out.v = ∂ℓ/∂v_f` and

@@ -20,7 +20,7 @@ use crate::math::{Force, Motion, SE3};
 use crate::model::ParamSpec;
 use crate::step::contact::effective_inertia;
 use crate::step::{smooth_velocity, IntegratorOptions, StepInputs};
-use crate::tape::linearize::inertia_product_derivatives;
+use crate::tape::derivative_terms::inertia_product_derivatives;
 use crate::tape::StepRecord;
 use crate::Model;
 use nalgebra::{Cholesky, DVector, Dyn, Matrix6xX};
