@@ -5,7 +5,7 @@
 use crate::convert::{array, dvector, matrix, out_mat, out_rows, out_vec, vec3};
 use crate::errors::{input_error, IntoPyResult};
 use crate::model::PyModel;
-use crate::simulator::PySimulator;
+use crate::simulator::{lock_simulator, PySimulator};
 use nalgebra::{DMatrix, DVector};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
@@ -99,7 +99,7 @@ fn problem(
     terminal_weight: &Bound<'_, PyAny>,
     costs: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Problem> {
-    let model = sim.lock().model().clone();
+    let model = sim.lock()?.model().clone();
     let (nq, nv) = (model.nq(), model.nv());
     let x0 = State { q: dvector(q0, "q0", nq, "model.nq")?, v: dvector(v0, "v0", nv, "model.nv")? };
     let (steps, data) = matrix(controls, "controls", None, nv)?;
@@ -265,8 +265,9 @@ pub fn _ilqr<'py>(
             ],
         )
     };
+    let sim = sim.simulator()?;
     let result = run_with_progress(py, callback, fill, |report| {
-        ilqr(&mut sim.lock(), &p.x0, &p.controls, &p.total(), &options, report)
+        ilqr(&mut lock_simulator(sim), &p.x0, &p.controls, &p.total(), &options, report)
     })?;
     ilqr_dict(py, &result)
 }
@@ -311,8 +312,9 @@ pub fn _shooting<'py>(
             ],
         )
     };
+    let sim = sim.simulator()?;
     let result = run_with_progress(py, callback, fill, |report| {
-        shooting(&mut sim.lock(), &p.x0, &p.controls, &p.total(), &options, report)
+        shooting(&mut lock_simulator(sim), &p.x0, &p.controls, &p.total(), &options, report)
     })?;
     shooting_dict(py, &result)
 }

@@ -7,6 +7,7 @@ use crate::errors::IntoPyResult;
 use crate::model::PyModel;
 use crate::params::{params_arg, PyParamSpec};
 use crate::tape::{PyStepRecord, PyTape};
+use crate::world::PyWorld;
 use nalgebra::{DMatrix, DVector};
 use numpy::PyArrayMethods;
 use pyo3::prelude::*;
@@ -18,14 +19,29 @@ use stiction::tape::Tape;
 use stiction::{Control, SimOptions, Simulator, State};
 
 /// Steps a model forward in time: semi-implicit Euler on the configuration manifold,
-/// with contacts, joint limits and joint friction solved as a boxed LCP.
+/// with contacts, joint limits and joint friction solved as a boxed LCP. Also steps a
+/// `World` (several systems over one state), through the world's own step.
 #[pyclass(name = "Simulator", module = "stiction", frozen)]
 pub struct PySimulator {
-    sim: Mutex<Simulator>,
-    model: Py<PyModel>,
+    engine: Engine,
     nq: usize,
     nv: usize,
-    nbodies: usize,
+}
+
+/// What a `Simulator` steps.
+enum Engine {
+    /// One model, by the rigid-body simulator (every feature).
+    Model { sim: Box<Mutex<Simulator>>, model: Py<PyModel>, nbodies: usize },
+    /// A world of systems, by `World.step` (step, rollout and their records).
+    World(Py<PyWorld>),
+}
+
+/// The error for a feature of model simulators asked of a world simulator.
+fn world_unsupported(what: &str) -> PyErr {
+    pyo3::exceptions::PyTypeError::new_err(format!(
+        "this Simulator steps a World: {what} needs a Simulator of a Model (a world simulator offers step, \
+         rollout, dt, nq, nv, world and reset_warm_start)"
+    ))
 }
 
 /// Parses the `velocity_products` option.
@@ -71,14 +87,14 @@ impl PySimulator {
     /// `NumericalError` naming the joint (`float("inf")` turns it off).
     #[new]
     #[pyo3(signature = (
-        model, dt=1e-3, gravity=None, velocity_products="midpoint", tolerance=1e-13, max_iterations=50, params=None,
+        model, dt=None, gravity=None, velocity_products="midpoint", tolerance=1e-13, max_iterations=50, params=None,
         contact=None, max_speed=1e4
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        model: &PyModel,
-        dt: f64,
+        model: &Bound<'_, PyAny>,
+        dt: Option<f64>,
         gravity: Option<&Bound<'_, PyAny>>,
         velocity_products: &str,
         tolerance: f64,
@@ -87,6 +103,34 @@ impl PySimulator {
         contact: Option<&Bound<'_, PyAny>>,
         max_speed: f64,
     ) -> PyResult<Self> {
+        if let Ok(world) = model.cast::<PyWorld>() {
+            let w = world.get();
+            let given = |o: Option<&Bound<'_, PyAny>>| o.is_some_and(|o| !o.is_none());
+            let defaults = velocity_products == "midpoint"
+                && tolerance == 1e-13
+                && max_iterations == 50
+                && max_speed == 1e4
+                && !given(gravity)
+                && !given(params)
+                && !given(contact);
+            if !defaults || dt.is_some_and(|dt| dt != w.dt()) {
+                return Err(crate::errors::input_error(
+                    "a Simulator of a World takes the world's options (dt, margin, erp, friction, solver are set on \
+                     stiction.World); pass no other option"
+                        .to_string(),
+                ));
+            }
+            let (nq, nv) = (w.nq(), w.nv());
+            return Ok(Self { engine: Engine::World(world.clone().unbind()), nq, nv });
+        }
+        let Ok(model) = model.cast::<PyModel>() else {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "Simulator takes a Model or a World, got {}",
+                model.get_type().name()?
+            )));
+        };
+        let model = model.get();
+        let dt = dt.unwrap_or(1e-3);
         let gravity = gravity.filter(|g| !g.is_none()).map(|g| vec3(g, "gravity")).transpose()?;
         let velocity_products = self::velocity_products(velocity_products)?;
         let integrator = IntegratorOptions { velocity_products, tolerance, max_iterations, max_speed };
@@ -94,23 +138,44 @@ impl PySimulator {
         let mut sim = Simulator::new(model.model.clone(), SimOptions { dt, gravity, integrator, contact }).py_err()?;
         let params = params_arg(params, sim.model())?;
         sim.set_params(params);
-        let m = sim.model();
-        let (nq, nv, nbodies) = (m.nq(), m.nv(), m.nbodies());
-        let model = Py::new(py, PyModel::new(m.clone()))?;
-        Ok(Self { sim: Mutex::new(sim), model, nq, nv, nbodies })
+        Self::from_simulator(py, sim)
+    }
+
+    /// The `World` this simulator steps (`None` for a simulator of a model).
+    #[getter]
+    fn world(&self, py: Python<'_>) -> Option<Py<PyWorld>> {
+        match &self.engine {
+            Engine::World(w) => Some(w.clone_ref(py)),
+            Engine::Model { .. } => None,
+        }
+    }
+
+    /// The length of the configuration vector q.
+    #[getter]
+    fn nq(&self) -> usize {
+        self.nq
+    }
+
+    /// The length of the velocity vector v.
+    #[getter]
+    fn nv(&self) -> usize {
+        self.nv
     }
 
     /// The differentiable parameters θ of recorded steps.
     #[getter]
     fn params(&self) -> PyResult<PyParamSpec> {
-        let sim = self.lock();
+        let sim = self.lock()?;
         PyParamSpec::wrap(sim.params().clone(), sim.model())
     }
 
     /// The time step.
     #[getter]
-    fn dt(&self) -> f64 {
-        self.lock().dt()
+    fn dt(&self, py: Python<'_>) -> f64 {
+        match &self.engine {
+            Engine::Model { sim, .. } => lock_simulator(sim).dt(),
+            Engine::World(w) => w.bind(py).get().dt(),
+        }
     }
 
     /// Every option of this simulator as a dict: `dt`, `gravity` (the override, or None
@@ -119,7 +184,7 @@ impl PySimulator {
     /// `Simulator(model, **sim.options, params=sim.params)` makes an equal simulator.
     #[getter]
     fn options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-        let o = self.lock().options().clone();
+        let o = self.lock()?.options().clone();
         let d = pyo3::types::PyDict::new(py);
         d.set_item("dt", o.dt)?;
         d.set_item("gravity", o.gravity.map(|g| out_vec(py, g.as_slice())))?;
@@ -138,7 +203,7 @@ impl PySimulator {
     /// key present).
     #[getter]
     fn contact_options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-        let options = self.lock().options().contact;
+        let options = self.lock()?.options().contact;
         contact_options_dict(py, &options)
     }
 
@@ -153,9 +218,9 @@ impl PySimulator {
     /// had no exact solution with the penetration-recovery and bounce biases and was solved
     /// without them).
     #[getter]
-    fn stats(&self) -> std::collections::HashMap<&'static str, u64> {
-        let s = *self.lock().stats();
-        [
+    fn stats(&self) -> PyResult<std::collections::HashMap<&'static str, u64>> {
+        let s = *self.lock()?.stats();
+        Ok([
             ("steps", s.steps),
             ("midpoint_iterations", s.midpoint_iterations),
             ("midpoint_fallbacks", s.midpoint_fallbacks),
@@ -171,18 +236,24 @@ impl PySimulator {
             ("relaxed_solves", s.relaxed_solves),
         ]
         .into_iter()
-        .collect()
+        .collect())
     }
 
-    /// The simulated model (with the gravity override applied).
+    /// The simulated model (with the gravity override applied); a world simulator has
+    /// none (`TypeError`; see `world`).
     #[getter]
-    fn model(&self, py: Python<'_>) -> Py<PyModel> {
-        self.model.clone_ref(py)
+    fn model(&self, py: Python<'_>) -> PyResult<Py<PyModel>> {
+        match &self.engine {
+            Engine::Model { model, .. } => Ok(model.clone_ref(py)),
+            Engine::World(_) => Err(world_unsupported("model")),
+        }
     }
 
     /// One step: returns the next `(q, v)`, or `(q, v, record)` with `record=True`
     /// (a `StepRecord` for Jacobians and vector-Jacobian products). `wrenches`: optional
-    /// world-frame body wrenches `[torque, force]`, shape (nbodies, 6).
+    /// world-frame body wrenches `[torque, force]`, shape (nbodies, 6). For a world
+    /// simulator `tau` is the world's control vector `u` (length `world.nu`), the record
+    /// a `WorldStepRecord`, and `wrenches` is not taken.
     #[pyo3(signature = (q, v, tau, wrenches=None, record=false))]
     fn step<'py>(
         &self,
@@ -193,30 +264,46 @@ impl PySimulator {
         wrenches: Option<&Bound<'py, PyAny>>,
         record: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
+        let (sim, nbodies) = match &self.engine {
+            Engine::Model { sim, nbodies, .. } => (sim, *nbodies),
+            Engine::World(w) => {
+                if wrenches.is_some_and(|x| !x.is_none()) {
+                    return Err(world_unsupported("wrenches"));
+                }
+                let w = w.bind(py).get();
+                if record {
+                    let rec = Bound::new(py, w.step_recorded(py, q, v, Some(tau))?)?;
+                    let (qn, vn) = (rec.get().q_next(py).into_any(), rec.get().v_next(py).into_any());
+                    return PyTuple::new(py, [qn, vn, rec.into_any()]);
+                }
+                return w.step(py, q, v, Some(tau));
+            }
+        };
         let state = State {
             q: DVector::from_vec(vector(q, "q", self.nq, "model.nq")?),
             v: DVector::from_vec(vector(v, "v", self.nv, "model.nv")?),
         };
         let control = Control {
             tau: DVector::from_vec(vector(tau, "tau", self.nv, "model.nv")?),
-            wrenches: crate::convert::wrenches(wrenches, self.nbodies)?,
+            wrenches: crate::convert::wrenches(wrenches, nbodies)?,
         };
         if record {
-            let (next, rec) = py.detach(|| self.lock().step_recorded(&state, &control)).py_err()?;
+            let (next, rec) = py.detach(|| lock_simulator(sim).step_recorded(&state, &control)).py_err()?;
             let rec = Bound::new(py, PyStepRecord { record: rec })?.into_any();
             PyTuple::new(
                 py,
                 [out_vec(py, next.q.as_slice()).into_any(), out_vec(py, next.v.as_slice()).into_any(), rec],
             )
         } else {
-            let next = py.detach(|| self.lock().step(&state, &control)).py_err()?;
+            let next = py.detach(|| lock_simulator(sim).step(&state, &control)).py_err()?;
             PyTuple::new(py, [out_vec(py, next.q.as_slice()), out_vec(py, next.v.as_slice())])
         }
     }
 
     /// `T` steps under the torques `taus` (shape (T, nv)); returns `(Q, V)` with the
     /// states after each step, shapes (T, nq) and (T, nv). With `record=True`, returns
-    /// `(Q, V, tape)` where `tape` is a `Tape` of the T steps.
+    /// `(Q, V, tape)` where `tape` is a `Tape` of the T steps. For a world simulator
+    /// `taus` are the world's controls (shape (T, nu)) and the tape a `WorldTape`.
     #[pyo3(signature = (q, v, taus, record=false))]
     fn rollout<'py>(
         &self,
@@ -226,6 +313,16 @@ impl PySimulator {
         taus: &Bound<'py, PyAny>,
         record: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
+        let sim = match &self.engine {
+            Engine::Model { sim, .. } => sim,
+            Engine::World(w) => {
+                let out = w.bind(py).get().rollout(py, q, v, taus)?;
+                if record {
+                    return Ok(out);
+                }
+                return PyTuple::new(py, [out.get_item(0)?, out.get_item(1)?]);
+            }
+        };
         let (nq, nv) = (self.nq, self.nv);
         let mut state = State {
             q: DVector::from_vec(vector(q, "q", nq, "model.nq")?),
@@ -235,7 +332,7 @@ impl PySimulator {
         if record {
             let ((qs, vs), tape) = py
                 .detach(|| -> stiction::Result<(Trajectory, Tape)> {
-                    let mut sim = self.lock();
+                    let mut sim = lock_simulator(sim);
                     let mut qs = Vec::with_capacity(steps * nq);
                     let mut vs = Vec::with_capacity(steps * nv);
                     let mut tape = Tape::new();
@@ -259,7 +356,7 @@ impl PySimulator {
         }
         let (qs, vs) = py
             .detach(|| -> stiction::Result<Trajectory> {
-                let mut sim = self.lock();
+                let mut sim = lock_simulator(sim);
                 let mut qs = Vec::with_capacity(steps * nq);
                 let mut vs = Vec::with_capacity(steps * nv);
                 let mut next = state.clone();
@@ -298,7 +395,7 @@ impl PySimulator {
     ) -> PyResult<Bound<'py, PyTuple>> {
         let (nq, nv) = (self.nq, self.nv);
         let (model, options, params) = {
-            let sim = self.lock();
+            let sim = self.lock()?;
             (sim.model().clone(), sim.options().clone(), sim.params().clone())
         };
         let (b, q0) = matrix(q0, "q0", None, nq)?;
@@ -358,14 +455,16 @@ impl PySimulator {
     /// `StepRecord.constraints`; `None` when that step had no constraint rows (or no step
     /// was taken yet).
     fn last_constraints<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, pyo3::types::PyDict>>> {
-        let sim = self.lock();
+        let sim = self.lock()?;
         crate::constraints::optional_constraints(py, sim.model(), sim.last_constraints())
     }
 
     /// Forgets the previous step's contact classification: the next step's LCP starts
-    /// cold (no warm start).
+    /// cold (no warm start). A world's step keeps no warm start: nothing to forget.
     fn reset_warm_start(&self) {
-        self.lock().reset_warm_start();
+        if let Engine::Model { sim, .. } = &self.engine {
+            lock_simulator(sim).reset_warm_start();
+        }
     }
 
     /// The contacts of the simulated model at configuration `q`; see `Model.contacts`.
@@ -377,13 +476,21 @@ impl PySimulator {
         margin: f64,
         jacobians: bool,
     ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-        let model = self.model.bind(py).get();
+        let Engine::Model { model, .. } = &self.engine else {
+            return Err(world_unsupported("contacts"));
+        };
+        let model = model.bind(py).get();
         let (contacts, jac) = model.contacts_at(py, q, margin, jacobians)?;
         crate::contacts::contacts_dict(py, &model.model, &contacts, jac.as_deref())
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
-        format!("Simulator(model={}, dt={})", self.model.bind(py).borrow().__repr__(), self.dt())
+        match &self.engine {
+            Engine::Model { model, .. } => {
+                format!("Simulator(model={}, dt={})", model.bind(py).borrow().__repr__(), self.dt(py))
+            }
+            Engine::World(w) => format!("Simulator(world={})", w.bind(py).get().__repr__()),
+        }
     }
 }
 
@@ -393,12 +500,27 @@ impl PySimulator {
         let m = sim.model();
         let (nq, nv, nbodies) = (m.nq(), m.nv(), m.nbodies());
         let model = Py::new(py, PyModel::new(m.clone()))?;
-        Ok(Self { sim: Mutex::new(sim), model, nq, nv, nbodies })
+        Ok(Self { engine: Engine::Model { sim: Box::new(Mutex::new(sim)), model, nbodies }, nq, nv })
     }
 
-    /// The simulator, locked (a poisoned lock is taken over: the simulator holds no
-    /// invariant a panic could break half-way).
-    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Simulator> {
-        self.sim.lock().unwrap_or_else(|e| e.into_inner())
+    /// The rigid-body simulator of a model simulator (`TypeError` for a world simulator).
+    pub(crate) fn simulator(&self) -> PyResult<&Mutex<Simulator>> {
+        match &self.engine {
+            Engine::Model { sim, .. } => Ok(sim),
+            Engine::World(_) => Err(world_unsupported(
+                "this feature (trajectory optimization, system identification, parameters, statistics)",
+            )),
+        }
     }
+
+    /// The rigid-body simulator, locked ([`Self::simulator`]).
+    pub(crate) fn lock(&self) -> PyResult<std::sync::MutexGuard<'_, Simulator>> {
+        Ok(lock_simulator(self.simulator()?))
+    }
+}
+
+/// Locks a simulator (a poisoned lock is taken over: the simulator holds no invariant
+/// a panic could break half-way).
+pub(crate) fn lock_simulator(sim: &Mutex<Simulator>) -> std::sync::MutexGuard<'_, Simulator> {
+    sim.lock().unwrap_or_else(|e| e.into_inner())
 }

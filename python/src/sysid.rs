@@ -129,7 +129,7 @@ pub fn _sysid_fit<'py>(
     callback: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (model, options) = {
-        let s = sim.lock();
+        let s = sim.lock()?;
         (s.model().clone(), s.options().clone())
     };
     let (nq, nv) = (model.nq(), model.nv());

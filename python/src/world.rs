@@ -261,14 +261,14 @@ impl PyWorld {
 
     /// The size of the global configuration `q`.
     #[getter]
-    fn nq(&self) -> usize {
+    pub(crate) fn nq(&self) -> usize {
         self.world.nq()
     }
 
     /// The size of the global velocity `v` (and of gradients with respect to `q`,
     /// which are tangent).
     #[getter]
-    fn nv(&self) -> usize {
+    pub(crate) fn nv(&self) -> usize {
         self.world.nv()
     }
 
@@ -280,7 +280,7 @@ impl PyWorld {
 
     /// The time step (s).
     #[getter]
-    fn dt(&self) -> f64 {
+    pub(crate) fn dt(&self) -> f64 {
         self.world.options().dt
     }
 
@@ -327,7 +327,7 @@ impl PyWorld {
     /// (the message names the system), `NumericalError` for a solver failure or a
     /// non-finite result.
     #[pyo3(signature = (q, v, u=None))]
-    fn step<'py>(
+    pub(crate) fn step<'py>(
         &self,
         py: Python<'py>,
         q: &Bound<'py, PyAny>,
@@ -343,7 +343,7 @@ impl PyWorld {
     /// One step as `step`, returning its `WorldStepRecord` (the next state, the
     /// contacts, the impulses and the vector-Jacobian product).
     #[pyo3(signature = (q, v, u=None))]
-    fn step_recorded(
+    pub(crate) fn step_recorded(
         &self,
         py: Python<'_>,
         q: &Bound<'_, PyAny>,
@@ -359,7 +359,7 @@ impl PyWorld {
     /// `T` steps from `(q, v)` under the controls `controls` (shape (T, nu)); returns
     /// `(Q, V, tape)` with the states after each step, shapes (T, nq) and (T, nv), and
     /// the `WorldTape` of the steps. A failing step's error names it.
-    fn rollout<'py>(
+    pub(crate) fn rollout<'py>(
         &self,
         py: Python<'py>,
         q: &Bound<'py, PyAny>,
@@ -411,7 +411,7 @@ impl PyWorld {
         Ok(out_vec(py, self.world.difference(&q0, &q1).py_err()?.as_slice()))
     }
 
-    fn __repr__(&self) -> String {
+    pub(crate) fn __repr__(&self) -> String {
         let names = self.world.systems().iter().map(|s| s.name()).collect::<Vec<_>>().join(", ");
         format!("World(systems=[{names}], dt={})", self.world.options().dt)
     }
@@ -455,13 +455,13 @@ impl PyWorldStepRecord {
 
     /// The configuration after the step, shape (nq,).
     #[getter]
-    fn q_next<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f64>> {
+    pub(crate) fn q_next<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f64>> {
         out_vec(py, self.record.next_state().q.as_slice())
     }
 
     /// The velocity after the step, shape (nv,).
     #[getter]
-    fn v_next<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f64>> {
+    pub(crate) fn v_next<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f64>> {
         out_vec(py, self.record.next_state().v.as_slice())
     }
 

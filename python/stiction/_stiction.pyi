@@ -388,12 +388,15 @@ ContactArg = Union[None, bool, Dict[str, Any]]
 
 class Simulator:
     """Semi-implicit Euler stepping on the configuration manifold, with contacts, joint
-    limits and joint friction solved as a boxed LCP at the velocity level."""
+    limits and joint friction solved as a boxed LCP at the velocity level. Also steps a
+    :class:`World` (``Simulator(world)``): ``step``, ``rollout``, ``dt``, ``nq``, ``nv``,
+    ``world`` and ``reset_warm_start`` apply, with the world's controls, records
+    (:class:`WorldStepRecord`) and tapes (:class:`WorldTape`); the rest raises ``TypeError``."""
 
     def __init__(
         self,
-        model: Model,
-        dt: float = 1e-3,
+        model: Union[Model, "World"],
+        dt: Optional[float] = None,
         gravity: Optional[ArrayLike] = None,
         velocity_products: str = "midpoint",
         tolerance: float = 1e-13,
@@ -446,10 +449,23 @@ class Simulator:
 
             The other keys keep their defaults; :attr:`contact_options` lists them all.
 
+        :param model: a :class:`Model`, or a :class:`World` (then no other option may be
+            given but ``dt`` equal to the world's: the world holds its options).
+        :param dt: the time step (default 1e-3 for a model).
         :raises InputError: ``dt`` is not positive and finite, an option is invalid (an
-            unknown ``contact`` key, a value of the wrong type or out of range), or a
-            parameter name is unknown.
+            unknown ``contact`` key, a value of the wrong type or out of range), a
+            parameter name is unknown, or an option is given with a world.
+        :raises TypeError: ``model`` is neither a :class:`Model` nor a :class:`World`.
         """
+    @property
+    def world(self) -> Optional["World"]:
+        """The :class:`World` this simulator steps; None for a simulator of a model."""
+    @property
+    def nq(self) -> int:
+        """The length of the configuration vector."""
+    @property
+    def nv(self) -> int:
+        """The length of the velocity vector."""
     @property
     def params(self) -> "ParamSpec":
         """The differentiable parameters θ of recorded steps (empty by default)."""

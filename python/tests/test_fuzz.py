@@ -86,8 +86,9 @@ def _bad_matrix(rng, rows, cols):
     return choices[int(rng.integers(len(choices)))]()
 
 
-def _bad_dt(rng):
-    return [0.0, -1e-3, np.nan, np.inf, -np.inf, None, "0.001", [1e-3], {}][int(rng.integers(9))]
+def _bad_dt(rng, allow_none=False):
+    bad = [0.0, -1e-3, np.nan, np.inf, -np.inf, "0.001", [1e-3], {}] + ([] if allow_none else [None])
+    return bad[int(rng.integers(len(bad)))]
 
 
 def _bad_name(rng, model):
@@ -195,7 +196,7 @@ def g_model_misc(rng):
 def g_simulator_new(rng):
     m = MODELS[int(rng.integers(len(MODELS)))]
     calls = [
-        lambda: Simulator(m, dt=_bad_dt(rng)),
+        lambda: Simulator(m, dt=_bad_dt(rng, allow_none=True)),  # None: the default time step
         lambda: Simulator(m, gravity=_bad_vector(rng, 3)),
         lambda: Simulator(m, velocity_products=["rk4", "", None, 1][int(rng.integers(4))]),
         lambda: Simulator(m, params=_bad_params(rng, m)),

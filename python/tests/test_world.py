@@ -348,3 +348,55 @@ def test_no_slip_worlds_step_alike_with_the_boxed_lcp_and_the_ppm():
         World([model], friction="viscous")
     with pytest.raises(InputError):
         World([model], solver="newton")
+
+
+def test_the_simulator_takes_a_world_and_steps_it_as_the_world_does():
+    world, q, v, u = particle_on_board(0.8)
+    sim = stiction.Simulator(world)
+    assert sim.world is world and sim.dt == world.dt and (sim.nq, sim.nv) == (world.nq, world.nv)
+    assert repr(sim).startswith("Simulator(world=World(")
+    q1, v1 = sim.step(q, v, u)
+    wq, wv = world.step(q, v, u)
+    np.testing.assert_array_equal(q1, wq)
+    np.testing.assert_array_equal(v1, wv)
+    q2, v2, rec = sim.step(q, v, u, record=True)
+    assert isinstance(rec, stiction.WorldStepRecord)
+    np.testing.assert_array_equal(q2, wq)
+    np.testing.assert_array_equal(rec.v_next, wv)
+    # Its VJP is the world's.
+    gq, gv = np.ones(world.nv), np.linspace(-1.0, 1.0, world.nv)
+    mine, theirs = rec.vjp(gq, gv), world.step_recorded(q, v, u).vjp(gq, gv)
+    for a, b in zip(mine, theirs):
+        np.testing.assert_array_equal(a, b)
+    us = np.tile(u, (5, 1))
+    qs, vs = sim.rollout(q, v, us)
+    wqs, wvs, _ = world.rollout(q, v, us)
+    np.testing.assert_array_equal(qs, wqs)
+    np.testing.assert_array_equal(vs, wvs)
+    qs, vs, tape = sim.rollout(q, v, us, record=True)
+    assert isinstance(tape, stiction.WorldTape)
+    np.testing.assert_array_equal(qs, wqs)
+    sim.reset_warm_start()  # a world keeps no warm start: nothing happens
+    # A model simulator has no world; a world simulator no single model.
+    board_sim = stiction.Simulator(hinged_board(0.5), dt=None)
+    assert board_sim.world is None and board_sim.dt == 1e-3 and board_sim.nv == 1
+    for feature in (
+        lambda: sim.model,
+        lambda: sim.params,
+        lambda: sim.stats,
+        lambda: sim.options,
+        lambda: sim.last_constraints(),
+        lambda: sim.contacts(q),
+        lambda: sim.step(q, v, u, wrenches=np.zeros((1, 6))),
+        lambda: sim.rollout_batch(q[None], v[None], us[None]),
+    ):
+        with pytest.raises(TypeError, match="steps a World"):
+            feature()
+    # The world's options are the world's.
+    with pytest.raises(InputError, match="world's options"):
+        stiction.Simulator(world, dt=2e-3)
+    with pytest.raises(InputError, match="world's options"):
+        stiction.Simulator(world, gravity=(0.0, 0.0, -1.0))
+    assert stiction.Simulator(world, dt=world.dt).dt == world.dt
+    with pytest.raises(TypeError, match="a Model or a World"):
+        stiction.Simulator("board")
