@@ -1,0 +1,243 @@
+"""Issue #19's measurements, side by side with MuJoCo in one run: contact-rich scenes built
+the same way in both engines (boxes of 1 kg and half extent 5 cm, μ = 0.5, no restitution,
+dt = 1 ms, gravity −9.81), stepped by Python calls.
+
+Scenes: ``box_on_ground``; ``four_boxes`` (a row on the ground); ``box_on_grid`` (a 1.6 m
+slab of 10 kg on a 16 × 16 grid of fixed spheres: 256 supporting contacts); ``pile50`` and
+``pile100`` (5 × 5 layers of boxes stacked face on face, 2 and 4 layers), all spawned at
+rest, touching. Per scene and engine:
+
+- ``step``: median wall time of one step (``Simulator.step`` / ``mj_step``) and the worst
+  step over the run;
+- ``step + J``: one step with its full Jacobians (``step(record=True)`` then
+  ``StepRecord.jacobians()`` / ``mj_step`` then ``mjd_transitionFD``, centred differences);
+- ``moved``: the largest displacement of a box centre over the run (a resting pile must
+  stay within 1 mm over 2 s);
+- stiction's warm-start hit rate and PGS fallbacks (``Simulator.stats``).
+
+Each stiction scene runs in a child process under a wall-clock budget (``--budget``, 120 s
+by default): a scene whose steps do not finish in it is reported with the steps it made.
+``bodies_on_plane(n)`` (``stiction.samples``) gives the growth of the step time with the
+number of independent bodies.
+
+Run: ``python python/benchmarks/contact_scenes_vs_mujoco.py [--seconds 2.0] [--budget 120]
+[--write]`` (needs ``pip install mujoco``). ``--write`` replaces the section between the
+markers in docs/benchmarks.md with the tables.
+"""
+
+import argparse
+import multiprocessing as mp
+import os
+import statistics
+import time
+
+import numpy as np
+
+import stiction
+
+DT = 1e-3
+MU = 0.5
+H = 0.05  # half extent of a box
+MASS = 1.0
+G = 9.81
+
+
+def quat_z(yaw):
+    return np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
+
+
+def scene_boxes(centres, slab=None, grid=None):
+    """``centres``: box centres (n, 3). ``slab``: a (half extents, mass, centre) box in place
+    of the unit boxes. ``grid``: (k, spacing, radius) fixed spheres under the boxes, in
+    place of the ground plane. Returns (stiction model, q0, MuJoCo XML)."""
+    b = stiction.ModelBuilder("contact_scene")
+    xml = ['<mujoco><option timestep="{}" gravity="0 0 {}"/><worldbody>'.format(DT, -G)]
+    fr = f'friction="{MU} 0.005 0.0001"'
+    if grid is None:
+        b.add_collision("world", "plane", friction=MU)
+        xml.append(f'<geom type="plane" size="0 0 1" {fr}/>')
+    else:
+        k, spacing, r = grid
+        offs = (np.arange(k) - (k - 1) / 2) * spacing
+        for i, x in enumerate(offs):
+            for j, y in enumerate(offs):
+                b.add_collision("world", "sphere", radius=r, origin_xyz=(x, y, -r), friction=MU)
+                xml.append(f'<geom type="sphere" size="{r}" pos="{x} {y} {-r}" {fr}/>')
+    boxes = []
+    if slab is not None:
+        half, mass, centre = slab
+        boxes.append((np.asarray(half), mass, np.asarray(centre)))
+    else:
+        boxes = [(np.array([H, H, H]), MASS, np.asarray(c)) for c in centres]
+    q0 = []
+    for i, (half, mass, c) in enumerate(boxes):
+        name = f"box{i}"
+        ix, iy, iz = mass / 3.0 * np.array([half[1] ** 2 + half[2] ** 2, half[0] ** 2 + half[2] ** 2,
+                                            half[0] ** 2 + half[1] ** 2])
+        b.add_link(name, mass=mass, inertia=np.diag([ix, iy, iz]))
+        b.add_joint(f"{name}_free", "free", "world", name)
+        b.add_collision(name, "box", half_extents=half, friction=MU)
+        q0.extend([*c, 1.0, 0.0, 0.0, 0.0])
+        xml.append(
+            f'<body pos="{c[0]} {c[1]} {c[2]}"><freejoint/>'
+            f'<geom type="box" size="{half[0]} {half[1]} {half[2]}" mass="{mass}" {fr}/></body>'
+        )
+    xml.append("</worldbody></mujoco>")
+    return b.build(), np.array(q0), "".join(xml)
+
+
+def pile(layers):
+    offs = (np.arange(5) - 2) * (2 * H + 1e-3)
+    centres = [(x, y, (2 * l + 1) * H) for l in range(layers) for x in offs for y in offs]
+    return scene_boxes(centres)
+
+
+SCENES = {
+    "box_on_ground": lambda: scene_boxes([(0.0, 0.0, H)]),
+    "four_boxes": lambda: scene_boxes([(0.35 * i, 0.0, H) for i in range(4)]),
+    "box_on_grid": lambda: scene_boxes([], slab=((0.8, 0.8, 0.05), 10.0, (0.0, 0.0, 0.05)), grid=(16, 0.1, 0.01)),
+    "pile50": lambda: pile(2),
+    "pile100": lambda: pile(4),
+}
+
+
+def box_centres(q, n):
+    return q.reshape(n, 7)[:, :3]
+
+
+def run_stiction(name, seconds, budget, out):
+    model, q0, _ = SCENES[name]()
+    n = len(q0) // 7
+    sim = stiction.Simulator(model, dt=DT)
+    q, v, tau = q0.copy(), np.zeros(model.nv), np.zeros(model.nv)
+    steps = int(round(seconds / DT))
+    times, moved = [], 0.0
+    start = time.perf_counter()
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        q, v = sim.step(q, v, tau)
+        times.append(time.perf_counter() - t0)
+        moved = max(moved, float(np.max(np.linalg.norm(box_centres(q, n) - box_centres(q0, n), axis=1))))
+        if time.perf_counter() - start > budget:
+            break
+    jac = []
+    for _ in range(3 if time.perf_counter() - start < budget else 0):
+        t0 = time.perf_counter()
+        _, _, rec = sim.step(q, v, tau, record=True)
+        rec.jacobians()
+        jac.append(time.perf_counter() - t0)
+    s = sim.stats
+    out.put({
+        "steps": len(times), "of": steps, "median": statistics.median(times) if times else None,
+        "worst": max(times) if times else None, "jac": min(jac) if jac else None, "moved": moved,
+        "warm": s["warm_start_hits"] / max(1, s["lcp_solves"]), "fallbacks": s["lcp_fallbacks"],
+    })
+
+
+def run_mujoco(name, seconds):
+    import mujoco
+
+    _, q0, xml = SCENES[name]()
+    n = len(q0) // 7
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    steps = int(round(seconds / DT))
+    times, moved, ncon = [], 0.0, 0
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        mujoco.mj_step(m, d)
+        times.append(time.perf_counter() - t0)
+        ncon = max(ncon, d.ncon)
+        moved = max(moved, float(np.max(np.linalg.norm(box_centres(d.qpos, n) - box_centres(q0, n), axis=1))))
+    nx = 2 * m.nv + m.na
+    a = np.zeros((nx, nx))
+    jac = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        mujoco.mj_step(m, d)
+        mujoco.mjd_transitionFD(m, d, 1e-6, 1, a, None, None, None)
+        jac.append(time.perf_counter() - t0)
+    return {"median": statistics.median(times), "worst": max(times), "jac": min(jac), "moved": moved,
+            "contacts": ncon}
+
+
+def stiction_in_child(name, seconds, budget):
+    ctx = mp.get_context("fork")
+    out = ctx.Queue()
+    p = ctx.Process(target=run_stiction, args=(name, seconds, budget, out))
+    p.start()
+    p.join(budget + 60)
+    if p.is_alive():
+        p.kill()
+        p.join()
+        return None
+    return out.get() if not out.empty() else None
+
+
+def fmt_t(x):
+    if x is None:
+        return "—"
+    return f"{x * 1e6:.1f} µs" if x < 1e-3 else (f"{x * 1e3:.2f} ms" if x < 1 else f"{x:.1f} s")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=2.0, help="simulated time per scene")
+    ap.add_argument("--budget", type=float, default=120.0, help="wall-clock budget of a stiction scene (s)")
+    ap.add_argument("--scenes", default=",".join(SCENES), help="comma-separated scene names")
+    ap.add_argument("--write", action="store_true", help="write the tables into docs/benchmarks.md")
+    args = ap.parse_args()
+    rows = ["| scene | contacts (MuJoCo) | stiction step (median / worst) | MuJoCo step (median / worst) | "
+            "ratio | stiction step + J | MuJoCo step + FD | ratio | moved: stiction / MuJoCo | "
+            "warm-start hits, PGS fallbacks |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for name in args.scenes.split(","):
+        mj = run_mujoco(name, args.seconds)
+        st = stiction_in_child(name, args.seconds, args.budget)
+        if st is None:
+            rows.append(f"| `{name}` | {mj['contacts']} | did not finish a step in {args.budget + 60:.0f} s | "
+                        f"{fmt_t(mj['median'])} / {fmt_t(mj['worst'])} | — | — | {fmt_t(mj['jac'])} | — | "
+                        f"— / {mj['moved'] * 1e3:.2f} mm | — |")
+        else:
+            partial = "" if st["steps"] == st["of"] else f" ({st['steps']} of {st['of']} steps in the budget)"
+            ratio = st["median"] / mj["median"]
+            jratio = f"{st['jac'] / mj['jac']:.2f}×" if st["jac"] else "—"
+            rows.append(
+                f"| `{name}` | {mj['contacts']} | {fmt_t(st['median'])} / {fmt_t(st['worst'])}{partial} | "
+                f"{fmt_t(mj['median'])} / {fmt_t(mj['worst'])} | {ratio:.2f}× | {fmt_t(st['jac'])} | "
+                f"{fmt_t(mj['jac'])} | {jratio} | {st['moved'] * 1e3:.2f} mm / {mj['moved'] * 1e3:.2f} mm | "
+                f"{100 * st['warm']:.0f} %, {st['fallbacks']} |"
+            )
+        print(rows[-1], flush=True)
+    growth = ["| bodies | stiction step (median of 200) |", "|---|---|"]
+    for n in (25, 50, 100, 200):
+        model = stiction.samples.bodies_on_plane(n)
+        sim = stiction.Simulator(model, dt=DT)
+        q, v, tau = model.neutral(), np.zeros(model.nv), np.zeros(model.nv)
+        times = []
+        start = time.perf_counter()
+        for _ in range(200):
+            t0 = time.perf_counter()
+            q, v = sim.step(q, v, tau)
+            times.append(time.perf_counter() - t0)
+            if time.perf_counter() - start > args.budget:
+                break
+        growth.append(f"| {n} | {fmt_t(statistics.median(times))} ({len(times)} steps) |")
+        print(growth[-1], flush=True)
+    text = "\n".join(rows) + "\n\n`samples.bodies_on_plane(n)` (n boxes on the plane, 4 contacts each):\n\n" + \
+        "\n".join(growth) + "\n"
+    print()
+    print(text)
+    if args.write:
+        path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "benchmarks.md")
+        doc = open(path).read()
+        begin, end = "<!-- contact-vs-mujoco:begin -->", "<!-- contact-vs-mujoco:end -->"
+        if begin not in doc:
+            raise SystemExit(f"docs/benchmarks.md has no {begin} marker")
+        head, rest = doc.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        open(path, "w").write(head + begin + "\n" + text + end + tail)
+
+
+if __name__ == "__main__":
+    main()
