@@ -1,6 +1,7 @@
 //! Rigid-body algorithms over a [`Model`](crate::Model) and a preallocated [`Data`],
 //! one algorithm per file: kinematics, Jacobians, CRBA (mass matrix), RNEA (inverse
-//! dynamics, bias forces), ABA (forward dynamics), energy and momentum.
+//! dynamics, bias forces), ABA (forward dynamics), energy and momentum, and the sparse
+//! `LᵀDL` factorization of the joint-space inertia (`InertiaFactor`).
 //!
 //! Each function takes `(model, data, q, v, ...)` as slices, checks lengths, finite
 //! values and quaternions, and leaves its results in `data`.
@@ -12,6 +13,7 @@ mod data;
 mod energy;
 mod jacobian;
 mod kinematics;
+mod ltdl;
 mod rnea;
 mod rnea_derivatives;
 
@@ -27,6 +29,7 @@ pub(crate) use kinematics::{check_q, external_forces_to_bodies, kinematics_pass,
 pub use kinematics::{
     forward_kinematics, forward_kinematics_acceleration, forward_kinematics_velocity, point_position,
 };
+pub use ltdl::InertiaFactor;
 pub(crate) use rnea::rnea_pass;
 pub use rnea::{bias_forces, gravity_forces, rnea};
 pub(crate) use rnea_derivatives::{
