@@ -224,6 +224,10 @@ pub(crate) struct StageBuffers {
     pub has_dl_df: bool,
     /// The eigendecomposition of `Â` (or of its Jordan–Wielandt matrix).
     pub eig: SymmetricEigenWorkspace,
+    /// `Â⁺` formed by [`crate::math::pseudo_inverse`] in place of `eig`: the forward
+    /// linearization's dense path ([`linearize_constraints_with`]), which keeps the
+    /// arithmetic of the Jacobians as it was before the allocation-free reverse path.
+    pub dense_pinv: Option<DMatrix<f64>>,
     /// Scratch of the VJP (`constraint_vjp.rs`): vectors over the dofs, the clamping
     /// rows, the rows and the contacts.
     pub w: DVector<f64>,
@@ -252,12 +256,19 @@ pub(crate) struct StageBuffers {
 impl StageBuffers {
     /// `out = Â⁺ x` (`transpose`: `Â⁺ᵀ x`), `out` resized to |C|.
     pub(crate) fn pinv(&self, x: &DVector<f64>, transpose: bool, out: &mut DVector<f64>) {
+        if let Some(p) = &self.dense_pinv {
+            *out = if transpose { p.transpose() * x } else { p * x };
+            return;
+        }
         reshape_vector(out, self.clamping.len());
         self.eig.apply_pseudo_inverse(x.as_slice(), transpose, out.as_mut_slice());
     }
 
     /// `Â⁺` formed (the forward linearization's dense path).
     pub(crate) fn pinv_matrix(&self) -> DMatrix<f64> {
+        if let Some(p) = &self.dense_pinv {
+            return p.clone();
+        }
         let mut out = DMatrix::zeros(0, 0);
         self.eig.form_pseudo_inverse(&mut out);
         out
@@ -647,7 +658,23 @@ pub(crate) fn linearize_constraints_with(
     states: &[RowState],
 ) -> Result<ConstraintLinearization> {
     let geometry = StepGeometry::new(rec, c)?;
-    let sys = StageSystem::new(&geometry, rec, c, stage, states, None, StageBuffers::default())?;
+    let mut sys = StageSystem::new(&geometry, rec, c, stage, states, None, StageBuffers::default())?;
+    // The dense path forms Â and Â⁺ with nalgebra's products and pseudo-inverse (the
+    // reverse path's allocation-free ones agree to round-off, which a rank-deficient Â
+    // amplifies to ~1e-12).
+    {
+        let b = &mut sys.b;
+        b.ahat = &b.jc * &b.minv_jhat_t;
+        for (i, &r) in b.clamping.iter().enumerate() {
+            b.ahat[(i, i)] += sys.view.asm.regularization[r];
+        }
+        let (p, rank) = crate::math::pseudo_inverse(&b.ahat, RANK_TOL).ok_or_else(|| Error::Numerical {
+            algorithm: "contact backward",
+            detail: "the pseudo-inverse of A_CC failed (a non-finite matrix or no eigendecomposition)".into(),
+        })?;
+        b.rank = rank;
+        b.dense_pinv = Some(p);
+    }
     let model: &Model = &rec.model;
     let (nv, np, h) = (model.nv(), rec.params.len(), rec.dt);
     let nx = 2 * nv + np;
@@ -796,7 +823,6 @@ pub(crate) fn linearize_constraints_with(
         direct += &sys.b.minv_jhat_t * n;
     }
 
-    let mut sys = sys;
     let impacts = sys.impacts();
     Ok(ConstraintLinearization { g, jc: sys.into_buffers().jc, direct, impacts })
 }
