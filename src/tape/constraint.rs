@@ -254,6 +254,12 @@ pub(crate) struct StageBuffers {
 }
 
 impl StageBuffers {
+    /// [`StageSystem::has_null_space_term`] from the buffers (`no_contacts`: the stage
+    /// has no contact rows).
+    pub(crate) fn has_null_space_term(&self, no_contacts: bool) -> bool {
+        !self.u_friction.is_empty() && self.rank < self.clamping.len() && !no_contacts
+    }
+
     /// `out = Â⁺ x` (`transpose`: `Â⁺ᵀ x`), `out` resized to |C|.
     pub(crate) fn pinv(&self, x: &DVector<f64>, transpose: bool, out: &mut DVector<f64>) {
         if let Some(p) = &self.dense_pinv {
@@ -512,7 +518,7 @@ impl<'a> StageSystem<'a> {
     /// The rank-deficient sliding case: `N = (I − Â⁺Â) dÂᵀ Â⁺ᵀ f_C` is nonzero only when
     /// friction rows sit at their bounds and `Â` is rank deficient (module doc).
     pub(crate) fn has_null_space_term(&self) -> bool {
-        !self.b.u_friction.is_empty() && self.b.rank < self.b.clamping.len() && !self.c.contacts.is_empty()
+        self.b.has_null_space_term(self.c.contacts.is_empty())
     }
 
     /// `z = Â⁺ᵀ f_C`, `u = M̃⁻¹ J_Cᵀ z` and the contact-row impulses `λ` holding z (the

@@ -185,7 +185,7 @@ impl StageSystem<'_> {
 
         // dÂᵀᵀ p with p = (I − Â⁺Â)ᵀ s = s − Âᵀ y, and dÂᵀ = A₁ + Ĵ M̃⁻¹ inner
         // (A₁: the rows of ∂(J u)/∂(q, θ); inner = ∂(J_Cᵀ z)/∂(q, θ) − ∂(M̃ u)/∂(q, θ)).
-        if self_has_null_space_term(b, view.c.contacts.is_empty()) {
+        if b.has_null_space_term(view.c.contacts.is_empty()) {
             reshape_vector(&mut b.p, nclamp);
             b.p.copy_from(&b.s);
             b.p.gemv_tr(-1.0, &b.ahat, &b.y, 1.0);
@@ -251,9 +251,4 @@ impl StageSystem<'_> {
         }
         Ok(())
     }
-}
-
-/// [`StageSystem::has_null_space_term`] on the buffers alone.
-fn self_has_null_space_term(b: &super::constraint::StageBuffers, no_contacts: bool) -> bool {
-    !b.u_friction.is_empty() && b.rank < b.clamping.len() && !no_contacts
 }
