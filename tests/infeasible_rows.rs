@@ -175,13 +175,14 @@ fn a_nearly_infeasible_arm_on_the_ground_is_relaxed_and_keeps_its_limits() {
         let next = sim.step(&State { q: q.clone(), v: v.clone() }, &Control::torques(tau.clone())).unwrap();
         let c = sim.last_constraints().expect("contact rows");
         let vmax = model.velocity_limits();
+        // The stage's guarantee (`LIMIT_TOLERANCE` relative to the velocity scale): the
+        // set is so close to infeasible that its solution depends on the rounding of the
+        // Delassus matrix; computed per island, both passes of the velocity recovery end
+        // on PGS (reported as inexact) and leave dof 5 2.6e-9 rad/s past its 2.5 rad/s.
+        let v_free = c.v_free.amax();
+        let eps = stiction::step::LIMIT_TOLERANCE * v_free.max(next.v.amax()).max(1.0);
         for k in 0..model.nv() {
-            assert!(
-                next.v[k].abs() <= vmax[k] + 1e-9,
-                "{recovery:?}: dof {k}: |v| = {} against {}",
-                next.v[k],
-                vmax[k]
-            );
+            assert!(next.v[k].abs() <= vmax[k] + eps, "{recovery:?}: dof {k}: |v| = {} against {}", next.v[k], vmax[k]);
         }
         assert!(c.limit_violations.is_empty(), "{recovery:?}: {:?}", c.limit_violations);
         assert_eq!(c.relaxed, recovery == PenetrationRecovery::Velocity, "{recovery:?}: {:?}", c.stats);

@@ -102,6 +102,7 @@
 //! Material of a contact between shapes a and b: `μ = (μ_a + μ_b)/2` and
 //! `e = (e_a + e_b)/2` (arithmetic means: smooth in both, documented in docs/contact.md).
 
+use super::islands::{solve_islands, RowSystem, Trees};
 use super::StepInputs;
 use crate::collision::Contact;
 use crate::constraint::ContactRows;
@@ -109,11 +110,12 @@ use crate::constraint::{detect_contacts, match_contacts, CollisionOptions, Colli
 use crate::dynamics::Data;
 use crate::error::{Error, Result};
 use crate::math::{reshape, reshape_vector};
-use crate::solver::lcp::{solve, BoxedLcp, LcpOptions, LcpSolution, LcpStats, RowBound, RowState};
+use crate::solver::lcp::{LcpOptions, LcpSolution, LcpStats, RowBound, RowState};
 use crate::solver::ppm::{self, FactoredLcp, PpmOptions, PsdRow};
 use crate::Model;
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// How the Jacobians of a step with a bouncing contact treat `∂q⁺/∂q`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -488,13 +490,25 @@ impl ConstraintRecord {
 #[derive(Clone, Debug)]
 pub struct ConstraintWorkspace {
     collision: CollisionWorkspace,
+    /// The last assembly (its buffers reused by the next step).
+    assembly: Assembly,
+    /// The last contact rows (reused likewise).
+    contact_rows: ContactRows,
+    /// The model's trees (the islands' units).
+    trees: Trees,
     previous: Option<(Vec<Contact>, Vec<RowKind>, Vec<RowState>)>,
 }
 
 impl ConstraintWorkspace {
     /// A workspace for `model`.
     pub fn new(model: &Model) -> Self {
-        Self { collision: CollisionWorkspace::new(model), previous: None }
+        Self {
+            collision: CollisionWorkspace::new(model),
+            assembly: Assembly::default(),
+            contact_rows: ContactRows::default(),
+            trees: Trees::new(model),
+            previous: None,
+        }
     }
     /// Forgets the previous step (no warm start on the next one).
     pub fn reset(&mut self) {
@@ -520,7 +534,7 @@ fn scalar_coordinates(model: &Model) -> impl Iterator<Item = (usize, usize)> + '
 }
 
 /// The assembled rows of one step.
-#[derive(Clone, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Assembly {
     pub contacts: Vec<Contact>,
     pub info: Vec<ContactInfo>,
@@ -696,27 +710,9 @@ pub(crate) fn refactor_effective_inertia(
 /// passes [`ConstraintRecord::added_rows`] to rebuild the same rows). `relaxed`: the
 /// recovery biases are dropped ([`ConstraintRecord::relaxed`]): no bounce, and no
 /// negative bias on a penetrating contact or position limit (`β = 0` there, slope 0).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn assemble(
-    model: &Model,
-    data: &Data,
-    contacts: Vec<Contact>,
-    q: &[f64],
-    v: &[f64],
-    v_free: &[f64],
-    h: f64,
-    options: &ContactOptions,
-    added: &[RowKind],
-    relaxed: bool,
-) -> Result<Assembly> {
-    let mut out = Assembly { contacts, ..Default::default() };
-    let mut crow = ContactRows::default();
-    assemble_into(&mut out, &mut crow, model, data, q, v, v_free, h, options, added, relaxed)?;
-    Ok(out)
-}
-
-/// [`assemble`] into reused storage: the contacts are those already in `out.contacts`;
-/// `crow` receives their [`ContactRows`]. Allocates only to grow the buffers.
+///
+/// The contacts are those already in `out.contacts`; `crow` receives their
+/// [`ContactRows`]. Allocates only to grow the buffers.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn assemble_into(
     out: &mut Assembly,
@@ -953,7 +949,7 @@ pub(crate) fn collision_stage(
 ///
 /// The limit loop: after each solve, a position limit that `q + h v⁺` crosses, or a
 /// velocity limit that `v⁺` exceeds, and that has no row (the impulses of other rows
-/// moved the joint after the prediction of [`assemble`]) gets its row and the LCP is
+/// moved the joint after the prediction of [`assemble_into`]) gets its row and the LCP is
 /// solved again, at most [`MAX_LIMIT_PASSES`] solves in all; with the split recovery, so
 /// does a position limit that the position stage's `q + h v_p` crosses. Limits the final solve
 /// leaves violated beyond [`LIMIT_TOLERANCE`] (the pass bound reached, or an inexact
@@ -980,38 +976,43 @@ pub(crate) fn constraint_stage(
     let mut previous_pass: Option<(Vec<RowKind>, Vec<RowState>)> = None;
     let mut relaxed = false;
     let split = options.penetration == PenetrationRecovery::Split;
-    let (asm, sol, v_next, correction) = loop {
-        let asm = assemble(model, data, contacts.clone(), q, v, v_free.as_slice(), h, options, &added, relaxed)?;
+    // The assembly's buffers (a dense `m × nv` Jacobian) are kept in the workspace.
+    let mut asm = std::mem::take(&mut ws.assembly);
+    let mut crow = std::mem::take(&mut ws.contact_rows);
+    let (sol, v_next, correction) = loop {
+        asm.contacts.clone_from(&contacts);
+        assemble_into(&mut asm, &mut crow, model, data, q, v, v_free.as_slice(), h, options, &added, relaxed)?;
         if asm.rows.is_empty() {
             ws.previous = None;
+            (ws.assembly, ws.contact_rows) = (asm, crow);
             return Ok(None);
         }
         let b = &asm.j * &v_free + &asm.bias;
         let (sol, dv) = match pivoting_rows(&asm, options) {
             Some(kinds) => solve_pivoting(&asm, &kinds, effective_inertia_matrix(model, data, h), &b, options)?,
             None => {
-                let chol = effective_inertia(model, data, h)?;
-                let y = chol.solve(&asm.j.transpose()); // M̃⁻¹ Jᵀ (nv × m)
-                let mut a = &asm.j * &y;
-                for (i, r) in asm.regularization.iter().enumerate() {
-                    a[(i, i)] += r;
-                }
-                let problem = BoxedLcp::new(a, b, asm.bounds.clone())?;
+                let inertia = effective_inertia_matrix(model, data, h);
+                let row_trees: Vec<[usize; 2]> =
+                    asm.rows.iter().map(|&k| row_trees(&ws.trees, k, &asm.contacts)).collect();
+                let system = RowSystem {
+                    j: &asm.j,
+                    row_trees: &row_trees,
+                    b: &b,
+                    bounds: &asm.bounds,
+                    regularization: asm.regularization.as_slice(),
+                };
                 let guess = match (&previous_pass, options.warm_start) {
                     (_, false) => None,
                     (None, true) => warm_start_guess(ws, &asm),
                     // A re-solve: the previous pass's states (same contacts, same row
                     // kinds); the added rows are guessed clamping.
-                    (Some((rows, states)), true) => Some(
-                        asm.rows
-                            .iter()
-                            .map(|k| rows.iter().position(|r| r == k).map_or(RowState::Clamping, |i| states[i]))
-                            .collect(),
-                    ),
+                    (Some((rows, states)), true) => {
+                        let index = row_index(rows);
+                        Some(asm.rows.iter().map(|k| index.get(k).map_or(RowState::Clamping, |&i| states[i])).collect())
+                    }
                 };
-                let sol = solve(&problem, &options.lcp, guess.as_deref())?;
-                let dv = &y * &sol.f;
-                (sol, dv)
+                let out = solve_islands(&ws.trees, &inertia, &system, &options.lcp, guess.as_deref())?;
+                (out.lcp, out.dv)
             }
         };
         passes += 1;
@@ -1028,7 +1029,7 @@ pub(crate) fn constraint_stage(
             || violates_rows(&asm, v_free.as_slice(), v_next.as_slice(), sol.f.as_slice());
         if !relaxed && passes < MAX_LIMIT_PASSES && inaccurate && asm.bias.iter().any(|&b| b < 0.0) {
             relaxed = true;
-            previous_pass = Some((asm.rows, sol.states));
+            previous_pass = Some((asm.rows.clone(), sol.states));
             continue;
         }
         let mut missing = missing_limit_rows(model, q, v_next.as_slice(), h, &asm.rows, true);
@@ -1038,17 +1039,17 @@ pub(crate) fn constraint_stage(
         // solved again with it.
         let mut correction = None;
         if missing.is_empty() && split && asm.penetrates() {
-            let p = position_stage(model, data, &asm, h, options, v_next.as_slice())?;
+            let p = position_stage(model, data, &ws.trees, &asm, h, options, v_next.as_slice())?;
             if p.stats.residual <= options.lcp.tolerance {
                 missing = missing_limit_rows(model, q, p.v_position.as_slice(), h, &asm.rows, false);
             }
             correction = Some(p);
         }
         if missing.is_empty() || passes >= MAX_LIMIT_PASSES {
-            break (asm, sol, v_next, correction);
+            break (sol, v_next, correction);
         }
         added.extend(missing);
-        previous_pass = Some((asm.rows, sol.states));
+        previous_pass = Some((asm.rows.clone(), sol.states));
     };
     v_out.copy_from_slice(v_next.as_slice());
     let mut limit_violations = limit_violations(model, q, v_free.as_slice(), v_next.as_slice(), h, options);
@@ -1069,13 +1070,13 @@ pub(crate) fn constraint_stage(
         position_limit_violations(model, q, p.v_position.as_slice(), h, &asm.rows, &mut limit_violations);
     }
     ws.previous = Some((asm.contacts.clone(), asm.rows.clone(), sol.states.clone()));
-    Ok(Some(ConstraintRecord {
-        contacts: asm.contacts,
-        info: asm.info,
-        rows: asm.rows,
-        bounds: asm.bounds,
-        bias: asm.bias,
-        regularization: asm.regularization,
+    let record = ConstraintRecord {
+        contacts: std::mem::take(&mut asm.contacts),
+        info: std::mem::take(&mut asm.info),
+        rows: std::mem::take(&mut asm.rows),
+        bounds: std::mem::take(&mut asm.bounds),
+        bias: asm.bias.clone(),
+        regularization: asm.regularization.clone(),
         impulses: sol.f,
         states: sol.states,
         v_free,
@@ -1087,7 +1088,9 @@ pub(crate) fn constraint_stage(
         limit_violations,
         relaxed,
         correction_dropped,
-    }))
+    };
+    (ws.assembly, ws.contact_rows) = (asm, crow);
+    Ok(Some(record))
 }
 
 /// Solves the position stage ([`PositionCorrection`]) after the velocity stage gave
@@ -1096,6 +1099,7 @@ pub(crate) fn constraint_stage(
 fn position_stage(
     model: &Model,
     data: &mut Data,
+    trees: &Trees,
     asm: &Assembly,
     h: f64,
     options: &ContactOptions,
@@ -1113,15 +1117,12 @@ fn position_stage(
     }
     let vp = DVector::from_column_slice(v_plus);
     let b = DVector::from_iterator(used.len(), used.iter().map(|&r| asm.j.row(r).dot(&vp.transpose()) + bias[r]));
-    let chol = effective_inertia(model, data, h)?;
-    let y = chol.solve(&j.transpose());
-    let mut a = &j * &y;
-    for (k, &r) in used.iter().enumerate() {
-        a[(k, k)] += asm.position_regularization(r, options);
-    }
+    let regularization: Vec<f64> = used.iter().map(|&r| asm.position_regularization(r, options)).collect();
     let bounds = vec![RowBound::Box { lo: 0.0, hi: f64::INFINITY }; used.len()];
-    let sol = solve(&BoxedLcp::new(a, b, bounds)?, &options.lcp, None)?;
-    let v_position = &vp + &y * &sol.f;
+    let row_trees: Vec<[usize; 2]> = used.iter().map(|&r| row_trees(trees, asm.rows[r], &asm.contacts)).collect();
+    let system = RowSystem { j: &j, row_trees: &row_trees, b: &b, bounds: &bounds, regularization: &regularization };
+    let out = solve_islands(trees, &effective_inertia_matrix(model, data, h), &system, &options.lcp, None)?;
+    let (sol, v_position) = (out.lcp, &vp + out.dv);
     let mut impulses = DVector::zeros(m);
     let mut states = vec![RowState::Separating; m];
     for (k, &r) in used.iter().enumerate() {
@@ -1141,7 +1142,7 @@ fn coordinate_of_dof(model: &Model) -> Vec<Option<usize>> {
 }
 
 /// The limit rows that the solution `v⁺` needs and `rows` lacks: position limits that
-/// `q + h v⁺` crosses, velocity limits that `v⁺` exceeds (in the order of [`assemble`]).
+/// `q + h v⁺` crosses, velocity limits that `v⁺` exceeds (in the order of [`assemble_into`]).
 fn missing_limit_rows(
     model: &Model,
     q: &[f64],
@@ -1338,12 +1339,39 @@ fn solve_pivoting(
     Ok((LcpSolution { f, w, states, stats: sol.lcp.stats }, sol.dv))
 }
 
+/// The trees a row of kind `kind` acts on (`usize::MAX`: none): a contact's rows act
+/// on the trees of its two bodies, a joint row on the tree of its dof.
+fn row_trees(trees: &Trees, kind: RowKind, contacts: &[Contact]) -> [usize; 2] {
+    let body = |b: Option<usize>| b.and_then(|b| trees.of_body[b]).unwrap_or(usize::MAX);
+    match kind {
+        RowKind::ContactNormal { contact } | RowKind::ContactFriction { contact, .. } => {
+            let c = &contacts[contact];
+            [body(c.body_a), body(c.body_b)]
+        }
+        RowKind::JointLower { dof }
+        | RowKind::JointUpper { dof }
+        | RowKind::VelocityLower { dof }
+        | RowKind::VelocityUpper { dof }
+        | RowKind::JointFriction { dof } => [trees.of_dof[dof], usize::MAX],
+    }
+}
+
+/// The position of each row kind in `rows` (the first, for a repeated kind).
+fn row_index(rows: &[RowKind]) -> HashMap<RowKind, usize> {
+    let mut index = HashMap::with_capacity(rows.len());
+    for (i, k) in rows.iter().enumerate() {
+        index.entry(*k).or_insert(i);
+    }
+    index
+}
+
 /// The previous step's classification carried to this step's rows: contacts by
 /// identity, joint rows by kind; unmatched rows are guessed separating.
 fn warm_start_guess(ws: &ConstraintWorkspace, asm: &Assembly) -> Option<Vec<RowState>> {
     let (prev_contacts, prev_rows, prev_states) = ws.previous.as_ref()?;
     let map = match_contacts(prev_contacts, &asm.contacts);
-    let lookup = |kind: &RowKind| prev_rows.iter().position(|r| r == kind).map(|i| prev_states[i]);
+    let index = row_index(prev_rows);
+    let lookup = |kind: &RowKind| index.get(kind).map(|&i| prev_states[i]);
     let guess = asm
         .rows
         .iter()

@@ -3,12 +3,13 @@
 //! and the constraint stage (`contact`: contacts, joint limits and joint friction as
 //! LCP rows, and the position stage). The [`crate::sim::Simulator`] runs them in order.
 
+mod islands;
 mod semi_implicit_euler;
 
 pub mod contact;
 pub use contact::{
     BounceGradients, ConstraintRecord, ContactInfo, ContactModel, ContactOptions, ContactSolver, PenetrationRecovery,
-    PositionCorrection, RowKind, POSITION_REGULARIZATION,
+    PositionCorrection, RowKind, LIMIT_TOLERANCE, POSITION_REGULARIZATION,
 };
 pub(crate) use semi_implicit_euler::check_dt;
 pub use semi_implicit_euler::{

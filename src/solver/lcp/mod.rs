@@ -72,7 +72,8 @@ pub enum SolvePath {
 }
 
 impl SolvePath {
-    fn rank(self) -> u8 {
+    /// The order of the paths, from the best (no rows) to the last resort (PGS).
+    pub(crate) fn rank(self) -> u8 {
         match self {
             SolvePath::Empty => 0,
             SolvePath::WarmStart => 1,
