@@ -979,6 +979,9 @@ pub(crate) fn constraint_stage(
     // The assembly's buffers (a dense `m × nv` Jacobian) are kept in the workspace.
     let mut asm = std::mem::take(&mut ws.assembly);
     let mut crow = std::mem::take(&mut ws.contact_rows);
+    // Per contact: a speculative contact that waits outside the LCP ([`open_contacts`]).
+    let mut waiting: Option<Vec<bool>> = None;
+    let mut contact_resolves = 0;
     let (sol, v_next, correction) = loop {
         asm.contacts.clone_from(&contacts);
         assemble_into(&mut asm, &mut crow, model, data, q, v, v_free.as_slice(), h, options, &added, relaxed)?;
@@ -988,18 +991,22 @@ pub(crate) fn constraint_stage(
             return Ok(None);
         }
         let b = &asm.j * &v_free + &asm.bias;
+        let waits = waiting.get_or_insert_with(|| open_contacts(&asm, v_free.as_slice(), h));
+        let mut closed = vec![];
         let (sol, dv) = match pivoting_rows(&asm, options) {
             Some(kinds) => solve_pivoting(&asm, &kinds, effective_inertia_matrix(model, data, h), &b, options)?,
             None => {
                 let inertia = effective_inertia_matrix(model, data, h);
                 let row_trees: Vec<[usize; 2]> =
                     asm.rows.iter().map(|&k| row_trees(&ws.trees, k, &asm.contacts)).collect();
+                let row_waits = waiting_rows(&asm, waits);
                 let system = RowSystem {
                     j: &asm.j,
                     row_trees: &row_trees,
                     b: &b,
                     bounds: &asm.bounds,
                     regularization: asm.regularization.as_slice(),
+                    waiting: &row_waits,
                 };
                 let guess = match (&previous_pass, options.warm_start) {
                     (_, false) => None,
@@ -1012,6 +1019,7 @@ pub(crate) fn constraint_stage(
                     }
                 };
                 let out = solve_islands(&ws.trees, &inertia, &system, &options.lcp, guess.as_deref())?;
+                closed = closed_contacts(&asm, waits, out.lcp.w.as_slice());
                 (out.lcp, out.dv)
             }
         };
@@ -1021,13 +1029,23 @@ pub(crate) fn constraint_stage(
         fallbacks += sol.stats.fallbacks;
         first_stats.get_or_insert(sol.stats);
         let v_next = &v_free + dv;
+        // Waiting contacts that the solution closes join the LCP, solved again (each such
+        // pass adds at least one contact).
+        if !closed.is_empty() {
+            for c in closed {
+                waits[c] = false;
+            }
+            contact_resolves += 1;
+            previous_pass = Some((asm.rows.clone(), sol.states));
+            continue;
+        }
         // No accurate solution with the recovery biases: the rows ask for separations that
         // no motion gives (an infeasible set: no exact solution), or that only impulses so
         // large that their rounding leaves a row violated give (a nearly infeasible set);
         // solved again without them (see the module docs).
         let inaccurate = sol.stats.residual > options.lcp.tolerance
             || violates_rows(&asm, v_free.as_slice(), v_next.as_slice(), sol.f.as_slice());
-        if !relaxed && passes < MAX_LIMIT_PASSES && inaccurate && asm.bias.iter().any(|&b| b < 0.0) {
+        if !relaxed && passes < MAX_LIMIT_PASSES + contact_resolves && inaccurate && asm.bias.iter().any(|&b| b < 0.0) {
             relaxed = true;
             previous_pass = Some((asm.rows.clone(), sol.states));
             continue;
@@ -1039,13 +1057,13 @@ pub(crate) fn constraint_stage(
         // solved again with it.
         let mut correction = None;
         if missing.is_empty() && split && asm.penetrates() {
-            let p = position_stage(model, data, &ws.trees, &asm, h, options, v_next.as_slice())?;
+            let p = position_stage(model, data, &ws.trees, &asm, waits, h, options, v_next.as_slice())?;
             if p.stats.residual <= options.lcp.tolerance {
                 missing = missing_limit_rows(model, q, p.v_position.as_slice(), h, &asm.rows, false);
             }
             correction = Some(p);
         }
-        if missing.is_empty() || passes >= MAX_LIMIT_PASSES {
+        if missing.is_empty() || passes >= MAX_LIMIT_PASSES + contact_resolves {
             break (sol, v_next, correction);
         }
         added.extend(missing);
@@ -1096,11 +1114,13 @@ pub(crate) fn constraint_stage(
 /// Solves the position stage ([`PositionCorrection`]) after the velocity stage gave
 /// `v_plus`: the frictionless LCP on the position rows alone (the other rows carry no
 /// pseudo-impulse).
+#[allow(clippy::too_many_arguments)]
 fn position_stage(
     model: &Model,
     data: &mut Data,
     trees: &Trees,
     asm: &Assembly,
+    waiting: &[bool],
     h: f64,
     options: &ContactOptions,
     v_plus: &[f64],
@@ -1120,8 +1140,36 @@ fn position_stage(
     let regularization: Vec<f64> = used.iter().map(|&r| asm.position_regularization(r, options)).collect();
     let bounds = vec![RowBound::Box { lo: 0.0, hi: f64::INFINITY }; used.len()];
     let row_trees: Vec<[usize; 2]> = used.iter().map(|&r| row_trees(trees, asm.rows[r], &asm.contacts)).collect();
-    let system = RowSystem { j: &j, row_trees: &row_trees, b: &b, bounds: &bounds, regularization: &regularization };
-    let out = solve_islands(trees, &effective_inertia_matrix(model, data, h), &system, &options.lcp, None)?;
+    // The contacts still waiting after the velocity stage wait here too, until the
+    // correction closes them (`w < 0` on their row: `φ + h J_n v_p < 0`).
+    let contact_of = |r: usize| match asm.rows[r] {
+        RowKind::ContactNormal { contact } => Some(contact),
+        _ => None,
+    };
+    let mut row_waits: Vec<bool> =
+        used.iter().map(|&r| contact_of(r).is_some_and(|c| waiting.get(c).copied().unwrap_or(false))).collect();
+    let inertia = effective_inertia_matrix(model, data, h);
+    let out = loop {
+        let system = RowSystem {
+            j: &j,
+            row_trees: &row_trees,
+            b: &b,
+            bounds: &bounds,
+            regularization: &regularization,
+            waiting: &row_waits,
+        };
+        let out = solve_islands(trees, &inertia, &system, &options.lcp, None)?;
+        let mut closed = false;
+        for (k, wait) in row_waits.iter_mut().enumerate() {
+            if *wait && out.lcp.w[k] < 0.0 {
+                *wait = false;
+                closed = true;
+            }
+        }
+        if !closed {
+            break out;
+        }
+    };
     let (sol, v_position) = (out.lcp, &vp + out.dv);
     let mut impulses = DVector::zeros(m);
     let mut states = vec![RowState::Separating; m];
@@ -1354,6 +1402,47 @@ fn row_trees(trees: &Trees, kind: RowKind, contacts: &[Contact]) -> [usize; 2] {
         | RowKind::VelocityUpper { dof }
         | RowKind::JointFriction { dof } => [trees.of_dof[dof], usize::MAX],
     }
+}
+
+/// The speculative contacts that wait outside the LCP, per contact of `asm`: a gap
+/// (φ > 0) that the free motion does not close within the step (`φ + h J_n v_f > 0`).
+/// Such a contact's rows separate with zero force whenever the solution without them
+/// leaves the gap open (`J_n v⁺ + φ/h ≥ 0`, its normal row's condition with the
+/// speculative bias `φ/h`; its friction is bounded by `μ·0`), so the LCP without them has
+/// the same solution; those the solution closes join it ([`closed_contacts`]). Their
+/// rows stay in the record, separating with zero force. A resting pile's speculative
+/// contacts between neighbours would otherwise join all its columns into one island.
+fn open_contacts(asm: &Assembly, v_free: &[f64], h: f64) -> Vec<bool> {
+    (0..asm.contacts.len())
+        .map(|i| {
+            let phi = asm.gap[3 * i];
+            let vn: f64 = asm.j.row(3 * i).iter().zip(v_free).map(|(a, b)| a * b).sum();
+            phi > 0.0 && phi + h * vn > 0.0 && !asm.info[i].bounce
+        })
+        .collect()
+}
+
+/// Per row of `asm`: whether it belongs to a waiting contact.
+fn waiting_rows(asm: &Assembly, waiting: &[bool]) -> Vec<bool> {
+    asm.rows
+        .iter()
+        .map(|k| match *k {
+            RowKind::ContactNormal { contact } | RowKind::ContactFriction { contact, .. } => waiting[contact],
+            _ => false,
+        })
+        .collect()
+}
+
+/// The waiting contacts whose normal row the solution violates (`w < 0`).
+fn closed_contacts(asm: &Assembly, waiting: &[bool], w: &[f64]) -> Vec<usize> {
+    asm.rows
+        .iter()
+        .enumerate()
+        .filter_map(|(r, k)| match *k {
+            RowKind::ContactNormal { contact } if waiting[contact] && w[r] < 0.0 => Some(contact),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The position of each row kind in `rows` (the first, for a repeated kind).

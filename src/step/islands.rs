@@ -71,8 +71,9 @@ pub(crate) struct Island {
 
 /// The islands of rows that act on the trees `row_trees` (per row, up to two trees;
 /// `usize::MAX` for none), friction rows joined to their normal rows. A row on no tree
-/// is an island without dofs. Islands are ordered by their first row.
-pub(crate) fn islands(trees: &Trees, row_trees: &[[usize; 2]], bounds: &[RowBound]) -> Vec<Island> {
+/// is an island without dofs. Rows marked in `waiting` (empty: none) belong to no
+/// island. Islands are ordered by their first row.
+pub(crate) fn islands(trees: &Trees, row_trees: &[[usize; 2]], bounds: &[RowBound], waiting: &[bool]) -> Vec<Island> {
     let m = row_trees.len();
     let nt = trees.dofs.len();
     // Union–find over rows (0..m) and trees (m..m + nt).
@@ -91,12 +92,13 @@ pub(crate) fn islands(trees: &Trees, row_trees: &[[usize; 2]], bounds: &[RowBoun
             parent[hi] = lo;
         }
     }
-    for (r, pair) in row_trees.iter().enumerate() {
+    let waits = |r: usize| waiting.get(r).copied().unwrap_or(false);
+    for (r, pair) in row_trees.iter().enumerate().filter(|&(r, _)| !waits(r)) {
         for &t in pair.iter().filter(|&&t| t < nt) {
             join(&mut parent, r, m + t);
         }
     }
-    for (r, bound) in bounds.iter().enumerate() {
+    for (r, bound) in bounds.iter().enumerate().filter(|&(r, _)| !waits(r)) {
         if let RowBound::Friction { normal, .. } = *bound {
             if normal < m {
                 join(&mut parent, r, normal);
@@ -105,7 +107,7 @@ pub(crate) fn islands(trees: &Trees, row_trees: &[[usize; 2]], bounds: &[RowBoun
     }
     let mut slot = vec![usize::MAX; m + nt];
     let mut out: Vec<Island> = Vec::new();
-    for r in 0..m {
+    for r in (0..m).filter(|&r| !waits(r)) {
         let k = root(&mut parent, r);
         if slot[k] == usize::MAX {
             slot[k] = out.len();
@@ -138,6 +140,9 @@ pub(crate) struct RowSystem<'a> {
     pub bounds: &'a [RowBound],
     /// The diagonal regularization `R` (`m`).
     pub regularization: &'a [f64],
+    /// Rows held at `f = 0` outside the LCP (`m`, or empty for none): the caller checks
+    /// their `w` in the solution.
+    pub waiting: &'a [bool],
 }
 
 /// The solution of a [`RowSystem`]: the LCP solution over all rows (islands merged) and
@@ -174,7 +179,7 @@ pub(crate) fn solve_islands(
         ..LcpStats::default()
     };
     let mut local = vec![usize::MAX; m];
-    for island in islands(trees, system.row_trees, system.bounds) {
+    for island in islands(trees, system.row_trees, system.bounds, system.waiting) {
         let (rows, dofs) = (&island.rows, &island.dofs);
         for (p, &r) in rows.iter().enumerate() {
             local[r] = p;
@@ -225,6 +230,10 @@ pub(crate) fn solve_islands(
             }
         }
         merge_stats(&mut stats, &sol.stats);
+    }
+    // The waiting rows: no force, `w = J Δv + b`.
+    for r in (0..m).filter(|&r| system.waiting.get(r).copied().unwrap_or(false)) {
+        w[r] = system.j.row(r).iter().zip(dv.iter()).map(|(a, b)| a * b).sum::<f64>() + system.b[r];
     }
     Ok(IslandSolution { lcp: LcpSolution { f, w, states, stats }, dv })
 }
@@ -322,14 +331,20 @@ mod tests {
         let bounds = vec![unilateral, unilateral, RowBound::Friction { normal: 1, mu: 0.8 }, unilateral, unilateral];
         let regularization = vec![0.0, 1e-3, 0.0, 0.0, 0.0];
         let row_trees = [[0, usize::MAX], [1, 2], [1, 2], [usize::MAX; 2], [2, usize::MAX]];
-        let found = islands(&trees, &row_trees, &bounds);
+        let found = islands(&trees, &row_trees, &bounds, &[]);
         assert_eq!(found.len(), 3, "{found:?}");
         assert_eq!(found[0], Island { rows: vec![0], dofs: vec![0, 1] });
         assert_eq!(found[1], Island { rows: vec![1, 2, 4], dofs: (2..10).collect() });
         assert_eq!(found[2], Island { rows: vec![3], dofs: vec![] });
 
-        let system =
-            RowSystem { j: &j, row_trees: &row_trees, b: &b, bounds: &bounds, regularization: &regularization };
+        let system = RowSystem {
+            j: &j,
+            row_trees: &row_trees,
+            b: &b,
+            bounds: &bounds,
+            regularization: &regularization,
+            waiting: &[],
+        };
         let options = LcpOptions::default();
         let out = solve_islands(&trees, &inertia, &system, &options, None).unwrap();
         let chol = Cholesky::new(inertia.clone()).unwrap();
@@ -343,6 +358,18 @@ mod tests {
         assert!(out.lcp.f.iter().any(|&x| x > 0.0), "some row pushes");
         assert_eq!(out.lcp.stats.islands, 3);
         assert!(out.lcp.stats.residual <= options.tolerance);
+
+        // Row 4 waiting: no force, in no island, its w from the others' Δv.
+        let waiting = [false, false, false, false, true];
+        let system = RowSystem { waiting: &waiting, ..system };
+        let out = solve_islands(&trees, &inertia, &system, &options, None).unwrap();
+        assert_eq!(out.lcp.f[4], 0.0);
+        assert_eq!(out.lcp.states[4], RowState::Separating);
+        let w4 = j.row(4).iter().zip(out.dv.iter()).map(|(a, b)| a * b).sum::<f64>() + b[4];
+        assert!((out.lcp.w[4] - w4).abs() <= 1e-15, "{} vs {w4}", out.lcp.w[4]);
+        assert_eq!(out.lcp.stats.islands, 3);
+        let kept = islands(&trees, &row_trees, &bounds, &waiting);
+        assert_eq!(kept[1], Island { rows: vec![1, 2], dofs: (2..10).collect() });
     }
 
     #[test]
@@ -356,14 +383,27 @@ mod tests {
         j[(0, 0)] = 1.0;
         let b = DVector::from_vec(vec![-1.0]);
         let bounds = vec![RowBound::Box { lo: 0.0, hi: f64::INFINITY }];
-        let system = RowSystem { j: &j, row_trees: &[[0, usize::MAX]], b: &b, bounds: &bounds, regularization: &[0.0] };
+        let system = RowSystem {
+            j: &j,
+            row_trees: &[[0, usize::MAX]],
+            b: &b,
+            bounds: &bounds,
+            regularization: &[0.0],
+            waiting: &[],
+        };
         let err = solve_islands(&trees, &inertia, &system, &LcpOptions::default(), None).err().expect("an error");
         assert!(err.to_string().contains("not positive definite"), "{err}");
         // The singular block belongs to a tree no row touches: solved.
         let mut j2 = DMatrix::zeros(1, nv);
         j2[(0, 5)] = 1.0;
-        let system =
-            RowSystem { j: &j2, row_trees: &[[2, usize::MAX]], b: &b, bounds: &bounds, regularization: &[0.0] };
+        let system = RowSystem {
+            j: &j2,
+            row_trees: &[[2, usize::MAX]],
+            b: &b,
+            bounds: &bounds,
+            regularization: &[0.0],
+            waiting: &[],
+        };
         let out = solve_islands(&trees, &inertia, &system, &LcpOptions::default(), None).unwrap();
         assert!((out.lcp.f[0] - 1.0).abs() < 1e-14 && (out.dv[5] - 1.0).abs() < 1e-14);
     }
