@@ -982,6 +982,8 @@ pub(crate) fn constraint_stage(
     // Per contact: a speculative contact that waits outside the LCP ([`open_contacts`]).
     let mut waiting: Option<Vec<bool>> = None;
     let mut contact_resolves = 0;
+    // M̃ at q: the same for every pass.
+    let inertia = effective_inertia_matrix(model, data, h);
     let (sol, v_next, correction) = loop {
         asm.contacts.clone_from(&contacts);
         assemble_into(&mut asm, &mut crow, model, data, q, v, v_free.as_slice(), h, options, &added, relaxed)?;
@@ -994,9 +996,8 @@ pub(crate) fn constraint_stage(
         let waits = waiting.get_or_insert_with(|| open_contacts(&asm, v_free.as_slice(), h));
         let mut closed = vec![];
         let (sol, dv) = match pivoting_rows(&asm, options) {
-            Some(kinds) => solve_pivoting(&asm, &kinds, effective_inertia_matrix(model, data, h), &b, options)?,
+            Some(kinds) => solve_pivoting(&asm, &kinds, inertia.clone(), &b, options)?,
             None => {
-                let inertia = effective_inertia_matrix(model, data, h);
                 let row_trees: Vec<[usize; 2]> =
                     asm.rows.iter().map(|&k| row_trees(&ws.trees, k, &asm.contacts)).collect();
                 let row_waits = waiting_rows(&asm, waits);
@@ -1057,7 +1058,7 @@ pub(crate) fn constraint_stage(
         // solved again with it.
         let mut correction = None;
         if missing.is_empty() && split && asm.penetrates() {
-            let p = position_stage(model, data, &ws.trees, &asm, waits, h, options, v_next.as_slice())?;
+            let p = position_stage(&inertia, &ws.trees, &asm, waits, h, options, v_next.as_slice())?;
             if p.stats.residual <= options.lcp.tolerance {
                 missing = missing_limit_rows(model, q, p.v_position.as_slice(), h, &asm.rows, false);
             }
@@ -1113,11 +1114,9 @@ pub(crate) fn constraint_stage(
 
 /// Solves the position stage ([`PositionCorrection`]) after the velocity stage gave
 /// `v_plus`: the frictionless LCP on the position rows alone (the other rows carry no
-/// pseudo-impulse).
-#[allow(clippy::too_many_arguments)]
+/// pseudo-impulse). `inertia`: `M̃` at `q`.
 fn position_stage(
-    model: &Model,
-    data: &mut Data,
+    inertia: &DMatrix<f64>,
     trees: &Trees,
     asm: &Assembly,
     waiting: &[bool],
@@ -1142,13 +1141,8 @@ fn position_stage(
     let row_trees: Vec<[usize; 2]> = used.iter().map(|&r| row_trees(trees, asm.rows[r], &asm.contacts)).collect();
     // The contacts still waiting after the velocity stage wait here too, until the
     // correction closes them (`w < 0` on their row: `φ + h J_n v_p < 0`).
-    let contact_of = |r: usize| match asm.rows[r] {
-        RowKind::ContactNormal { contact } => Some(contact),
-        _ => None,
-    };
-    let mut row_waits: Vec<bool> =
-        used.iter().map(|&r| contact_of(r).is_some_and(|c| waiting.get(c).copied().unwrap_or(false))).collect();
-    let inertia = effective_inertia_matrix(model, data, h);
+    let all_waits = waiting_rows(asm, waiting);
+    let mut row_waits: Vec<bool> = used.iter().map(|&r| all_waits[r]).collect();
     let out = loop {
         let system = RowSystem {
             j: &j,
@@ -1158,7 +1152,7 @@ fn position_stage(
             regularization: &regularization,
             waiting: &row_waits,
         };
-        let out = solve_islands(trees, &inertia, &system, &options.lcp, None)?;
+        let out = solve_islands(trees, inertia, &system, &options.lcp, None)?;
         let mut closed = false;
         for (k, wait) in row_waits.iter_mut().enumerate() {
             if *wait && out.lcp.w[k] < 0.0 {
