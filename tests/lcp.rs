@@ -699,3 +699,69 @@ fn an_infeasible_problem_is_reported_by_its_residual() {
     assert!(sol.stats.residual > LcpOptions::default().tolerance, "{:?}", sol.stats);
     assert!(sol.f.iter().chain(sol.w.iter()).all(|x| x.is_finite()));
 }
+
+/// A problem carrying its factor `A = L Lᵀ` ([`BoxedLcp::with_factor`]) gives the solution of
+/// the same problem without it: a body (random inertia) landing on 12–20 random points of a
+/// plane (`3c` rows of rank 6), sticking (μ = 1.5) and sliding (μ = 0.1), so that the standardized solves of clamping sets of at least
+/// `lcp::FACTORED_MIN_ROWS` rows go through the factor (symmetric, and with friction rows at
+/// their bounds). Same classification, forces to 1e-8 of their scale, every LCP condition;
+/// cold and warm-started from the solution's own states.
+#[test]
+fn factor_gives_the_same_solution() {
+    let mut rng = SplitMix64::new(41);
+    let mut factored_sizes = 0;
+    for trial in 0..24 {
+        // A body (6 dofs, a random inertia) on `contacts` points of the plane z = 0 under it.
+        let (contacts, d) = (12 + trial % 9, 6);
+        let m = 3 * contacts;
+        let mu = if trial % 2 == 0 { 1.5 } else { 0.1 };
+        let mut j = DMatrix::zeros(m, d);
+        let mut bounds = Vec::with_capacity(m);
+        for c in 0..contacts {
+            let p = nalgebra::Vector3::new(rng.range(-0.3, 0.3), rng.range(-0.2, 0.2), -0.1);
+            for (k, dir) in [nalgebra::Vector3::z(), nalgebra::Vector3::x(), nalgebra::Vector3::y()].iter().enumerate()
+            {
+                let ang = p.cross(dir);
+                for e in 0..3 {
+                    j[(3 * c + k, e)] = ang[e];
+                    j[(3 * c + k, 3 + e)] = dir[e];
+                }
+                bounds.push(if k == 0 { RowBound::UNILATERAL } else { RowBound::Friction { normal: 3 * c, mu } });
+            }
+        }
+        let mut mass = DMatrix::identity(d, d) * rng.range(0.5, 2.0);
+        mass.view_mut((0, 0), (3, 3)).copy_from(&(random_spd(&mut rng, 3) * 0.02));
+        let chol = mass.clone().cholesky().unwrap();
+        // L = J C⁻ᵀ with M = C Cᵀ, so A = L Lᵀ = J M⁻¹ Jᵀ.
+        let l = chol.l().solve_lower_triangular(&j.transpose()).unwrap().transpose();
+        let a = &l * l.transpose();
+        // Falling onto the plane, sliding along x.
+        let v = DVector::from_row_slice(&[0.0, 0.0, 0.0, 1.0, 0.0, -2.0]);
+        let b = &j * v;
+        let plain = BoxedLcp::new(a.clone(), b.clone(), bounds.clone()).unwrap();
+        let with = BoxedLcp::new(a, b, bounds).unwrap().with_factor(l).unwrap();
+        let opts = LcpOptions::default();
+        let p = solve(&plain, &opts, None).unwrap();
+        assert_lcp_conditions(&plain, &p.f, &p.w, 1e-9, "plain");
+        let clamping = p.states.iter().filter(|s| **s == RowState::Clamping).count();
+        if clamping >= lcp::FACTORED_MIN_ROWS && clamping > d {
+            factored_sizes += 1;
+        }
+        for warm in [None, Some(p.states.clone())] {
+            let p = solve(&plain, &opts, warm.as_deref()).unwrap();
+            let q = solve(&with, &opts, warm.as_deref()).unwrap();
+            assert_eq!(q.states, p.states, "trial {trial}: classification");
+            let scale = p.f.amax().max(1.0);
+            assert!((&q.f - &p.f).amax() <= 1e-8 * scale, "trial {trial}: forces differ by {:e}", (&q.f - &p.f).amax());
+            assert_lcp_conditions(&with, &q.f, &q.w, 1e-9, "factored");
+        }
+    }
+    assert!(factored_sizes >= 12, "only {factored_sizes} problems reached the factored solves");
+    // The factor is checked: rows and finiteness.
+    let plain = box_on_plane(1.0, 0.5, [0.0; 6]);
+    let bad = plain.clone().with_factor(DMatrix::zeros(5, 3));
+    assert!(matches!(bad, Err(Error::Dimension { .. })), "{bad:?}");
+    let mut nan = DMatrix::zeros(12, 3);
+    nan[(4, 1)] = f64::NAN;
+    assert!(matches!(plain.with_factor(nan), Err(Error::NonFinite { .. })));
+}

@@ -351,3 +351,75 @@ fn pseudo_inverse_degenerate_inputs() {
     assert!(min_norm_solve(&DMatrix::identity(2, 2), &DVector::from_vec(vec![1.0, f64::INFINITY]), 1e-12).is_none());
     assert!(min_norm_solve(&DMatrix::identity(2, 2), &DVector::zeros(3), 1e-12).is_none());
 }
+
+/// The factored pseudo-inverse of `K = L Nᵀ` (tall `k × d` factors, the Delassus blocks of
+/// many contact rows on few dofs) is the dense one: symmetric (`N = L`) and general,
+/// `L` of full column rank and rank-deficient (two dependent columns), `k` from `d` to
+/// `12 d`. Against `pseudo_inverse` / `min_norm_solve` of the formed `K`: the same rank,
+/// `K⁺` to 1e-10 of its scale, and the same minimum-norm solution of a consistent
+/// right-hand side (residual ≤ 1e-12, no null-space component).
+#[test]
+fn factored_pseudo_inverse_is_the_dense_one() {
+    use nalgebra::DMatrix;
+    use stiction::math::{min_norm_solve_factored, FactoredPseudoInverse};
+    let mut rng = SplitMix64::new(29);
+    for trial in 0..120 {
+        let d = 2 + trial % 6;
+        let k = d * (1 + trial % 12);
+        let mut l = DMatrix::from_fn(k, d, |_, _| rng.range(-1.0, 1.0));
+        let deficient = d >= 3 && trial % 3 == 0;
+        if deficient {
+            // Column d−1 a combination of columns 0 and 1: rank d − 1.
+            let c = 0.7 * l.column(0) - 0.4 * l.column(1);
+            l.set_column(d - 1, &c);
+        }
+        let n = (trial % 2 == 1).then(|| {
+            // N = L + Eᵀ L_U-like perturbation: a general nonsymmetric K with the same column space of L.
+            let mut n = l.clone();
+            for r in 0..k {
+                let s = rng.range(-0.5, 0.5);
+                let src = (r * 7 + 3) % k;
+                for c in 0..d {
+                    n[(r, c)] += s * l[(src, c)];
+                }
+            }
+            n
+        });
+        let kmat = &l * n.as_ref().unwrap_or(&l).transpose();
+        let (dense, rank) = pseudo_inverse(&kmat, 1e-12).expect("dense pseudo-inverse");
+        let fact = FactoredPseudoInverse::new(&l, n.as_ref(), 1e-12).expect("factored pseudo-inverse");
+        assert_eq!(fact.rank(), rank, "trial {trial}: rank ({k}×{d}, deficient {deficient})");
+        assert_eq!(fact.size(), k);
+        let formed = fact.to_matrix();
+        let err = (&formed - &dense).amax() / dense.amax();
+        assert!(err <= 1e-10, "trial {trial}: K⁺ differs by {err:e} ({k}×{d}, deficient {deficient})");
+        let x0 = DVector::from_fn(k, |_, _| rng.range(-1.0, 1.0));
+        for transpose in [false, true] {
+            let want = if transpose { dense.transpose() * &x0 } else { &dense * &x0 };
+            let got = fact.apply(&x0, transpose);
+            assert!((&got - &want).amax() <= 1e-10 * want.amax().max(1.0), "trial {trial}: apply({transpose})");
+        }
+        let r = &kmat * &x0;
+        let x = min_norm_solve_factored(&l, n.as_ref(), &r, 1e-12).expect("factored solve");
+        let xd = min_norm_solve(&kmat, &r, 1e-12).expect("dense solve");
+        let residual = (&kmat * &x - &r).amax() / r.amax();
+        assert!(residual <= 1e-12, "trial {trial}: residual {residual:e}");
+        assert!((&x - &xd).amax() <= 1e-10 * xd.amax(), "trial {trial}: solutions differ by {:e}", (&x - &xd).amax());
+        let pm = fact.apply_matrix(&kmat);
+        assert!((&pm - &dense * &kmat).amax() <= 1e-10, "trial {trial}: K⁺K");
+    }
+    // Degenerate inputs: a short L, mismatched shapes, non-finite entries.
+    let l = DMatrix::from_element(2, 3, 1.0);
+    assert!(FactoredPseudoInverse::new(&l, None, 1e-12).is_none());
+    let l = DMatrix::from_element(4, 2, 1.0);
+    assert!(FactoredPseudoInverse::new(&l, Some(&DMatrix::zeros(4, 3)), 1e-12).is_none());
+    assert!(min_norm_solve_factored(&l, None, &DVector::zeros(3), 1e-12).is_none());
+    let mut bad = l.clone();
+    bad[(1, 1)] = f64::NAN;
+    assert!(FactoredPseudoInverse::new(&bad, None, 1e-12).is_none());
+    assert!(min_norm_solve_factored(&l, None, &DVector::from_element(4, f64::INFINITY), 1e-12).is_none());
+    assert_eq!(
+        min_norm_solve_factored(&DMatrix::zeros(3, 0), None, &DVector::zeros(3), 1e-12),
+        Some(DVector::zeros(3))
+    );
+}

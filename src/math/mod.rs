@@ -27,7 +27,7 @@ pub use lie::{
     se3_right_jacobian_inv, so3_left_jacobian, so3_left_jacobian_inv, so3_log, so3_right_jacobian,
     so3_right_jacobian_inv,
 };
-pub use pseudo_inverse::{min_norm_solve, pseudo_inverse};
+pub use pseudo_inverse::{min_norm_solve, min_norm_solve_factored, pseudo_inverse, FactoredPseudoInverse};
 pub use rng::SplitMix64;
 pub use so3::so3_exp;
 pub use spatial::{Force, Motion};

@@ -192,6 +192,8 @@ pub(crate) fn solve_islands(
         let ji = DMatrix::from_fn(k, n, |r, c| system.j[(rows[r], dofs[c])]);
         let mut a;
         let y;
+        let mut factor = None;
+        let regularized = rows.iter().any(|&r| system.regularization[r] != 0.0);
         if n > 0 {
             let block = DMatrix::from_fn(n, n, |r, c| inertia[(dofs[r], dofs[c])]);
             let chol = Cholesky::<f64, Dyn>::new(block).ok_or_else(|| Error::Numerical {
@@ -201,6 +203,14 @@ pub(crate) fn solve_islands(
             let solved = chol.solve(&ji.transpose()); // M̃⁻¹ Jᵀ (n × k)
             a = &ji * &solved;
             y = Some(solved);
+            // More rows than dofs and no regularization: A = L Lᵀ with L = J_RD C⁻ᵀ
+            // (M̃_DD = C Cᵀ), which the standardized solves of large clamping sets use.
+            if k > n && !regularized {
+                let mut lt = ji.transpose();
+                if chol.l_dirty().solve_lower_triangular_mut(&mut lt) {
+                    factor = Some(lt.transpose());
+                }
+            }
         } else {
             a = DMatrix::zeros(k, k);
             y = None;
@@ -217,7 +227,11 @@ pub(crate) fn solve_islands(
             })
             .collect();
         let island_guess: Option<Vec<RowState>> = guess.map(|g| rows.iter().map(|&r| g[r]).collect());
-        let sol = solve(&BoxedLcp::new(a, b, bounds)?, options, island_guess.as_deref())?;
+        let mut problem = BoxedLcp::new(a, b, bounds)?;
+        if let Some(l) = factor {
+            problem = problem.with_factor(l)?;
+        }
+        let sol = solve(&problem, options, island_guess.as_deref())?;
         for (p, &r) in rows.iter().enumerate() {
             f[r] = sol.f[p];
             w[r] = sol.w[p];

@@ -43,9 +43,11 @@ use crate::collision::Contact;
 use crate::constraint::{ContactRowDerivatives, ContactRows, RowScratch, SubtreeTranslation};
 use crate::dynamics::{forward_kinematics, Data, DerivativeData};
 use crate::error::{Error, Result};
-use crate::math::{mul_into, reshape_for_overwrite, reshape_vector, SymmetricEigenWorkspace, Vec3};
+use crate::math::{
+    mul_into, reshape_for_overwrite, reshape_vector, FactoredPseudoInverse, SymmetricEigenWorkspace, Vec3,
+};
 use crate::model::{ParamKind, ParamSpec};
-use crate::solver::lcp::{RowBound, RowState};
+use crate::solver::lcp::{RowBound, RowState, FACTORED_MIN_ROWS};
 use crate::step::contact::{
     assemble_into, refactor_effective_inertia, regularization_sides, subtree_mass, Assembly, RowKind,
 };
@@ -224,6 +226,10 @@ pub(crate) struct StageBuffers {
     pub has_dl_df: bool,
     /// The eigendecomposition of `Â` (or of its Jordan–Wielandt matrix).
     pub eig: SymmetricEigenWorkspace,
+    /// `Â⁺` kept factored in place of `eig` for a large, low-rank `Â`
+    /// ([`uses_factored_pinv`], no regularization): `Â = L Nᵀ` with `L = J_C C⁻ᵀ`,
+    /// `N = Ĵ C⁻ᵀ`, `M̃ = C Cᵀ`, in `O(|C| nv²)` instead of `O(|C|³)`.
+    pub factored: Option<FactoredPseudoInverse>,
     /// `Â⁺` formed by [`crate::math::pseudo_inverse`] in place of `eig`: the forward
     /// linearization's dense path ([`linearize_constraints_with`]), which keeps the
     /// arithmetic of the Jacobians as it was before the allocation-free reverse path.
@@ -253,6 +259,16 @@ pub(crate) struct StageBuffers {
     pub shared: Vec<usize>,
 }
 
+/// Whether a stage with `nclamp` clamping rows on `nv` dofs keeps `Â⁺` factored
+/// ([`StageBuffers::factored`]): at least [`FACTORED_MIN_ROWS`] rows and four times as
+/// many rows as dofs, where the dense decomposition of `Â` would dominate the backward
+/// pass (a box on 256 supporting contacts: 768 rows of rank 6). The factored form
+/// allocates; the dense one reuses `eig`, so that smaller stages (four boxes on the
+/// ground: 48 rows on 24 dofs) keep the backward sweep free of allocations.
+pub(crate) fn uses_factored_pinv(nclamp: usize, nv: usize) -> bool {
+    nclamp >= FACTORED_MIN_ROWS && nclamp >= 4 * nv
+}
+
 impl StageBuffers {
     /// [`StageSystem::has_null_space_term`] from the buffers (`no_contacts`: the stage
     /// has no contact rows).
@@ -266,6 +282,10 @@ impl StageBuffers {
             *out = if transpose { p.transpose() * x } else { p * x };
             return;
         }
+        if let Some(p) = &self.factored {
+            *out = p.apply(x, transpose);
+            return;
+        }
         reshape_vector(out, self.clamping.len());
         self.eig.apply_pseudo_inverse(x.as_slice(), transpose, out.as_mut_slice());
     }
@@ -274,6 +294,9 @@ impl StageBuffers {
     pub(crate) fn pinv_matrix(&self) -> DMatrix<f64> {
         if let Some(p) = &self.dense_pinv {
             return p.clone();
+        }
+        if let Some(p) = &self.factored {
+            return p.to_matrix();
         }
         let mut out = DMatrix::zeros(0, 0);
         self.eig.form_pseudo_inverse(&mut out);
@@ -493,10 +516,25 @@ impl<'a> StageSystem<'a> {
         for (i, &r) in b.clamping.iter().enumerate() {
             b.ahat[(i, i)] += asm.regularization[r];
         }
-        b.rank = b.eig.factor_pseudo_inverse(&b.ahat, RANK_TOL).ok_or_else(|| Error::Numerical {
+        let failed = || Error::Numerical {
             algorithm: "contact backward",
             detail: "the pseudo-inverse of A_CC failed (a non-finite matrix or no eigendecomposition)".into(),
-        })?;
+        };
+        b.factored = None;
+        if uses_factored_pinv(nclamp, nv) && b.clamping.iter().all(|&r| asm.regularization[r] == 0.0) {
+            // Â = J_C M̃⁻¹ Ĵᵀ = (J_C C⁻ᵀ)(Ĵ C⁻ᵀ)ᵀ with M̃ = C Cᵀ.
+            let factor = |rows: &DMatrix<f64>| {
+                let mut t = rows.transpose();
+                chol.l_dirty().solve_lower_triangular_mut(&mut t).then(|| t.transpose())
+            };
+            let l = factor(&b.jc).ok_or_else(failed)?;
+            let n = if b.u_friction.is_empty() { None } else { Some(factor(&b.jhat).ok_or_else(failed)?) };
+            let p = FactoredPseudoInverse::new(&l, n.as_ref(), RANK_TOL).ok_or_else(failed)?;
+            b.rank = p.rank();
+            b.factored = Some(p);
+        } else {
+            b.rank = b.eig.factor_pseudo_inverse(&b.ahat, RANK_TOL).ok_or_else(failed)?;
+        }
         Ok(StageSystem { view, b })
     }
 
@@ -674,12 +712,14 @@ pub(crate) fn linearize_constraints_with(
         for (i, &r) in b.clamping.iter().enumerate() {
             b.ahat[(i, i)] += sys.view.asm.regularization[r];
         }
-        let (p, rank) = crate::math::pseudo_inverse(&b.ahat, RANK_TOL).ok_or_else(|| Error::Numerical {
-            algorithm: "contact backward",
-            detail: "the pseudo-inverse of A_CC failed (a non-finite matrix or no eigendecomposition)".into(),
-        })?;
-        b.rank = rank;
-        b.dense_pinv = Some(p);
+        if b.factored.is_none() {
+            let (p, rank) = crate::math::pseudo_inverse(&b.ahat, RANK_TOL).ok_or_else(|| Error::Numerical {
+                algorithm: "contact backward",
+                detail: "the pseudo-inverse of A_CC failed (a non-finite matrix or no eigendecomposition)".into(),
+            })?;
+            b.rank = rank;
+            b.dense_pinv = Some(p);
+        }
     }
     let model: &Model = &rec.model;
     let (nv, np, h) = (model.nv(), rec.params.len(), rec.dt);
@@ -824,7 +864,11 @@ pub(crate) fn linearize_constraints_with(
             add_columns(&mut inner, &rd.jtf_translation(model, data, rows, &lambda, moves)?);
         }
         dahat_t += &sys.b.jhat * chol.solve(&inner);
-        let proj = DMatrix::identity(nclamp, nclamp) - &ahat_pinv * &sys.b.ahat;
+        let pinv_ahat = match &sys.b.factored {
+            Some(p) => p.apply_matrix(&sys.b.ahat),
+            None => &ahat_pinv * &sys.b.ahat,
+        };
+        let proj = DMatrix::identity(nclamp, nclamp) - pinv_ahat;
         let n = proj * dahat_t;
         direct += &sys.b.minv_jhat_t * n;
     }

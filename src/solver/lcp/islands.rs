@@ -74,5 +74,6 @@ pub fn extract(problem: &BoxedLcp, rows: &[usize]) -> BoxedLcp {
             other => other,
         })
         .collect();
-    BoxedLcp { a, b, bounds }
+    let factor = problem.factor.as_ref().map(|l| l.select_rows(rows.iter()));
+    BoxedLcp { a, b, bounds, factor }
 }

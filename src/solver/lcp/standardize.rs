@@ -22,6 +22,12 @@ use super::problem::{residual, BoxedLcp, RowBound, RowState};
 /// Singular values below `RANK_RTOL · σ_max` of the reduced matrix are treated as zero.
 pub const RANK_RTOL: f64 = 1e-12;
 
+/// From this many clamping rows on, a problem with a factor `A = L Lᵀ` ([`BoxedLcp::factor`]) of fewer
+/// columns than clamping rows solves its reduced system through the factor
+/// ([`crate::math::min_norm_solve_factored`], `O(k d²)`) instead of decomposing the `k × k` matrix
+/// (`O(k³)`). Below it the dense decomposition costs microseconds.
+pub const FACTORED_MIN_ROWS: usize = 32;
+
 /// App. A.1 standardized solution for a given classification: solve the reduced system
 /// (A_CC + A_CU E) f_C = -(b_C + A_CU f_U0) with the minimum-norm (pseudo-inverse, with a relative rank
 /// tolerance) solution, f_U = E f_C (+ the constant bounds of Box rows at a nonzero bound), f_S = f_T = 0.
@@ -90,24 +96,10 @@ pub(crate) fn standardized_forces(problem: &BoxedLcp, states: &[RowState]) -> Op
     }
     let k = clamped.len();
     if k > 0 {
-        let mut kmat = DMatrix::<f64>::zeros(k, k);
-        let mut rhs = DVector::<f64>::zeros(k);
-        for (r, &i) in clamped.iter().enumerate() {
-            for (c, &j) in clamped.iter().enumerate() {
-                kmat[(r, c)] = a[(i, j)];
-            }
-            for &(u, p, coef) in &e_map {
-                kmat[(r, p)] += a[(i, u)] * coef;
-            }
-            let mut v = problem.b[i];
-            for j in 0..m {
-                if f[j] != 0.0 {
-                    v += a[(i, j)] * f[j];
-                }
-            }
-            rhs[r] = -v;
-        }
-        let fc = crate::math::min_norm_solve(&kmat, &rhs, RANK_RTOL)?;
+        let fc = match problem.factor.as_ref().filter(|l| k >= FACTORED_MIN_ROWS && l.ncols() < k) {
+            Some(l) => factored_clamping_forces(problem, l, &clamped, &e_map, &f)?,
+            None => dense_clamping_forces(problem, &clamped, &e_map, &f)?,
+        };
         for (p, &i) in clamped.iter().enumerate() {
             f[i] = fc[p];
         }
@@ -120,4 +112,58 @@ pub(crate) fn standardized_forces(problem: &BoxedLcp, states: &[RowState]) -> Op
         return None;
     }
     Some((f, w))
+}
+
+/// The clamping forces `f_C` of the reduced system `(A_CC + A_CU E) f_C = −(b_C + A f₀)` (`f₀`: the
+/// constant bounds of box rows at a nonzero bound), formed and decomposed densely.
+fn dense_clamping_forces(
+    problem: &BoxedLcp,
+    clamped: &[usize],
+    e_map: &[(usize, usize, f64)],
+    f0: &DVector<f64>,
+) -> Option<DVector<f64>> {
+    let (a, m, k) = (&problem.a, problem.b.len(), clamped.len());
+    let mut kmat = DMatrix::<f64>::zeros(k, k);
+    let mut rhs = DVector::<f64>::zeros(k);
+    for (r, &i) in clamped.iter().enumerate() {
+        for (c, &j) in clamped.iter().enumerate() {
+            kmat[(r, c)] = a[(i, j)];
+        }
+        for &(u, p, coef) in e_map {
+            kmat[(r, p)] += a[(i, u)] * coef;
+        }
+        let mut v = problem.b[i];
+        for j in 0..m {
+            if f0[j] != 0.0 {
+                v += a[(i, j)] * f0[j];
+            }
+        }
+        rhs[r] = -v;
+    }
+    crate::math::min_norm_solve(&kmat, &rhs, RANK_RTOL)
+}
+
+/// [`dense_clamping_forces`] through the factor `A = L Lᵀ`: the reduced matrix is
+/// `A_CC + A_CU E = L_C Nᵀ` with `N = L_C + Eᵀ L_U` (`k × d`), solved by
+/// [`crate::math::min_norm_solve_factored`] without forming it.
+fn factored_clamping_forces(
+    problem: &BoxedLcp,
+    l: &DMatrix<f64>,
+    clamped: &[usize],
+    e_map: &[(usize, usize, f64)],
+    f0: &DVector<f64>,
+) -> Option<DVector<f64>> {
+    let lc = l.select_rows(clamped.iter());
+    let n = (!e_map.is_empty()).then(|| {
+        let mut n = lc.clone();
+        for &(u, p, coef) in e_map {
+            for c in 0..l.ncols() {
+                n[(p, c)] += coef * l[(u, c)];
+            }
+        }
+        n
+    });
+    let lf = l.tr_mul(f0); // Lᵀ f₀ (d)
+    let rhs = DVector::from_iterator(clamped.len(), clamped.iter().map(|&i| -(problem.b[i] + (l.row(i) * &lf)[0])));
+    crate::math::min_norm_solve_factored(&lc, n.as_ref(), &rhs, RANK_RTOL)
 }
