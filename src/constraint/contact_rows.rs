@@ -18,6 +18,7 @@
 //! eq. 19, `(Jᵀ f)_i = A_iᵀ Σ_k F_k`.
 
 use super::frame::{ContactFrame, UNIT_TOLERANCE};
+use super::row_dofs::RowDofs;
 use crate::collision::{recompute, Contact};
 use crate::dynamics::Data;
 use crate::error::{Error, Result};
@@ -32,6 +33,11 @@ pub struct ContactRows {
     pub frames: Vec<ContactFrame>,
     /// The constraint Jacobian (3·nc × nv).
     pub j: DMatrix<f64>,
+    /// The dofs each contact's rows act on (one entry per contact, not per row): its
+    /// bodies' chains below their lowest common ancestor.
+    pub dofs: RowDofs,
+    /// Scratch of [`ContactRows::rebuild`].
+    scratch: Vec<usize>,
 }
 
 impl ContactRows {
@@ -53,8 +59,10 @@ impl ContactRows {
     pub fn rebuild(&mut self, model: &Model, data: &Data, contacts: &[Contact]) -> Result<()> {
         check_data(model, data)?;
         let nv = model.nv();
-        let ContactRows { frames, j } = self;
+        let ContactRows { frames, j, dofs, scratch } = self;
         frames.clear();
+        dofs.clear();
+        scratch.clear();
         crate::math::reshape(j, 3 * contacts.len(), nv);
         for (i, c) in contacts.iter().enumerate() {
             check_contact(model, c, i)?;
@@ -70,8 +78,13 @@ impl ContactRows {
                     for (r, wr) in w.iter().enumerate() {
                         j[(3 * i + r, k)] = sign * s.dot(wr);
                     }
+                    scratch.push(k);
                 });
             }
+            scratch.sort_unstable();
+            scratch.dedup();
+            dofs.push(scratch);
+            scratch.clear();
             frames.push(frame);
         }
         Ok(())

@@ -15,6 +15,8 @@
 //! * `frame` — the contact frame and the derivatives of its tangents.
 //! * `contact_rows` — `ContactRows` (frames and the 3·nc × nv matrix J), and
 //!   `recompute_contacts` (contacts re-evaluated at new poses, features kept).
+//! * `row_dofs` — `RowDofs`: the non-zero columns of each row, for products that cost a
+//!   row's dofs instead of nv.
 //! * `derivatives` — `ContactRowDerivatives`: ∂distance/∂q, ∂(Ju)/∂q, ∂(Jᵀλ)/∂q and
 //!   their vector–Jacobian products.
 
@@ -22,6 +24,7 @@ pub mod contact_rows;
 pub mod derivatives;
 pub mod detect;
 pub mod frame;
+pub mod row_dofs;
 
 pub use contact_rows::{recompute_contacts, ContactRows};
 pub use derivatives::{ContactRowDerivatives, RowScratch, SubtreeTranslation};
@@ -30,3 +33,4 @@ pub use detect::{
     ContactJacobians,
 };
 pub use frame::ContactFrame;
+pub use row_dofs::RowDofs;

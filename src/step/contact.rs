@@ -105,11 +105,12 @@
 use super::islands::{solve_islands, RowSystem, Trees};
 use super::StepInputs;
 use crate::collision::Contact;
-use crate::constraint::ContactRows;
+use crate::constraint::row_dofs::row_dot;
 use crate::constraint::{detect_contacts, match_contacts, CollisionOptions, CollisionWorkspace};
+use crate::constraint::{ContactRows, RowDofs};
 use crate::dynamics::Data;
 use crate::error::{Error, Result};
-use crate::math::{reshape, reshape_vector};
+use crate::math::{reshape, reshape_for_overwrite, reshape_vector};
 use crate::solver::lcp::{LcpOptions, LcpSolution, LcpStats, RowBound, RowState};
 use crate::solver::ppm::{self, FactoredLcp, PpmOptions, PsdRow};
 use crate::Model;
@@ -549,6 +550,8 @@ pub(crate) struct Assembly {
     pub j: DMatrix<f64>,
     /// The gap φ of each contact-normal and position-limit row (0 on the other rows).
     pub gap: DVector<f64>,
+    /// The dofs each row of `j` acts on (its other entries are zero).
+    pub row_dofs: RowDofs,
     /// Scratch of [`assemble_into`]: the joint rows before they are written.
     joint_rows: Vec<(RowKind, RowBound, f64)>,
 }
@@ -569,8 +572,19 @@ impl Assembly {
             reshape_vector(dst, src.len());
             dst.copy_from(src);
         }
-        reshape(&mut self.j, other.j.nrows(), other.j.ncols());
+        reshape_for_overwrite(&mut self.j, other.j.nrows(), other.j.ncols());
         self.j.copy_from(&other.j);
+        self.row_dofs.clone_from(&other.row_dofs);
+    }
+
+    /// `J_r · x` over the dofs of row `r` ([`RowDofs::dot`]).
+    pub fn row_dot(&self, r: usize, x: &[f64]) -> f64 {
+        self.row_dofs.dot(&self.j, r, x)
+    }
+
+    /// `J x + bias` (`m`), row by row over each row's dofs.
+    pub fn velocities_plus_bias(&self, x: &[f64]) -> DVector<f64> {
+        DVector::from_fn(self.rows.len(), |r, _| self.row_dot(r, x) + self.bias[r])
     }
 
     /// Whether row `r` is a position row (a contact normal or a joint position limit),
@@ -780,9 +794,12 @@ pub(crate) fn assemble_into(
         }
     }
     let m = 3 * nc + joint_rows.len();
-    let Assembly { contacts, info, rows, bounds, bias, bias_slope, regularization, j, gap, joint_rows } = out;
-    reshape(j, m, nv);
+    let Assembly { contacts, info, rows, bounds, bias, bias_slope, regularization, j, gap, row_dofs, joint_rows } = out;
+    // The contact rows are copied whole; only the joint rows need zeros first.
+    reshape_for_overwrite(j, m, nv);
     j.rows_mut(0, 3 * nc).copy_from(&crow.j);
+    j.rows_mut(3 * nc, m - 3 * nc).fill(0.0);
+    row_dofs.clear();
     rows.clear();
     bounds.clear();
     info.clear();
@@ -794,9 +811,12 @@ pub(crate) fn assemble_into(
         let mu = 0.5 * (sa.friction + sb.friction);
         let mu_v = 0.5 * (sa.viscous_friction + sb.viscous_friction);
         let e = 0.5 * (sa.restitution + sb.restitution);
-        let jn = crow.j.row(3 * i);
-        let vn = jn.iter().zip(v).map(|(a, b)| a * b).sum::<f64>();
-        let vn_free = jn.iter().zip(v_free).map(|(a, b)| a * b).sum::<f64>();
+        let dofs = crow.dofs.dofs(i);
+        let vn = row_dot(&crow.j, 3 * i, dofs, v);
+        let vn_free = row_dot(&crow.j, 3 * i, dofs, v_free);
+        for _ in 0..3 {
+            row_dofs.push(dofs);
+        }
         let phi = c.geometry.distance;
         let closing = phi + h * vn_free <= 0.0;
         let bounce = !relaxed && e > 0.0 && vn < -options.restitution_threshold && closing;
@@ -833,6 +853,14 @@ pub(crate) fn assemble_into(
     }
     for (r, &(kind, bound, phi)) in joint_rows.iter().enumerate() {
         let row = 3 * nc + r;
+        match kind {
+            RowKind::JointLower { dof }
+            | RowKind::JointUpper { dof }
+            | RowKind::VelocityUpper { dof }
+            | RowKind::VelocityLower { dof }
+            | RowKind::JointFriction { dof } => row_dofs.push(&[dof]),
+            _ => unreachable!("only joint rows here"),
+        }
         match kind {
             RowKind::JointLower { dof } | RowKind::JointUpper { dof } => {
                 j[(row, dof)] = if matches!(kind, RowKind::JointLower { .. }) { 1.0 } else { -1.0 };
@@ -992,7 +1020,7 @@ pub(crate) fn constraint_stage(
             (ws.assembly, ws.contact_rows) = (asm, crow);
             return Ok(None);
         }
-        let b = &asm.j * &v_free + &asm.bias;
+        let b = asm.velocities_plus_bias(v_free.as_slice());
         let waits = waiting.get_or_insert_with(|| open_contacts(&asm, v_free.as_slice(), h));
         let mut closed = vec![];
         let (sol, dv) = match pivoting_rows(&asm, options) {
@@ -1003,6 +1031,7 @@ pub(crate) fn constraint_stage(
                 let row_waits = waiting_rows(&asm, waits);
                 let system = RowSystem {
                     j: &asm.j,
+                    row_dofs: Some(&asm.row_dofs),
                     row_trees: &row_trees,
                     b: &b,
                     bounds: &asm.bounds,
@@ -1146,6 +1175,7 @@ fn position_stage(
     let out = loop {
         let system = RowSystem {
             j: &j,
+            row_dofs: None,
             row_trees: &row_trees,
             b: &b,
             bounds: &bounds,
@@ -1262,7 +1292,7 @@ fn violates_rows(asm: &Assembly, v_free: &[f64], v_next: &[f64], f: &[f64]) -> b
         let size = [lo, hi, f[r]].iter().filter(|x| x.is_finite()).fold(0.0f64, |m, x| m.max(x.abs()));
         let slack = 1e-9 * size;
         let (at_lo, at_hi) = (f[r] <= lo + slack, f[r] >= hi - slack);
-        let jv: f64 = asm.j.row(r).iter().zip(v_next).map(|(a, b)| a * b).sum();
+        let jv = asm.row_dot(r, v_next);
         let w = jv + asm.bias[r] + asm.regularization[r] * f[r];
         match (at_lo, at_hi) {
             (true, true) => false,
@@ -1410,7 +1440,7 @@ fn open_contacts(asm: &Assembly, v_free: &[f64], h: f64) -> Vec<bool> {
     (0..asm.contacts.len())
         .map(|i| {
             let phi = asm.gap[3 * i];
-            let vn: f64 = asm.j.row(3 * i).iter().zip(v_free).map(|(a, b)| a * b).sum();
+            let vn = asm.row_dot(3 * i, v_free);
             phi > 0.0 && phi + h * vn > 0.0 && !asm.info[i].bounce
         })
         .collect()

@@ -19,6 +19,7 @@
 
 use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
 
+use crate::constraint::RowDofs;
 use crate::error::{Error, Result};
 use crate::solver::lcp::{solve, BoxedLcp, LcpOptions, LcpSolution, LcpStats, RowBound, RowState};
 use crate::Model;
@@ -132,6 +133,8 @@ pub(crate) struct RowSystem<'a> {
     /// The row Jacobian (`m × nv`); row `r` is zero outside the dofs of the trees
     /// `row_trees[r]`.
     pub j: &'a DMatrix<f64>,
+    /// The dofs each row of `j` acts on, when known (products then skip the zeros).
+    pub row_dofs: Option<&'a RowDofs>,
     /// The trees each row acts on (up to two; `usize::MAX` for none).
     pub row_trees: &'a [[usize; 2]],
     /// The free relative velocities `b` (`m`).
@@ -247,7 +250,11 @@ pub(crate) fn solve_islands(
     }
     // The waiting rows: no force, `w = J Δv + b`.
     for r in (0..m).filter(|&r| system.waiting.get(r).copied().unwrap_or(false)) {
-        w[r] = system.j.row(r).iter().zip(dv.iter()).map(|(a, b)| a * b).sum::<f64>() + system.b[r];
+        let jdv = match system.row_dofs {
+            Some(d) => d.dot(system.j, r, dv.as_slice()),
+            None => system.j.row(r).iter().zip(dv.iter()).map(|(a, b)| a * b).sum::<f64>(),
+        };
+        w[r] = jdv + system.b[r];
     }
     Ok(IslandSolution { lcp: LcpSolution { f, w, states, stats }, dv })
 }
@@ -352,6 +359,7 @@ mod tests {
         assert_eq!(found[2], Island { rows: vec![3], dofs: vec![] });
 
         let system = RowSystem {
+            row_dofs: None,
             j: &j,
             row_trees: &row_trees,
             b: &b,
@@ -398,6 +406,7 @@ mod tests {
         let b = DVector::from_vec(vec![-1.0]);
         let bounds = vec![RowBound::Box { lo: 0.0, hi: f64::INFINITY }];
         let system = RowSystem {
+            row_dofs: None,
             j: &j,
             row_trees: &[[0, usize::MAX]],
             b: &b,
@@ -411,6 +420,7 @@ mod tests {
         let mut j2 = DMatrix::zeros(1, nv);
         j2[(0, 5)] = 1.0;
         let system = RowSystem {
+            row_dofs: None,
             j: &j2,
             row_trees: &[[2, usize::MAX]],
             b: &b,
