@@ -120,14 +120,19 @@ def run_stiction(name, seconds, budget, out):
         moved = max(moved, float(np.max(np.linalg.norm(box_centres(q, n) - box_centres(q0, n), axis=1))))
         if time.perf_counter() - start > budget:
             break
-    jac = []
+    jac, jac_error = [], None
     for _ in range(3 if time.perf_counter() - start < budget else 0):
         t0 = time.perf_counter()
         _, _, rec = sim.step(q, v, tau, record=True)
-        rec.jacobians()
+        try:
+            rec.jacobians()
+        except stiction.StictionError as e:  # reported in the table, not hidden
+            jac_error = f"{type(e).__name__}: {e}"
+            break
         jac.append(time.perf_counter() - t0)
     s = sim.stats
     out.put({
+        "jac_error": jac_error,
         "steps": len(times), "of": steps, "median": statistics.median(times) if times else None,
         "worst": max(times) if times else None, "jac": min(jac) if jac else None, "moved": moved,
         "warm": s["warm_start_hits"] / max(1, s["lcp_solves"]), "fallbacks": s["lcp_fallbacks"],
@@ -202,9 +207,10 @@ def main():
             partial = "" if st["steps"] == st["of"] else f" ({st['steps']} of {st['of']} steps in the budget)"
             ratio = st["median"] / mj["median"]
             jratio = f"{st['jac'] / mj['jac']:.2f}×" if st["jac"] else "—"
+            jac = f"failed ({st['jac_error']})" if st["jac_error"] else fmt_t(st["jac"])
             rows.append(
                 f"| `{name}` | {mj['contacts']} | {fmt_t(st['median'])} / {fmt_t(st['worst'])}{partial} | "
-                f"{fmt_t(mj['median'])} / {fmt_t(mj['worst'])} | {ratio:.2f}× | {fmt_t(st['jac'])} | "
+                f"{fmt_t(mj['median'])} / {fmt_t(mj['worst'])} | {ratio:.2f}× | {jac} | "
                 f"{fmt_t(mj['jac'])} | {jratio} | {st['moved'] * 1e3:.2f} mm / {mj['moved'] * 1e3:.2f} mm | "
                 f"{100 * st['warm']:.0f} %, {st['fallbacks']} |"
             )

@@ -260,14 +260,22 @@ pub(crate) struct StageBuffers {
 }
 
 /// Whether a stage with `nclamp` clamping rows on `nv` dofs keeps `Â⁺` factored
-/// ([`StageBuffers::factored`]): at least [`FACTORED_MIN_ROWS`] rows and four times as
-/// many rows as dofs, where the dense decomposition of `Â` would dominate the backward
-/// pass (a box on 256 supporting contacts: 768 rows of rank 6). The factored form
-/// allocates; the dense one reuses `eig`, so that smaller stages (four boxes on the
-/// ground: 48 rows on 24 dofs) keep the backward sweep free of allocations.
+/// ([`StageBuffers::factored`]): more rows than dofs (`Â` is rank-deficient) and
+/// either four times as many rows as dofs (from [`FACTORED_MIN_ROWS`] rows on) or at
+/// least [`LARGE_STAGE_ROWS`] rows. There the dense decomposition of `Â` (`O(k³)`
+/// against `O(k nv²)`) dominates the backward pass, and nalgebra's eigensolver, which
+/// the Jacobians' dense path uses, gave up on the 768 × 768 `Â` of rank 6 of a box on
+/// 256 supporting contacts (a pile of 100 boxes: about 1,200 rows on 600 dofs). The
+/// factored form allocates; the dense one reuses `eig`, so
+/// that smaller stages (four boxes on the ground: 48 rows on 24 dofs) keep the
+/// backward sweep free of allocations.
 pub(crate) fn uses_factored_pinv(nclamp: usize, nv: usize) -> bool {
-    nclamp >= FACTORED_MIN_ROWS && nclamp >= 4 * nv
+    nclamp > nv && ((nclamp >= FACTORED_MIN_ROWS && nclamp >= 4 * nv) || nclamp >= LARGE_STAGE_ROWS)
 }
+
+/// The clamping rows from which a rank-deficient `Â` is always kept factored
+/// ([`uses_factored_pinv`]).
+pub(crate) const LARGE_STAGE_ROWS: usize = 128;
 
 impl StageBuffers {
     /// [`StageSystem::has_null_space_term`] from the buffers (`no_contacts`: the stage

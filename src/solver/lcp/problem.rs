@@ -87,8 +87,22 @@ impl BoxedLcp {
     /// `m` rows and is finite. The caller vouches for `A = L Lᵀ`; only the standardized solves use `L`.
     pub fn with_factor(mut self, l: DMatrix<f64>) -> Result<Self> {
         self.factor = Some(l);
-        self.validate()?;
+        self.validate_factor()?;
         Ok(self)
+    }
+
+    /// The factor's part of [`BoxedLcp::validate`].
+    fn validate_factor(&self) -> Result<()> {
+        if let Some(l) = &self.factor {
+            let m = self.b.len();
+            if l.nrows() != m {
+                return Err(Error::Dimension { what: "LCP factor L (rows)", expected: m, got: l.nrows() });
+            }
+            if let Some((index, &value)) = l.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+                return Err(Error::NonFinite { what: "LCP factor L (column-major)", index, value });
+            }
+        }
+        Ok(())
     }
 
     /// Number of rows `m`.
@@ -120,14 +134,7 @@ impl BoxedLcp {
         if let Some((index, &value)) = self.b.iter().enumerate().find(|(_, v)| !v.is_finite()) {
             return Err(Error::NonFinite { what: "LCP vector b", index, value });
         }
-        if let Some(l) = &self.factor {
-            if l.nrows() != m {
-                return Err(Error::Dimension { what: "LCP factor L (rows)", expected: m, got: l.nrows() });
-            }
-            if let Some((index, &value)) = l.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-                return Err(Error::NonFinite { what: "LCP factor L (column-major)", index, value });
-            }
-        }
+        self.validate_factor()?;
         for (i, bound) in self.bounds.iter().enumerate() {
             match *bound {
                 RowBound::Box { lo, hi } => {

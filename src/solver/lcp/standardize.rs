@@ -164,6 +164,9 @@ fn factored_clamping_forces(
         n
     });
     let lf = l.tr_mul(f0); // Lᵀ f₀ (d)
-    let rhs = DVector::from_iterator(clamped.len(), clamped.iter().map(|&i| -(problem.b[i] + (l.row(i) * &lf)[0])));
+    let rhs = DVector::from_iterator(
+        clamped.len(),
+        clamped.iter().map(|&i| -(problem.b[i] + l.row(i).iter().zip(lf.iter()).map(|(a, b)| a * b).sum::<f64>())),
+    );
     crate::math::min_norm_solve_factored(&lc, n.as_ref(), &rhs, RANK_RTOL)
 }
