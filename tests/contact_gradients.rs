@@ -25,15 +25,22 @@ fn box_scene(name: &'static str, mu: f64, push: f64, vx: f64) -> Scene {
     }
     let mut b = ModelBuilder::new(name);
     ground(&mut b, material(mu, 0.0), 0.0);
-    let h = Vec3::new(0.1, 0.08, 0.06);
-    free_body(&mut b, "box", Geometry::Box { half_extents: h }, Inertia::solid_box(1.0, h * 2.0), material(mu, 0.0));
+    let (model, state) = pressed_box(b, "box", Vec3::new(0.1, 0.08, 0.06), 1.0, mu, vx);
+    let mut tau = DVector::zeros(6);
+    tau[3] = push;
+    Scene { name, model, options: options(), state, tau, params, spread: (2e-5, 2e-3) }
+}
+
+/// Adds to `b` a free box `name` (half extents `h`, `mass`, friction `mu`) pressed 0.2 mm
+/// into the support at z = 0, turned 0.3 rad about z, moving along its x at `vx`; builds
+/// the model.
+fn pressed_box(mut b: ModelBuilder, name: &str, h: Vec3, mass: f64, mu: f64, vx: f64) -> (stiction::Model, State) {
+    free_body(&mut b, name, Geometry::Box { half_extents: h }, Inertia::solid_box(mass, h * 2.0), material(mu, 0.0));
     let model = b.build().unwrap();
     let q = pose_q(&model, Vec3::new(0.0, 0.0, h.z - 2e-4), Vec3::z(), 0.3);
     let mut v = DVector::zeros(6);
     v[3] = vx;
-    let mut tau = DVector::zeros(6);
-    tau[3] = push;
-    Scene { name, model, options: options(), state: State { q, v }, tau, params, spread: (2e-5, 2e-3) }
+    (model, State { q, v })
 }
 
 fn sphere_scene(name: &'static str, restitution: f64, height: f64, vz: f64) -> Scene {
@@ -553,17 +560,12 @@ fn slab_on_sphere_grid_scene(name: &'static str, mu: f64, vx: f64) -> Scene {
         }
     }
     b.add_link(world);
-    let h = Vec3::new(0.4, 0.4, 0.1);
-    free_body(&mut b, "slab", Geometry::Box { half_extents: h }, Inertia::solid_box(2.0, h * 2.0), material(mu, 0.0));
-    let model = b.build().unwrap();
-    let q = pose_q(&model, Vec3::new(0.0, 0.0, h.z - 2e-4), Vec3::z(), 0.3);
-    let mut v = DVector::zeros(6);
-    v[3] = vx;
+    let (model, state) = pressed_box(b, "slab", Vec3::new(0.4, 0.4, 0.1), 2.0, mu, vx);
     Scene {
         name,
         model,
         options: options(),
-        state: State { q, v },
+        state,
         tau: DVector::zeros(6),
         params: vec!["mass:slab".into(), "inertia:slab".into(), "com:slab".into(), "friction:slab".into()],
         // Sliding, the second tangent's friction can stop at most μ g h = 4.9 mm/s of slip
