@@ -21,7 +21,7 @@ use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
 
 use crate::constraint::RowDofs;
 use crate::error::{Error, Result};
-use crate::solver::lcp::{solve, BoxedLcp, LcpOptions, LcpSolution, LcpStats, RowBound, RowState};
+use crate::solver::lcp::{solve_validated, BoxedLcp, LcpOptions, LcpSolution, LcpStats, RowBound, RowState};
 use crate::Model;
 
 /// The trees of a model: the tree of each dof (the topmost moving ancestor of its body,
@@ -234,7 +234,7 @@ pub(crate) fn solve_islands(
         if let Some(l) = factor {
             problem = problem.with_factor(l)?;
         }
-        let sol = solve(&problem, options, island_guess.as_deref())?;
+        let sol = solve_validated(&problem, options, island_guess.as_deref())?;
         for (p, &r) in rows.iter().enumerate() {
             f[r] = sol.f[p];
             w[r] = sol.w[p];
@@ -280,6 +280,7 @@ mod tests {
     use crate::math::SplitMix64;
     use crate::math::{Inertia, Vec3, SE3};
     use crate::model::{Body, WORLD};
+    use crate::solver::lcp::solve;
     use crate::{Joint, ModelBuilder};
 
     /// A base welded to the world carrying two 2-link arms, and a free box: three trees.

@@ -179,6 +179,16 @@ impl LcpOptions {
 /// produces non-finite values. The result never holds NaN.
 pub fn solve(problem: &BoxedLcp, options: &LcpOptions, warm_start: Option<&[RowState]>) -> Result<LcpSolution> {
     problem.validate()?;
+    solve_validated(problem, options, warm_start)
+}
+
+/// [`solve`] for a problem that was validated when it was built ([`BoxedLcp::new`] and not changed
+/// since): the validation's scan of `A` is not repeated.
+pub(crate) fn solve_validated(
+    problem: &BoxedLcp,
+    options: &LcpOptions,
+    warm_start: Option<&[RowState]>,
+) -> Result<LcpSolution> {
     options.validate()?;
     let m = problem.len();
     if let Some(ws) = warm_start {

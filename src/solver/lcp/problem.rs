@@ -300,12 +300,18 @@ pub fn residual(problem: &BoxedLcp, f: &DVector<f64>, w: &DVector<f64>) -> f64 {
     let d = scales.d;
     let fs = f.as_slice();
     let m = problem.b.len();
+    // `b_i + Σ_j A_ij f_j`, accumulated column by column (the storage order of `A`) but
+    // in the same order for each row as a row-by-row sum: the same values, bitwise.
+    let mut af = problem.b.clone();
+    for j in 0..m {
+        let fj = f[j];
+        for (x, a) in af.iter_mut().zip(problem.a.column(j).iter()) {
+            *x += a * fj;
+        }
+    }
     let mut worst = 0.0f64;
     for i in 0..m {
-        let mut ai_f = problem.b[i];
-        for j in 0..m {
-            ai_f += problem.a[(i, j)] * f[j];
-        }
+        let ai_f = af[i];
         let eq = (w[i] - ai_f).abs();
         let (lo, hi) = problem.bounds_at(i, fs);
         let x = d * f[i];
