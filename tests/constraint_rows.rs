@@ -143,7 +143,7 @@ fn check_configuration(model: &Model, q: &DVector<f64>, margin: f64, rng: &mut S
             w.lin + w.ang.cross(p)
         })
     };
-    let ju = &rows.j * &u;
+    let ju = &rows.jacobian() * &u;
     let mut expect = DVector::zeros(3 * nc);
     for (i, c) in contacts.iter().enumerate() {
         let p = c.geometry.point;
@@ -161,14 +161,14 @@ fn check_configuration(model: &Model, q: &DVector<f64>, margin: f64, rng: &mut S
     // relative velocity reverses) a contact has the same normal and t₂ rows and −t₁.
     let dist = der.distance_q();
     for i in 0..nc {
-        let e = (rows.j.row(3 * i) - dist.row(i)).amax();
+        let e = (rows.jacobian().row(3 * i) - dist.row(i)).amax();
         assert!(e < 1e-12 * dist.amax().max(1.0), "{}: normal row {i} vs ∂d/∂q: {e:.2e}", model.name());
     }
     let swapped: Vec<Contact> = contacts.iter().map(|c| c.swapped()).collect();
     let rows_swapped = ContactRows::new(model, &data, &swapped).unwrap();
     let flip = DMatrix::from_diagonal(&DVector::from_fn(3 * nc, |r, _| if r % 3 == 1 { -1.0 } else { 1.0 }));
-    let e = (&rows_swapped.j - flip * &rows.j).amax();
-    assert!(e < 1e-14 * rows.j.amax().max(1.0), "{}: swapped rows {e:.2e}", model.name());
+    let e = (&rows_swapped.jacobian() - flip * &rows.jacobian()).amax();
+    assert!(e < 1e-14 * rows.jacobian().amax().max(1.0), "{}: swapped rows {e:.2e}", model.name());
 
     // Finite differences with the features fixed.
     let lambda = random_vec(rng, 3 * nc);
@@ -178,9 +178,9 @@ fn check_configuration(model: &Model, q: &DVector<f64>, margin: f64, rng: &mut S
     let mut fd_jtf = DMatrix::zeros(nv, nv);
     let mut fd_dist = DMatrix::zeros(nc, nv);
     for k in 0..nv {
-        let f = |e: f64| rows_at(model, q, k, e, &contacts).map(|(r, _)| &r.j * &u);
+        let f = |e: f64| rows_at(model, q, k, e, &contacts).map(|(r, _)| &r.jacobian() * &u);
         fd_jv.set_column(k, &ridders(&f, H).unwrap().derivative);
-        let f = |e: f64| rows_at(model, q, k, e, &contacts).map(|(r, _)| r.j.tr_mul(&lambda));
+        let f = |e: f64| rows_at(model, q, k, e, &contacts).map(|(r, _)| r.jacobian().tr_mul(&lambda));
         fd_jtf.set_column(k, &ridders(&f, H).unwrap().derivative);
         let f = |e: f64| {
             rows_at(model, q, k, e, &contacts)
@@ -469,12 +469,12 @@ fn the_check_detects_wrong_derivatives() {
     let mut fd = DMatrix::zeros(rows.nrows(), m.nv());
     let mut geometric_only = DMatrix::zeros(rows.nrows(), m.nv());
     for k in 0..m.nv() {
-        let f = |e: f64| rows_at(&m, &q, k, e, &contacts).map(|(r, _)| &r.j * &u);
+        let f = |e: f64| rows_at(&m, &q, k, e, &contacts).map(|(r, _)| &r.jacobian() * &u);
         fd.set_column(k, &ridders(&f, H).unwrap().derivative);
         // subspaces held at q, only the contact geometry moved
         let f = |e: f64| {
             let (_, cs) = rows_at(&m, &q, k, e, &contacts)?;
-            Ok(&ContactRows::new(&m, &data, &cs)?.j * &u)
+            Ok(&ContactRows::new(&m, &data, &cs)?.jacobian() * &u)
         };
         geometric_only.set_column(k, &ridders(&f, H).unwrap().derivative);
     }

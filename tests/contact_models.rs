@@ -182,7 +182,7 @@ fn row_velocities(model: &Model, q: &DVector<f64>, c: &ConstraintRecord, v_next:
     let mut data = Data::new(model);
     forward_kinematics(model, &mut data, q.as_slice()).unwrap();
     let rows = ContactRows::new(model, &data, &c.contacts).unwrap();
-    &rows.j * v_next
+    &rows.jacobian() * v_next
 }
 
 /// The largest tangential contact velocity after a step.

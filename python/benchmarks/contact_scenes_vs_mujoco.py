@@ -17,8 +17,11 @@ rest, touching. Per scene and engine:
 
 Each stiction scene runs in a child process under a wall-clock budget (``--budget``, 120 s
 by default): a scene whose steps do not finish in it is reported with the steps it made.
-``bodies_on_plane(n)`` (``stiction.samples``) gives the growth of the step time with the
-number of independent bodies.
+``bodies_on_plane(n)`` (``stiction.samples``: n free boxes on a 0.35 m grid, 4 contacts
+each) gives the growth of the step time with the number of independent bodies, n = 25 …
+1,000, beside MuJoCo on the same boxes; the growth exponents are least-squares slopes of
+log(time) against log(n), and ``--write`` also plots them (``docs/img/bodies_on_plane.png``,
+when matplotlib is installed).
 
 Run: ``python python/benchmarks/contact_scenes_vs_mujoco.py [--seconds 2.0] [--budget 120]
 [--write]`` (needs ``pip install mujoco``). ``--write`` replaces the section between the
@@ -99,6 +102,94 @@ SCENES = {
     "pile50": lambda: pile(2),
     "pile100": lambda: pile(4),
 }
+
+
+def bodies_on_plane_xml(n):
+    """MuJoCo's twin of ``stiction.samples.bodies_on_plane(n)``: the same boxes (half extents
+    0.1 × 0.08 × 0.06 m, 1 kg) on the same 0.35 m grid, 1 mm deep in the plane."""
+    side = int(np.ceil(np.sqrt(n)))
+    xml = ['<mujoco><option timestep="{}" gravity="0 0 {}"/><worldbody>'.format(DT, -G),
+           f'<geom type="plane" size="0 0 1" friction="{MU} 0.005 0.0001"/>']
+    for k in range(n):
+        x, y = (k % side) * 0.35, (k // side) * 0.35
+        xml.append(f'<body pos="{x} {y} {0.06 - 1e-3}"><freejoint/><geom type="box" size="0.1 0.08 0.06" '
+                   f'mass="1" friction="{MU} 0.005 0.0001"/></body>')
+    xml.append("</worldbody></mujoco>")
+    return "".join(xml)
+
+
+def growth_exponent(ns, times):
+    """The least-squares slope of log(time) against log(n)."""
+    return float(np.polyfit(np.log(ns), np.log(times), 1)[0])
+
+
+def median_steps(step, steps, budget):
+    times = []
+    start = time.perf_counter()
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+        if time.perf_counter() - start > budget:
+            break
+    return statistics.median(times), len(times)
+
+
+def bodies_on_plane_growth(budget, plot_path=None):
+    """The step of ``bodies_on_plane(n)`` against MuJoCo's, n = 25 … 1,000: table rows."""
+    import mujoco
+
+    ns, st_times, mj_times = (25, 50, 100, 200, 400, 1000), [], []
+    rows = ["| bodies | stiction step (median) | MuJoCo step (median) | ratio |", "|---|---|---|---|"]
+    for n in ns:
+        model = stiction.samples.bodies_on_plane(n)
+        sim = stiction.Simulator(model, dt=DT)
+        state = {"q": model.neutral(), "v": np.zeros(model.nv)}
+        tau = np.zeros(model.nv)
+
+        def st_step():
+            state["q"], state["v"] = sim.step(state["q"], state["v"], tau)
+
+        for _ in range(50):  # the boxes start 1 mm deep: settle first
+            st_step()
+        st, st_n = median_steps(st_step, 200, budget)
+        m = mujoco.MjModel.from_xml_string(bodies_on_plane_xml(n))
+        d = mujoco.MjData(m)
+        for _ in range(50):
+            mujoco.mj_step(m, d)
+        mj, _ = median_steps(lambda: mujoco.mj_step(m, d), 200, budget)
+        st_times.append(st)
+        mj_times.append(mj)
+        rows.append(f"| {n} | {fmt_t(st)} ({st_n} steps) | {fmt_t(mj)} | {st / mj:.1f}× |")
+        print(rows[-1], flush=True)
+    k_st, k_mj = growth_exponent(ns, st_times), growth_exponent(ns, mj_times)
+    rows.append("")
+    rows.append(f"Growth from {ns[0]} to {ns[-1]} bodies (least-squares slope of log time against log n): "
+                f"stiction n^{k_st:.2f}, MuJoCo n^{k_mj:.2f}.")
+    if plot_path is not None:
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            print("matplotlib is not installed: no plot")
+        else:
+            fig, ax = plt.subplots(figsize=(6, 4))
+            ax.loglog(ns, np.array(st_times) * 1e3, "o-", label=f"stiction (n^{k_st:.2f})")
+            ax.loglog(ns, np.array(mj_times) * 1e3, "s-", label=f"MuJoCo (n^{k_mj:.2f})")
+            ref = st_times[0] * 1e3 * (np.array(ns) / ns[0]) ** 1.2
+            ax.loglog(ns, ref, "k--", lw=0.8, label="n^1.2 from stiction's first point")
+            ax.set_xlabel("bodies n")
+            ax.set_ylabel("median step (ms)")
+            ax.set_title("bodies_on_plane(n): one step, dt = 1 ms")
+            ax.grid(True, which="both", lw=0.3)
+            ax.legend()
+            fig.tight_layout()
+            fig.savefig(plot_path, dpi=110)
+            rows.append("")
+            rows.append("![bodies_on_plane step time against n](img/bodies_on_plane.png)")
+    return rows
 
 
 def box_centres(q, n):
@@ -196,7 +287,7 @@ def main():
     rows = ["| scene | contacts (MuJoCo) | stiction step (median / worst) | MuJoCo step (median / worst) | "
             "ratio | stiction step + J | MuJoCo step + FD | ratio | moved: stiction / MuJoCo | "
             "warm-start hits, PGS fallbacks |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for name in args.scenes.split(","):
+    for name in [s for s in args.scenes.split(",") if s]:
         mj = run_mujoco(name, args.seconds)
         st = stiction_in_child(name, args.seconds, args.budget)
         if st is None:
@@ -215,27 +306,14 @@ def main():
                 f"{100 * st['warm']:.0f} %, {st['fallbacks']} |"
             )
         print(rows[-1], flush=True)
-    growth = ["| bodies | stiction step (median of 200) |", "|---|---|"]
-    for n in (25, 50, 100, 200):
-        model = stiction.samples.bodies_on_plane(n)
-        sim = stiction.Simulator(model, dt=DT)
-        q, v, tau = model.neutral(), np.zeros(model.nv), np.zeros(model.nv)
-        times = []
-        start = time.perf_counter()
-        for _ in range(200):
-            t0 = time.perf_counter()
-            q, v = sim.step(q, v, tau)
-            times.append(time.perf_counter() - t0)
-            if time.perf_counter() - start > args.budget:
-                break
-        growth.append(f"| {n} | {fmt_t(statistics.median(times))} ({len(times)} steps) |")
-        print(growth[-1], flush=True)
-    text = "\n".join(rows) + "\n\n`samples.bodies_on_plane(n)` (n boxes on the plane, 4 contacts each):\n\n" + \
+    docs = os.path.join(os.path.dirname(__file__), "..", "..", "docs")
+    growth = bodies_on_plane_growth(args.budget, os.path.join(docs, "img", "bodies_on_plane.png") if args.write else None)
+    text = "\n".join(rows) + "\n\n`samples.bodies_on_plane(n)` (n boxes on the plane, 4 contacts each), beside MuJoCo on the same boxes:\n\n" + \
         "\n".join(growth) + "\n"
     print()
     print(text)
     if args.write:
-        path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "benchmarks.md")
+        path = os.path.join(docs, "benchmarks.md")
         doc = open(path).read()
         begin, end = "<!-- contact-vs-mujoco:begin -->", "<!-- contact-vs-mujoco:end -->"
         if begin not in doc:

@@ -18,7 +18,7 @@
 //! eq. 19, `(Jᵀ f)_i = A_iᵀ Σ_k F_k`.
 
 use super::frame::{ContactFrame, UNIT_TOLERANCE};
-use super::row_dofs::RowDofs;
+use super::sparse_rows::SparseRows;
 use crate::collision::{recompute, Contact};
 use crate::dynamics::Data;
 use crate::error::{Error, Result};
@@ -31,13 +31,16 @@ use nalgebra::DMatrix;
 pub struct ContactRows {
     /// One frame per contact (rows `3i`, `3i + 1`, `3i + 2`: normal, t₁, t₂).
     pub frames: Vec<ContactFrame>,
-    /// The constraint Jacobian (3·nc × nv).
-    pub j: DMatrix<f64>,
-    /// The dofs each contact's rows act on (one entry per contact, not per row): its
-    /// bodies' chains below their lowest common ancestor.
-    pub dofs: RowDofs,
-    /// Scratch of [`ContactRows::rebuild`].
-    scratch: Vec<usize>,
+    /// The constraint Jacobian (3·nc × nv), by rows: the rows of a contact act on the
+    /// dofs of its bodies' chains below their lowest common ancestor
+    /// ([`ContactRows::jacobian`]: the dense matrix).
+    pub j: SparseRows,
+    /// Scratch of [`ContactRows::rebuild`]: a contact's dofs and its three rows' entries.
+    scratch: Vec<(usize, [f64; 3])>,
+    /// Scratch of [`ContactRows::rebuild`]: the columns of a contact's rows.
+    cols: Vec<usize>,
+    /// Scratch of [`ContactRows::rebuild`]: the values of one row.
+    values: Vec<f64>,
 }
 
 impl ContactRows {
@@ -59,11 +62,9 @@ impl ContactRows {
     pub fn rebuild(&mut self, model: &Model, data: &Data, contacts: &[Contact]) -> Result<()> {
         check_data(model, data)?;
         let nv = model.nv();
-        let ContactRows { frames, j, dofs, scratch } = self;
+        let ContactRows { frames, j, scratch, cols, values } = self;
         frames.clear();
-        dofs.clear();
-        scratch.clear();
-        crate::math::reshape(j, 3 * contacts.len(), nv);
+        j.clear(nv);
         for (i, c) in contacts.iter().enumerate() {
             check_contact(model, c, i)?;
             let g = &c.geometry;
@@ -75,15 +76,18 @@ impl ContactRows {
             for (sign, body, stop) in [(1.0, c.body_b, chains.lca), (-1.0, c.body_a, chains.lca)] {
                 for_each_dof(model, body, stop, |k| {
                     let s = world_subspace(data, model.dof_body[k], k);
-                    for (r, wr) in w.iter().enumerate() {
-                        j[(3 * i + r, k)] = sign * s.dot(wr);
-                    }
-                    scratch.push(k);
+                    scratch.push((k, [0, 1, 2].map(|r| sign * s.dot(&w[r]))));
                 });
             }
-            scratch.sort_unstable();
-            scratch.dedup();
-            dofs.push(scratch);
+            // The chains below the LCA share no dof: each entry is written once.
+            scratch.sort_unstable_by_key(|e| e.0);
+            cols.clear();
+            cols.extend(scratch.iter().map(|e| e.0));
+            for r in 0..3 {
+                values.clear();
+                values.extend(scratch.iter().map(|e| e.1[r]));
+                j.push_row(cols, values);
+            }
             scratch.clear();
             frames.push(frame);
         }
@@ -93,6 +97,11 @@ impl ContactRows {
     /// The number of rows, 3·nc.
     pub fn nrows(&self) -> usize {
         self.j.nrows()
+    }
+
+    /// The constraint Jacobian as a dense `3·nc × nv` matrix.
+    pub fn jacobian(&self) -> DMatrix<f64> {
+        self.j.to_dense()
     }
 
     /// The number of contacts.

@@ -13,10 +13,10 @@
 //! `∂(Jᵀf)_i/∂q = ∂A_i/∂qᵀ Σ_k F_k + A_iᵀ Σ_k ∂F_k/∂q`.
 //!
 //! * `frame` — the contact frame and the derivatives of its tangents.
-//! * `contact_rows` — `ContactRows` (frames and the 3·nc × nv matrix J), and
+//! * `contact_rows` — `ContactRows` (frames and the 3·nc × nv matrix J, by rows), and
 //!   `recompute_contacts` (contacts re-evaluated at new poses, features kept).
-//! * `row_dofs` — `RowDofs`: the non-zero columns of each row, for products that cost a
-//!   row's dofs instead of nv.
+//! * `sparse_rows` — `SparseRows`: a row Jacobian stored by rows with each row's
+//!   non-zero columns, for storage and products that cost a row's dofs instead of nv.
 //! * `derivatives` — `ContactRowDerivatives`: ∂distance/∂q, ∂(Ju)/∂q, ∂(Jᵀλ)/∂q and
 //!   their vector–Jacobian products.
 
@@ -24,7 +24,7 @@ pub mod contact_rows;
 pub mod derivatives;
 pub mod detect;
 pub mod frame;
-pub mod row_dofs;
+pub mod sparse_rows;
 
 pub use contact_rows::{recompute_contacts, ContactRows};
 pub use derivatives::{ContactRowDerivatives, RowScratch, SubtreeTranslation};
@@ -33,4 +33,4 @@ pub use detect::{
     ContactJacobians,
 };
 pub use frame::ContactFrame;
-pub use row_dofs::RowDofs;
+pub use sparse_rows::SparseRows;

@@ -17,21 +17,32 @@ pub fn crba<'d>(model: &Model, data: &'d mut Data, q: &[f64]) -> Result<&'d DMat
 
 /// CRBA after the position pass.
 pub(crate) fn crba_pass(model: &Model, data: &mut Data) {
+    let nv = model.nv();
+    let mut m = std::mem::replace(&mut data.mass_matrix, DMatrix::zeros(0, 0));
+    // Degrees of freedom on different branches do not couple: start from zero.
+    crate::math::reshape(&mut m, nv, nv);
+    crba_entries(model, data, |l, k, val| m[(l, k)] = val);
+    data.mass_matrix = m;
+}
+
+/// CRBA after the position pass, handing each non-zero entry `M[l][k]` (armature
+/// included on the diagonal) to `set(l, k, value)`: both entries of a pair of dofs
+/// on one joint, both of a dof and its ancestor's dof. Dofs that are neither (on
+/// different branches) couple through no composite inertia and are not visited.
+/// Fills `data.ic` with the composite inertias.
+pub(crate) fn crba_entries(model: &Model, data: &mut Data, mut set: impl FnMut(usize, usize, f64)) {
     let nb = model.nbodies();
     for i in 0..nb {
         data.ic[i] = model.bodies[i].inertia;
     }
-    let m = &mut data.mass_matrix;
-    // Degrees of freedom on different branches do not couple: start from zero.
-    m.as_mut_slice().fill(0.0);
     for i in (0..nb).rev() {
         let (va, nv) = (model.v_idx[i], model.joints[i].nv());
         for k in va..va + nv {
             let mut f = data.ic[i].mul_motion(&data.s[k]);
             for l in va..va + nv {
-                m[(l, k)] = data.s[l].dot(&f);
+                let val = data.s[l].dot(&f);
+                set(l, k, if l == k { val + model.armature[k] } else { val });
             }
-            m[(k, k)] += model.armature[k];
             let mut j = i;
             while let Some(p) = model.parents[j] {
                 f = data.x_parent[j].act_force(&f);
@@ -39,8 +50,8 @@ pub(crate) fn crba_pass(model: &Model, data: &mut Data) {
                 let (pa, pn) = (model.v_idx[j], model.joints[j].nv());
                 for l in pa..pa + pn {
                     let val = data.s[l].dot(&f);
-                    m[(l, k)] = val;
-                    m[(k, l)] = val;
+                    set(l, k, val);
+                    set(k, l, val);
                 }
             }
         }

@@ -43,7 +43,9 @@ pub struct Data {
     pub u: DVector<f64>,
     /// External forces in body frames (scratch).
     pub f_ext: Vec<Force>,
-    /// Joint-space mass matrix (CRBA), armature included.
+    /// Joint-space mass matrix (CRBA), armature included; empty (`0 × 0`) until the
+    /// first CRBA sizes it (a dense `nv × nv` matrix is large for many bodies, and the
+    /// contact stage keeps its own per-tree blocks).
     pub mass_matrix: DMatrix<f64>,
     /// Generalized forces (RNEA output).
     pub tau: DVector<f64>,
@@ -79,7 +81,7 @@ impl Data {
             d_inv: vec![Mat6::zeros(); nb],
             u: DVector::zeros(nv),
             f_ext: vec![Force::zero(); nb],
-            mass_matrix: DMatrix::zeros(nv, nv),
+            mass_matrix: DMatrix::zeros(0, 0),
             tau: DVector::zeros(nv),
             ddq: DVector::zeros(nv),
             tmp_nv: DVector::zeros(nv),

@@ -20,7 +20,7 @@ mod rnea_derivatives;
 pub use aba::aba;
 pub(crate) use aba::{aba_bias_pass, aba_inertia_pass};
 pub use aba_derivatives::aba_derivatives;
-pub(crate) use crba::crba_pass;
+pub(crate) use crba::crba_entries;
 pub use crba::{check_mass_matrix, crba};
 pub use data::Data;
 pub use energy::{center_of_mass, kinetic_energy, momentum, potential_energy};

@@ -102,12 +102,11 @@
 //! Material of a contact between shapes a and b: `μ = (μ_a + μ_b)/2` and
 //! `e = (e_a + e_b)/2` (arithmetic means: smooth in both, documented in docs/contact.md).
 
-use super::islands::{solve_islands, RowSystem, Trees};
+use super::islands::{solve_islands, RowSystem, TreeInertia, Trees};
 use super::StepInputs;
 use crate::collision::Contact;
-use crate::constraint::row_dofs::row_dot;
 use crate::constraint::{detect_contacts, match_contacts, CollisionOptions, CollisionWorkspace};
-use crate::constraint::{ContactRows, RowDofs};
+use crate::constraint::{ContactRows, SparseRows};
 use crate::dynamics::Data;
 use crate::error::{Error, Result};
 use crate::math::{reshape, reshape_for_overwrite, reshape_vector};
@@ -497,6 +496,8 @@ pub struct ConstraintWorkspace {
     contact_rows: ContactRows,
     /// The model's trees (the islands' units).
     trees: Trees,
+    /// `M̃` of the last step, by trees (its storage reused).
+    inertia: TreeInertia,
     previous: Option<(Vec<Contact>, Vec<RowKind>, Vec<RowState>)>,
 }
 
@@ -508,6 +509,7 @@ impl ConstraintWorkspace {
             assembly: Assembly::default(),
             contact_rows: ContactRows::default(),
             trees: Trees::new(model),
+            inertia: TreeInertia::default(),
             previous: None,
         }
     }
@@ -546,12 +548,13 @@ pub(crate) struct Assembly {
     pub bias_slope: DVector<f64>,
     /// Diagonal regularization of each row.
     pub regularization: DVector<f64>,
-    /// Row Jacobian (m × nv).
-    pub j: DMatrix<f64>,
+    /// Row Jacobian (m × nv), by rows.
+    pub j: SparseRows,
+    /// `j` as a dense matrix, for the backward pass's products; empty until
+    /// [`Assembly::fill_dense`] (the forward step never fills it).
+    pub dense: DMatrix<f64>,
     /// The gap φ of each contact-normal and position-limit row (0 on the other rows).
     pub gap: DVector<f64>,
-    /// The dofs each row of `j` acts on (its other entries are zero).
-    pub row_dofs: RowDofs,
     /// Scratch of [`assemble_into`]: the joint rows before they are written.
     joint_rows: Vec<(RowKind, RowBound, f64)>,
 }
@@ -572,14 +575,19 @@ impl Assembly {
             reshape_vector(dst, src.len());
             dst.copy_from(src);
         }
-        reshape_for_overwrite(&mut self.j, other.j.nrows(), other.j.ncols());
-        self.j.copy_from(&other.j);
-        self.row_dofs.clone_from(&other.row_dofs);
+        self.j.clone_from(&other.j);
+        reshape_for_overwrite(&mut self.dense, other.dense.nrows(), other.dense.ncols());
+        self.dense.copy_from(&other.dense);
     }
 
-    /// `J_r · x` over the dofs of row `r` ([`RowDofs::dot`]).
+    /// Fills [`Assembly::dense`] from `j`.
+    pub fn fill_dense(&mut self) {
+        self.j.dense_into(&mut self.dense);
+    }
+
+    /// `J_r · x` over the dofs of row `r` ([`SparseRows::dot`]).
     pub fn row_dot(&self, r: usize, x: &[f64]) -> f64 {
-        self.row_dofs.dot(&self.j, r, x)
+        self.j.dot(r, x)
     }
 
     /// `J x + bias` (`m`), row by row over each row's dofs.
@@ -691,12 +699,23 @@ fn effective_inertia_matrix(model: &Model, data: &mut Data, h: f64) -> DMatrix<f
 
 /// [`effective_inertia_matrix`] into `m`, reusing its storage.
 pub(crate) fn effective_inertia_into(model: &Model, data: &mut Data, h: f64, m: &mut DMatrix<f64>) {
-    crate::dynamics::crba_pass(model, data);
     let nv = model.nv();
     reshape(m, nv, nv);
-    m.copy_from(&data.mass_matrix);
+    crate::dynamics::crba_entries(model, data, |l, k, value| m[(l, k)] = value);
     for k in 0..nv {
         m[(k, k)] += h * model.damping[k];
+    }
+}
+
+/// [`effective_inertia_matrix`] by trees into `out` (the same entries; the zeros between
+/// trees are neither stored nor visited).
+fn effective_inertia_blocks(model: &Model, data: &mut Data, h: f64, trees: &Trees, out: &mut TreeInertia) {
+    out.reset(trees);
+    let (of_dof, local) = (&trees.of_dof, &trees.local);
+    let blocks = &mut out.blocks;
+    crate::dynamics::crba_entries(model, data, |l, k, value| blocks[of_dof[l]][(local[l], local[k])] = value);
+    for k in 0..model.nv() {
+        blocks[of_dof[k]][(local[k], local[k])] += h * model.damping[k];
     }
 }
 
@@ -794,12 +813,10 @@ pub(crate) fn assemble_into(
         }
     }
     let m = 3 * nc + joint_rows.len();
-    let Assembly { contacts, info, rows, bounds, bias, bias_slope, regularization, j, gap, row_dofs, joint_rows } = out;
-    // The contact rows are copied whole; only the joint rows need zeros first.
-    reshape_for_overwrite(j, m, nv);
-    j.rows_mut(0, 3 * nc).copy_from(&crow.j);
-    j.rows_mut(3 * nc, m - 3 * nc).fill(0.0);
-    row_dofs.clear();
+    let Assembly { contacts, info, rows, bounds, bias, bias_slope, regularization, j, dense, gap, joint_rows } = out;
+    // The contact rows first, then the joint rows.
+    j.clone_from(&crow.j);
+    reshape(dense, 0, 0);
     rows.clear();
     bounds.clear();
     info.clear();
@@ -811,12 +828,8 @@ pub(crate) fn assemble_into(
         let mu = 0.5 * (sa.friction + sb.friction);
         let mu_v = 0.5 * (sa.viscous_friction + sb.viscous_friction);
         let e = 0.5 * (sa.restitution + sb.restitution);
-        let dofs = crow.dofs.dofs(i);
-        let vn = row_dot(&crow.j, 3 * i, dofs, v);
-        let vn_free = row_dot(&crow.j, 3 * i, dofs, v_free);
-        for _ in 0..3 {
-            row_dofs.push(dofs);
-        }
+        let vn = crow.j.dot(3 * i, v);
+        let vn_free = crow.j.dot(3 * i, v_free);
         let phi = c.geometry.distance;
         let closing = phi + h * vn_free <= 0.0;
         let bounce = !relaxed && e > 0.0 && vn < -options.restitution_threshold && closing;
@@ -854,16 +867,8 @@ pub(crate) fn assemble_into(
     for (r, &(kind, bound, phi)) in joint_rows.iter().enumerate() {
         let row = 3 * nc + r;
         match kind {
-            RowKind::JointLower { dof }
-            | RowKind::JointUpper { dof }
-            | RowKind::VelocityUpper { dof }
-            | RowKind::VelocityLower { dof }
-            | RowKind::JointFriction { dof } => row_dofs.push(&[dof]),
-            _ => unreachable!("only joint rows here"),
-        }
-        match kind {
             RowKind::JointLower { dof } | RowKind::JointUpper { dof } => {
-                j[(row, dof)] = if matches!(kind, RowKind::JointLower { .. }) { 1.0 } else { -1.0 };
+                j.push_row(&[dof], &[if matches!(kind, RowKind::JointLower { .. }) { 1.0 } else { -1.0 }]);
                 let (b, slope) = match limit_bias(phi, h, options, model.velocity_limits()[dof]) {
                     (b, _) if relaxed && b < 0.0 => (0.0, 0.0),
                     bs => bs,
@@ -873,14 +878,14 @@ pub(crate) fn assemble_into(
                 gap[row] = phi;
             }
             RowKind::VelocityUpper { dof } => {
-                j[(row, dof)] = -1.0;
+                j.push_row(&[dof], &[-1.0]);
                 bias[row] = phi;
             }
             RowKind::VelocityLower { dof } => {
-                j[(row, dof)] = 1.0;
+                j.push_row(&[dof], &[1.0]);
                 bias[row] = phi;
             }
-            RowKind::JointFriction { dof } => j[(row, dof)] = 1.0,
+            RowKind::JointFriction { dof } => j.push_row(&[dof], &[1.0]),
             _ => unreachable!("only joint rows here"),
         }
         rows.push(kind);
@@ -1010,28 +1015,28 @@ pub(crate) fn constraint_stage(
     // Per contact: a speculative contact that waits outside the LCP ([`open_contacts`]).
     let mut waiting: Option<Vec<bool>> = None;
     let mut contact_resolves = 0;
-    // M̃ at q: the same for every pass.
-    let inertia = effective_inertia_matrix(model, data, h);
+    // M̃ at q, by trees: the same for every pass.
+    let mut inertia = std::mem::take(&mut ws.inertia);
+    effective_inertia_blocks(model, data, h, &ws.trees, &mut inertia);
     let (sol, v_next, correction) = loop {
         asm.contacts.clone_from(&contacts);
         assemble_into(&mut asm, &mut crow, model, data, q, v, v_free.as_slice(), h, options, &added, relaxed)?;
         if asm.rows.is_empty() {
             ws.previous = None;
-            (ws.assembly, ws.contact_rows) = (asm, crow);
+            (ws.assembly, ws.contact_rows, ws.inertia) = (asm, crow, inertia);
             return Ok(None);
         }
         let b = asm.velocities_plus_bias(v_free.as_slice());
         let waits = waiting.get_or_insert_with(|| open_contacts(&asm, v_free.as_slice(), h));
         let mut closed = vec![];
         let (sol, dv) = match pivoting_rows(&asm, options) {
-            Some(kinds) => solve_pivoting(&asm, &kinds, inertia.clone(), &b, options)?,
+            Some(kinds) => solve_pivoting(&asm, &kinds, inertia.to_dense(&ws.trees), &b, options)?,
             None => {
                 let row_trees: Vec<[usize; 2]> =
                     asm.rows.iter().map(|&k| row_trees(&ws.trees, k, &asm.contacts)).collect();
                 let row_waits = waiting_rows(&asm, waits);
                 let system = RowSystem {
                     j: &asm.j,
-                    row_dofs: Some(&asm.row_dofs),
                     row_trees: &row_trees,
                     b: &b,
                     bounds: &asm.bounds,
@@ -1137,7 +1142,7 @@ pub(crate) fn constraint_stage(
         relaxed,
         correction_dropped,
     };
-    (ws.assembly, ws.contact_rows) = (asm, crow);
+    (ws.assembly, ws.contact_rows, ws.inertia) = (asm, crow, inertia);
     Ok(Some(record))
 }
 
@@ -1145,7 +1150,7 @@ pub(crate) fn constraint_stage(
 /// `v_plus`: the frictionless LCP on the position rows alone (the other rows carry no
 /// pseudo-impulse). `inertia`: `M̃` at `q`.
 fn position_stage(
-    inertia: &DMatrix<f64>,
+    inertia: &TreeInertia,
     trees: &Trees,
     asm: &Assembly,
     waiting: &[bool],
@@ -1155,16 +1160,13 @@ fn position_stage(
 ) -> Result<PositionCorrection> {
     let m = asm.rows.len();
     let used: Vec<usize> = (0..m).filter(|&r| asm.is_position_row(r)).collect();
-    let mut j = DMatrix::zeros(used.len(), asm.j.ncols());
-    for (k, &r) in used.iter().enumerate() {
-        j.row_mut(k).copy_from(&asm.j.row(r));
-    }
+    let j = asm.j.select_rows(&used);
     let mut bias = DVector::zeros(m);
     for &r in &used {
         bias[r] = asm.position_bias(r, h, options.erp);
     }
     let vp = DVector::from_column_slice(v_plus);
-    let b = DVector::from_iterator(used.len(), used.iter().map(|&r| asm.j.row(r).dot(&vp.transpose()) + bias[r]));
+    let b = DVector::from_iterator(used.len(), used.iter().map(|&r| asm.row_dot(r, v_plus) + bias[r]));
     let regularization: Vec<f64> = used.iter().map(|&r| asm.position_regularization(r, options)).collect();
     let bounds = vec![RowBound::Box { lo: 0.0, hi: f64::INFINITY }; used.len()];
     let row_trees: Vec<[usize; 2]> = used.iter().map(|&r| row_trees(trees, asm.rows[r], &asm.contacts)).collect();
@@ -1175,7 +1177,6 @@ fn position_stage(
     let out = loop {
         let system = RowSystem {
             j: &j,
-            row_dofs: None,
             row_trees: &row_trees,
             b: &b,
             bounds: &bounds,
@@ -1388,10 +1389,7 @@ fn solve_pivoting(
     options: &ContactOptions,
 ) -> Result<(LcpSolution, DVector<f64>)> {
     let used: Vec<usize> = (0..kinds.len()).filter(|&i| kinds[i].is_some()).collect();
-    let mut j = DMatrix::zeros(used.len(), asm.j.ncols());
-    for (k, &i) in used.iter().enumerate() {
-        j.row_mut(k).copy_from(&asm.j.row(i));
-    }
+    let j = asm.j.select_rows(&used).to_dense();
     let bu = DVector::from_iterator(used.len(), used.iter().map(|&i| b[i]));
     let rows: Vec<PsdRow> = used.iter().filter_map(|&i| kinds[i]).collect();
     let problem = FactoredLcp::new(j, mass, bu, rows.clone())?;
@@ -1407,7 +1405,7 @@ fn solve_pivoting(
             (s, _) => s,
         };
     }
-    let w = &asm.j * &sol.dv + b + asm.regularization.component_mul(&f);
+    let w = asm.j.mul(sol.dv.as_slice()) + b + asm.regularization.component_mul(&f);
     Ok((LcpSolution { f, w, states, stats: sol.lcp.stats }, sol.dv))
 }
 

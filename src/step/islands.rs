@@ -19,7 +19,7 @@
 
 use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
 
-use crate::constraint::RowDofs;
+use crate::constraint::SparseRows;
 use crate::error::{Error, Result};
 use crate::solver::lcp::{solve_validated, BoxedLcp, LcpOptions, LcpSolution, LcpStats, RowBound, RowState};
 use crate::Model;
@@ -34,6 +34,8 @@ pub(crate) struct Trees {
     pub of_dof: Vec<usize>,
     /// The dofs of each tree, increasing.
     pub dofs: Vec<Vec<usize>>,
+    /// The index of each dof in its tree's list ([`Trees::dofs`]).
+    pub local: Vec<usize>,
 }
 
 impl Trees {
@@ -54,10 +56,62 @@ impl Trees {
         }
         let of_body: Vec<Option<usize>> = root.iter().map(|&r| (r != usize::MAX).then(|| number[r])).collect();
         let of_dof: Vec<usize> = model.dof_body().iter().map(|&b| number[root[b]]).collect();
+        let mut local = vec![0; of_dof.len()];
         for (k, &t) in of_dof.iter().enumerate() {
+            local[k] = dofs[t].len();
             dofs[t].push(k);
         }
-        Trees { of_body, of_dof, dofs }
+        Trees { of_body, of_dof, dofs, local }
+    }
+}
+
+/// `M̃ = M + diag(armature + h·damping)` by trees: one dense block per tree over its
+/// dofs (in the order of [`Trees::dofs`]); the entries between trees are zero. Its
+/// storage is the sum of the squares of the trees' sizes, not `nv²` (1,000 free bodies:
+/// 36,000 entries instead of 36 million).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TreeInertia {
+    /// The block of each tree.
+    pub blocks: Vec<DMatrix<f64>>,
+}
+
+impl TreeInertia {
+    /// Sizes the blocks for `trees`, zeroed, reusing their storage.
+    pub fn reset(&mut self, trees: &Trees) {
+        self.blocks.resize_with(trees.dofs.len(), || DMatrix::zeros(0, 0));
+        for (block, dofs) in self.blocks.iter_mut().zip(&trees.dofs) {
+            crate::math::reshape(block, dofs.len(), dofs.len());
+        }
+    }
+
+    /// The entry `(a, b)` of `M̃` (dofs `a`, `b`).
+    pub fn get(&self, trees: &Trees, a: usize, b: usize) -> f64 {
+        let t = trees.of_dof[a];
+        if trees.of_dof[b] == t {
+            self.blocks[t][(trees.local[a], trees.local[b])]
+        } else {
+            0.0
+        }
+    }
+
+    /// The block `M̃_{DD}` over the dofs `dofs`.
+    pub fn block(&self, trees: &Trees, dofs: &[usize]) -> DMatrix<f64> {
+        let n = dofs.len();
+        DMatrix::from_fn(n, n, |r, c| self.get(trees, dofs[r], dofs[c]))
+    }
+
+    /// The blocks of a dense `M̃` (whose entries between trees must be zero).
+    #[cfg(test)]
+    pub fn from_dense(trees: &Trees, m: &DMatrix<f64>) -> TreeInertia {
+        TreeInertia {
+            blocks: trees.dofs.iter().map(|d| DMatrix::from_fn(d.len(), d.len(), |r, c| m[(d[r], d[c])])).collect(),
+        }
+    }
+
+    /// The dense `nv × nv` matrix (for the solvers that take `M̃` whole).
+    pub fn to_dense(&self, trees: &Trees) -> DMatrix<f64> {
+        let all: Vec<usize> = (0..trees.of_dof.len()).collect();
+        self.block(trees, &all)
     }
 }
 
@@ -132,9 +186,7 @@ pub(crate) fn islands(trees: &Trees, row_trees: &[[usize; 2]], bounds: &[RowBoun
 pub(crate) struct RowSystem<'a> {
     /// The row Jacobian (`m × nv`); row `r` is zero outside the dofs of the trees
     /// `row_trees[r]`.
-    pub j: &'a DMatrix<f64>,
-    /// The dofs each row of `j` acts on, when known (products then skip the zeros).
-    pub row_dofs: Option<&'a RowDofs>,
+    pub j: &'a SparseRows,
     /// The trees each row acts on (up to two; `usize::MAX` for none).
     pub row_trees: &'a [[usize; 2]],
     /// The free relative velocities `b` (`m`).
@@ -157,15 +209,15 @@ pub(crate) struct IslandSolution {
     pub dv: DVector<f64>,
 }
 
-/// Solves `system` island by island with `M̃ = inertia` (dense, `nv × nv`; only the
-/// diagonal blocks of the islands are read). `guess`: warm-start states over all rows.
-/// The row Jacobian must be zero outside the trees of each row (checked in debug builds).
+/// Solves `system` island by island with `M̃ = inertia` (by trees). `guess`: warm-start
+/// states over all rows. The row Jacobian must be zero outside the trees of each row
+/// (checked in debug builds).
 ///
 /// Errors: an island's block of `M̃` that is not positive definite, and the LCP
 /// solver's errors.
 pub(crate) fn solve_islands(
     trees: &Trees,
-    inertia: &DMatrix<f64>,
+    inertia: &TreeInertia,
     system: &RowSystem,
     options: &LcpOptions,
     guess: Option<&[RowState]>,
@@ -182,23 +234,36 @@ pub(crate) fn solve_islands(
         ..LcpStats::default()
     };
     let mut local = vec![usize::MAX; m];
+    // The column of each dof in the current island's `J_RD` (`usize::MAX`: not in it).
+    let mut column = vec![usize::MAX; nv];
     for island in islands(trees, system.row_trees, system.bounds, system.waiting) {
         let (rows, dofs) = (&island.rows, &island.dofs);
         for (p, &r) in rows.iter().enumerate() {
             local[r] = p;
         }
         let (k, n) = (rows.len(), dofs.len());
+        for (c, &dof) in dofs.iter().enumerate() {
+            column[dof] = c;
+        }
         debug_assert!(rows.iter().all(|&r| {
             let own = |c: usize| system.row_trees[r].contains(&trees.of_dof[c]);
-            (0..nv).all(|c| own(c) || system.j[(r, c)] == 0.0)
+            system.j.row(r).all(|(c, v)| own(c) || v == 0.0)
         }));
-        let ji = DMatrix::from_fn(k, n, |r, c| system.j[(rows[r], dofs[c])]);
+        let mut ji = DMatrix::zeros(k, n);
+        for (p, &r) in rows.iter().enumerate() {
+            for (c, v) in system.j.row(r) {
+                ji[(p, column[c])] = v;
+            }
+        }
+        for &dof in dofs {
+            column[dof] = usize::MAX;
+        }
         let mut a;
         let y;
         let mut factor = None;
         let regularized = rows.iter().any(|&r| system.regularization[r] != 0.0);
         if n > 0 {
-            let block = DMatrix::from_fn(n, n, |r, c| inertia[(dofs[r], dofs[c])]);
+            let block = inertia.block(trees, dofs);
             let chol = Cholesky::<f64, Dyn>::new(block).ok_or_else(|| Error::Numerical {
                 algorithm: "contact stage",
                 detail: "the effective inertia M + diag(armature + h·damping) is not positive definite".into(),
@@ -250,11 +315,7 @@ pub(crate) fn solve_islands(
     }
     // The waiting rows: no force, `w = J Δv + b`.
     for r in (0..m).filter(|&r| system.waiting.get(r).copied().unwrap_or(false)) {
-        let jdv = match system.row_dofs {
-            Some(d) => d.dot(system.j, r, dv.as_slice()),
-            None => system.j.row(r).iter().zip(dv.iter()).map(|(a, b)| a * b).sum::<f64>(),
-        };
-        w[r] = jdv + system.b[r];
+        w[r] = system.j.dot(r, dv.as_slice()) + system.b[r];
     }
     Ok(IslandSolution { lcp: LcpSolution { f, w, states, stats }, dv })
 }
@@ -310,6 +371,7 @@ mod tests {
         assert_eq!(trees.dofs[1], vec![2, 3]);
         assert_eq!(trees.dofs[2], (4..10).collect::<Vec<_>>());
         assert_eq!(trees.of_dof, vec![0, 0, 1, 1, 2, 2, 2, 2, 2, 2]);
+        assert_eq!(trees.local, vec![0, 1, 0, 1, 0, 1, 2, 3, 4, 5]);
     }
 
     /// Rows on arm a, rows coupling arm b and the box, a row with no Jacobian, and a
@@ -359,9 +421,11 @@ mod tests {
         assert_eq!(found[1], Island { rows: vec![1, 2, 4], dofs: (2..10).collect() });
         assert_eq!(found[2], Island { rows: vec![3], dofs: vec![] });
 
+        let sparse = SparseRows::from_dense(&j);
+        let blocks = TreeInertia::from_dense(&trees, &inertia);
+        assert_eq!(blocks.to_dense(&trees), inertia);
         let system = RowSystem {
-            row_dofs: None,
-            j: &j,
+            j: &sparse,
             row_trees: &row_trees,
             b: &b,
             bounds: &bounds,
@@ -369,7 +433,7 @@ mod tests {
             waiting: &[],
         };
         let options = LcpOptions::default();
-        let out = solve_islands(&trees, &inertia, &system, &options, None).unwrap();
+        let out = solve_islands(&trees, &blocks, &system, &options, None).unwrap();
         let chol = Cholesky::new(inertia.clone()).unwrap();
         let y = chol.solve(&j.transpose());
         let a = &j * &y + DMatrix::from_diagonal(&DVector::from_column_slice(&regularization));
@@ -385,7 +449,7 @@ mod tests {
         // Row 4 waiting: no force, in no island, its w from the others' Δv.
         let waiting = [false, false, false, false, true];
         let system = RowSystem { waiting: &waiting, ..system };
-        let out = solve_islands(&trees, &inertia, &system, &options, None).unwrap();
+        let out = solve_islands(&trees, &blocks, &system, &options, None).unwrap();
         assert_eq!(out.lcp.f[4], 0.0);
         assert_eq!(out.lcp.states[4], RowState::Separating);
         let w4 = j.row(4).iter().zip(out.dv.iter()).map(|(a, b)| a * b).sum::<f64>() + b[4];
@@ -406,22 +470,25 @@ mod tests {
         j[(0, 0)] = 1.0;
         let b = DVector::from_vec(vec![-1.0]);
         let bounds = vec![RowBound::Box { lo: 0.0, hi: f64::INFINITY }];
+        let sparse = SparseRows::from_dense(&j);
+        let blocks = TreeInertia::from_dense(&trees, &inertia);
+        assert_eq!(blocks.to_dense(&trees), inertia);
         let system = RowSystem {
-            row_dofs: None,
-            j: &j,
+            j: &sparse,
             row_trees: &[[0, usize::MAX]],
             b: &b,
             bounds: &bounds,
             regularization: &[0.0],
             waiting: &[],
         };
-        let err = solve_islands(&trees, &inertia, &system, &LcpOptions::default(), None).err().expect("an error");
+        let err = solve_islands(&trees, &blocks, &system, &LcpOptions::default(), None).err().expect("an error");
         assert!(err.to_string().contains("not positive definite"), "{err}");
         // The singular block belongs to a tree no row touches: solved.
         let mut j2 = DMatrix::zeros(1, nv);
         j2[(0, 5)] = 1.0;
+        let j2 = SparseRows::from_dense(&j2);
         let system = RowSystem { j: &j2, row_trees: &[[2, usize::MAX]], ..system };
-        let out = solve_islands(&trees, &inertia, &system, &LcpOptions::default(), None).unwrap();
+        let out = solve_islands(&trees, &blocks, &system, &LcpOptions::default(), None).unwrap();
         assert!((out.lcp.f[0] - 1.0).abs() < 1e-14 && (out.dv[5] - 1.0).abs() < 1e-14);
     }
 }

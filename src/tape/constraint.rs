@@ -386,6 +386,8 @@ impl StepGeometry {
             &c.added_rows,
             c.relaxed,
         )?;
+        // The backward pass's products run over the dense J.
+        self.asm.fill_dense();
         refactor_effective_inertia(model, &mut self.data, h, &mut self.chol)?;
         self.rd.rebuild(model, &self.data, &c.contacts, &self.rows)?;
         // Joint placements (θ) translate subtrees: their columns of the row derivatives.
@@ -472,7 +474,7 @@ impl<'a> StageSystem<'a> {
             b.w.copy_from(g);
             chol.solve_mut(&mut b.w);
             reshape_vector(&mut b.dl_df, asm.rows.len());
-            asm.j.mul_to(&b.w, &mut b.dl_df);
+            asm.dense.mul_to(&b.w, &mut b.dl_df);
             b.has_dl_df = true;
         }
 
@@ -507,13 +509,13 @@ impl<'a> StageSystem<'a> {
         let nclamp = b.clamping.len();
         reshape_for_overwrite(&mut b.jc, nclamp, nv);
         for (i, &r) in b.clamping.iter().enumerate() {
-            b.jc.row_mut(i).copy_from(&asm.j.row(r));
+            b.jc.row_mut(i).copy_from(&asm.dense.row(r));
         }
         reshape_for_overwrite(&mut b.jhat, nclamp, nv);
         b.jhat.copy_from(&b.jc);
         for &(r, ci, e) in &b.u_friction {
             for k in 0..nv {
-                b.jhat[(ci, k)] += asm.j[(r, k)] * e;
+                b.jhat[(ci, k)] += asm.dense[(r, k)] * e;
             }
         }
         reshape_for_overwrite(&mut b.minv_jhat_t, nv, nclamp);
@@ -774,7 +776,7 @@ pub(crate) fn linearize_constraints_with(
             let sign = e.signum();
             for (col, w) in material_weights(model, &rec.params, ParamKind::Friction, &c.contacts[contact]) {
                 let mut dst = r1.column_mut(2 * nv + col);
-                dst += asm.j.row(r).transpose() * (sign * fn_ * w);
+                dst += asm.dense.row(r).transpose() * (sign * fn_ * w);
             }
         }
     }
@@ -804,7 +806,7 @@ pub(crate) fn linearize_constraints_with(
             }
             if t.start != 0.0 {
                 row_q += jv_start.as_ref().expect("bounce rows computed").row(r).transpose() * t.start;
-                row_v += asm.j.row(r).transpose() * t.start;
+                row_v += asm.dense.row(r).transpose() * t.start;
             }
             row_q += jv_next.as_ref().expect("contacts exist").row(r).transpose() * t.next;
             for (m, &col) in pcols.iter().enumerate() {
@@ -843,7 +845,7 @@ pub(crate) fn linearize_constraints_with(
                 }
             }
         }
-        let ju = &asm.j * &u;
+        let ju = &asm.dense * &u;
         for &(r, ci, e) in &sys.b.u_friction {
             let mut dst = dahat_t.view_mut((ci, 0), (1, nv));
             dst += jv_u.row(r) * e;
@@ -906,7 +908,7 @@ fn impacts_into(view: StageView, b: &mut StageBuffers) -> usize {
     let nclamp = b.clamping.len();
     reshape_vector(&mut b.s, nclamp);
     for (ci, &r) in b.clamping.iter().enumerate() {
-        let mut y: f64 = (0..nv).map(|k| asm.j[(r, k)] * b.dv[k]).sum();
+        let mut y: f64 = (0..nv).map(|k| asm.dense[(r, k)] * b.dv[k]).sum();
         if bouncing(r) {
             y *= 1.0 + asm.info[r / 3].restitution;
         }
@@ -920,8 +922,8 @@ fn impacts_into(view: StageView, b: &mut StageBuffers) -> usize {
         if !info.bounce || states[3 * i] != RowState::Clamping {
             continue;
         }
-        let rate: f64 = (0..nv).map(|k| asm.j[(3 * i, k)] * rec.v[k]).sum();
-        let normal_is_zero = (0..nv).all(|k| asm.j[(3 * i, k)] == 0.0);
+        let rate: f64 = (0..nv).map(|k| asm.dense[(3 * i, k)] * rec.v[k]).sum();
+        let normal_is_zero = (0..nv).all(|k| asm.dense[(3 * i, k)] == 0.0);
         if normal_is_zero || rate >= 0.0 {
             continue;
         }
@@ -935,14 +937,14 @@ fn impacts_into(view: StageView, b: &mut StageBuffers) -> usize {
         }
         imp.rate = rate;
         for k in 0..nv {
-            imp.normal[k] = asm.j[(3 * i, k)];
+            imp.normal[k] = asm.dense[(3 * i, k)];
             // v⁻ on the dofs that move the contact (a nonzero entry in one of its rows).
-            let moved = (3 * i..3 * i + 3).any(|r| asm.j[(r, k)] != 0.0);
+            let moved = (3 * i..3 * i + 3).any(|r| asm.dense[(r, k)] != 0.0);
             imp.flow[k] = if moved { rec.v[k] } else { 0.0 };
         }
         for r in 3 * i..3 * i + 3 {
             for k in 0..nv {
-                imp.jump[k] += asm.j[(r, k)] * f[r];
+                imp.jump[k] += asm.dense[(r, k)] * f[r];
             }
         }
         for (ci, &r) in b.clamping.iter().enumerate() {

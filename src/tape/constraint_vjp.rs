@@ -105,7 +105,7 @@ impl StageSystem<'_> {
                 b.w_start[r] += yi * t.start;
                 b.w_next[r] += yi * t.next;
                 if t.start != 0.0 {
-                    add_row(&mut direct[nv..2 * nv], &asm.j, r, -yi * t.start);
+                    add_row(&mut direct[nv..2 * nv], &asm.dense, r, -yi * t.start);
                 }
             }
             if let Some((dof, slope)) = t.dof {
@@ -175,7 +175,7 @@ impl StageSystem<'_> {
             }
             for &(r, ci, e) in &b.u_friction {
                 let RowKind::ContactFriction { contact, .. } = asm.rows[r] else { continue };
-                let jw: f64 = (0..nv).map(|k| asm.j[(r, k)] * b.w[k]).sum();
+                let jw: f64 = (0..nv).map(|k| asm.dense[(r, k)] * b.w[k]).sum();
                 let fn_ = f[b.clamping[ci]];
                 for (col, wt) in material_weights(model, &rec.params, ParamKind::Friction, &view.c.contacts[contact]) {
                     direct[2 * nv + col] += e.signum() * fn_ * wt * jw;
@@ -210,8 +210,8 @@ impl StageSystem<'_> {
                     b.alpha[r] += b.p[i];
                 }
             }
-            reshape_vector(&mut b.ju, asm.j.nrows());
-            asm.j.mul_to(&b.u, &mut b.ju);
+            reshape_vector(&mut b.ju, asm.dense.nrows());
+            asm.dense.mul_to(&b.u, &mut b.ju);
             for &(r, ci, e) in &b.u_friction {
                 b.alpha[r] += e * b.p[ci];
                 if let RowKind::ContactFriction { contact, .. } = asm.rows[r] {
