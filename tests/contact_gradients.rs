@@ -43,6 +43,52 @@ fn pressed_box(mut b: ModelBuilder, name: &str, h: Vec3, mass: f64, mu: f64, vx:
     (model, State { q, v })
 }
 
+/// Two boxes of unequal masses and sizes apart on the ground: a 1 kg box sliding along
+/// its x at 1 m/s (μ = 0.3: its tangent rows at their bounds, its clamping set rank
+/// deficient) and a 3 kg box resting under a push (μ = 0.8, every row clamping). Their
+/// clamping rows form two parts of the stage (`Â` block-diagonal), each with its own
+/// pseudo-inverse and rank; the sliding box's part has the null-space term.
+fn two_boxes_apart_scene() -> Scene {
+    let mut b = ModelBuilder::new("two_boxes_apart");
+    ground(&mut b, material(0.8, 0.0), 0.0);
+    let (ha, hb) = (Vec3::new(0.1, 0.08, 0.06), Vec3::new(0.15, 0.1, 0.05));
+    free_body(
+        &mut b,
+        "slider",
+        Geometry::Box { half_extents: ha },
+        Inertia::solid_box(1.0, ha * 2.0),
+        material(0.3, 0.0),
+    );
+    free_body(
+        &mut b,
+        "rester",
+        Geometry::Box { half_extents: hb },
+        Inertia::solid_box(3.0, hb * 2.0),
+        material(0.8, 0.0),
+    );
+    let model = b.build().unwrap();
+    let mut q = model.neutral();
+    let a = pose_q(&model, Vec3::new(0.0, 0.0, ha.z - 2e-4), Vec3::z(), 0.3);
+    let c = pose_q(&model, Vec3::new(1.0, 0.4, hb.z - 2e-4), Vec3::z(), -0.5);
+    q.rows_mut(0, 7).copy_from(&a.rows(0, 7));
+    q.rows_mut(7, 7).copy_from(&c.rows(0, 7));
+    let mut v = DVector::zeros(12);
+    // Along the slider's own x, as in `box_sliding`.
+    v[3] = 1.0;
+    let mut tau = DVector::zeros(12);
+    tau[9] = 3.0;
+    let params = ["mass:slider", "mass:rester", "friction:slider", "friction:rester", "inertia:rester"];
+    Scene {
+        name: "two_boxes_apart",
+        model,
+        options: options(),
+        state: State { q, v },
+        tau,
+        params: params.iter().map(|p| p.to_string()).collect(),
+        spread: (2e-5, 2e-3),
+    }
+}
+
 fn sphere_scene(name: &'static str, restitution: f64, height: f64, vz: f64) -> Scene {
     let mut b = ModelBuilder::new(name);
     ground(&mut b, material(0.5, restitution), 0.0);
@@ -601,6 +647,7 @@ fn scenes() -> Vec<Scene> {
         bouncing_block_scene("block_bounce_flat", 0.5, Vec3::z(), 0.3, 2.5),
         sphere_stack_scene(),
         slab_on_sphere_grid_scene("slab_on_sphere_grid_resting", 0.8, 0.0),
+        two_boxes_apart_scene(),
     ]
 }
 

@@ -709,7 +709,7 @@ pub(crate) fn effective_inertia_into(model: &Model, data: &mut Data, h: f64, m: 
 
 /// [`effective_inertia_matrix`] by trees into `out` (the same entries; the zeros between
 /// trees are neither stored nor visited).
-fn effective_inertia_blocks(model: &Model, data: &mut Data, h: f64, trees: &Trees, out: &mut TreeInertia) {
+pub(crate) fn effective_inertia_blocks(model: &Model, data: &mut Data, h: f64, trees: &Trees, out: &mut TreeInertia) {
     out.reset(trees);
     let (of_dof, local) = (&trees.of_dof, &trees.local);
     let blocks = &mut out.blocks;
@@ -717,23 +717,6 @@ fn effective_inertia_blocks(model: &Model, data: &mut Data, h: f64, trees: &Tree
     for k in 0..model.nv() {
         blocks[of_dof[k]][(local[k], local[k])] += h * model.damping[k];
     }
-}
-
-/// The Cholesky factors of `M̃` ([`effective_inertia`]) in reused storage: `chol` holds
-/// the previous factors (or `None`); their matrix is refilled and factorised in place.
-pub(crate) fn refactor_effective_inertia(
-    model: &Model,
-    data: &mut Data,
-    h: f64,
-    chol: &mut Option<nalgebra::Cholesky<f64, nalgebra::Dyn>>,
-) -> Result<()> {
-    let mut m = chol.take().map_or_else(|| DMatrix::zeros(0, 0), |c| c.unpack());
-    effective_inertia_into(model, data, h, &mut m);
-    *chol = Some(nalgebra::Cholesky::new(m).ok_or_else(|| Error::Numerical {
-        algorithm: "contact stage",
-        detail: "the effective inertia M + diag(armature + h·damping) is not positive definite".into(),
-    })?);
-    Ok(())
 }
 
 /// Builds the rows at the poses in `data` for the given contacts (contact detection

@@ -3,7 +3,7 @@
 //! and the constraint stage (`contact`: contacts, joint limits and joint friction as
 //! LCP rows, and the position stage). The [`crate::sim::Simulator`] runs them in order.
 
-mod islands;
+pub(crate) mod islands;
 mod semi_implicit_euler;
 
 pub mod contact;

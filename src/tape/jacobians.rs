@@ -3,7 +3,7 @@
 //! the constraint stages (`super::constraint`). The VJP does not go through them
 //! (`super::step_vjp`).
 
-use super::constraint::{linearize_constraints, linearize_position_stage, ConstraintLinearization};
+use super::constraint::{linearize_stages, ConstraintLinearization};
 use super::derivative_terms::{add_config_blocks, config_rows};
 use super::linearize::{factor, linearize, Workspace};
 use super::record::{StepJacobians, StepRecord};
@@ -21,7 +21,10 @@ impl StepRecord {
     pub fn jacobians_with(&self, ws: &mut Workspace) -> Result<StepJacobians> {
         let smooth = self.smooth_blocks(ws)?;
         let (lin, pos) = match &self.constraints {
-            Some(c) => (Some(linearize_constraints(self, c)?), linearize_position_stage(self, c)?),
+            Some(c) => {
+                let (velocity, position) = linearize_stages(self, c)?;
+                (Some(velocity), position)
+            }
             None => (None, None),
         };
         self.assemble_jacobians(ws, &smooth, lin.as_ref(), pos.as_ref())
