@@ -654,3 +654,93 @@ fn terrain_spheres_against_brute_force() {
     println!("sphere on bumpy terrain: {hits} with contacts; kinds {kinds:?}");
     assert!(hits > 500 && kinds.len() == 3);
 }
+
+// ---------------------------------------------------------------- manifold reduction
+
+/// An n-sided prism of radius `r` and half height `h` about z.
+fn ngon_prism(n: usize, r: f64, h: f64) -> stiction::collision::Polytope {
+    let mut v = vec![];
+    for z in [-h, h] {
+        for k in 0..n {
+            let a = k as f64 * std::f64::consts::TAU / n as f64;
+            v.push(Vec3::new(a.cos() * r, a.sin() * r, z));
+        }
+    }
+    let n32 = n as u32;
+    let mut loops = vec![(0..n32).collect::<Vec<_>>(), (n32..2 * n32).collect()];
+    for k in 0..n32 {
+        loops.push(vec![k, (k + 1) % n32, n32 + (k + 1) % n32, n32 + k]);
+    }
+    polytope(v, loops)
+}
+
+/// The area of the convex polygon of `pts` projected along z (points in hull order
+/// not needed: gift wrapping by angle about the centroid).
+fn polygon_area_xy(pts: &[Vec3]) -> f64 {
+    let c = pts.iter().sum::<Vec3>() / pts.len() as f64;
+    let mut p: Vec<&Vec3> = pts.iter().collect();
+    p.sort_by(|a, b| (a.y - c.y).atan2(a.x - c.x).total_cmp(&(b.y - c.y).atan2(b.x - c.x)));
+    0.5 * (0..p.len())
+        .map(|i| {
+            let (a, b) = (p[i], p[(i + 1) % p.len()]);
+            a.x * b.y - a.y * b.x
+        })
+        .sum::<f64>()
+        .abs()
+}
+
+/// A 24-sided prism standing on the plane, tilted a little: of its 24 bottom corners in
+/// range, at most `MAX_PAIR_CONTACTS` are kept — the deepest one, and corners whose
+/// polygon covers at least 85 % of the full support polygon (a regular octagon inscribed
+/// in the 24-gon covers 91 %). Tilted the other way, the deepest is another corner.
+#[test]
+fn a_many_sided_prism_on_the_plane_keeps_the_deepest_and_the_support_polygon() {
+    use stiction::collision::narrow_phase::MAX_PAIR_CONTACTS;
+    let n = 24;
+    let prism = convex(ngon_prism(n, 0.3, 0.1), 0.0);
+    for tilt in [2e-4, -3e-4] {
+        let rot = *nalgebra::Rotation3::from_axis_angle(&Vec3::x_axis(), tilt).matrix()
+            * *nalgebra::Rotation3::from_axis_angle(&Vec3::z_axis(), 0.05).matrix();
+        let x = translated(rot, Vec3::new(0.2, -0.1, 0.1 - 5e-4));
+        let c = contacts(&prism, &x, &plane(), &SE3::identity(), 0.01);
+        assert!(c.len() <= MAX_PAIR_CONTACTS && c.len() >= 4, "{} contacts", c.len());
+        // Every bottom corner is within the margin: the deepest of them must be kept.
+        let bottom: Vec<Vec3> = (0..n).map(|k| x.act_point(&ngon_prism(n, 0.3, 0.1).vertices[k])).collect();
+        let deepest = bottom.iter().map(|p| p.z).fold(f64::INFINITY, f64::min);
+        let kept_min = c.iter().map(|k| k.geometry.distance).fold(f64::INFINITY, f64::min);
+        assert!((kept_min - deepest).abs() < 1e-12, "deepest {deepest} not kept ({kept_min})");
+        let kept: Vec<Vec3> = c.iter().map(|k| k.geometry.point).collect();
+        let ratio = polygon_area_xy(&kept) / polygon_area_xy(&bottom);
+        assert!(ratio >= 0.85, "the kept contacts cover {ratio:.3} of the support polygon");
+    }
+    // Few contacts are not touched: a box on the plane keeps its four corners.
+    let c = contacts(
+        &cuboid(Vec3::new(0.2, 0.1, 0.05)),
+        &translated(Mat3::identity(), Vec3::new(0.0, 0.0, 0.049)),
+        &plane(),
+        &SE3::identity(),
+        0.01,
+    );
+    assert_eq!(c.len(), 4);
+}
+
+/// Two 24-sided prisms stacked face on face, the upper one turned by half a side: their
+/// clipped polygon has 48 corners, reduced to `MAX_PAIR_CONTACTS`, which still hold the
+/// upper prism (their polygon covers most of the overlap).
+#[test]
+fn a_face_pair_of_many_sided_prisms_is_reduced() {
+    use stiction::collision::narrow_phase::MAX_PAIR_CONTACTS;
+    let n = 24;
+    let lower = convex(ngon_prism(n, 0.3, 0.1), 0.0);
+    let upper = convex(ngon_prism(n, 0.3, 0.1), 0.0);
+    let turn = *nalgebra::Rotation3::from_axis_angle(&Vec3::z_axis(), std::f64::consts::PI / n as f64).matrix();
+    let xa = SE3::identity();
+    let xb = translated(turn, Vec3::new(0.0, 0.0, 0.2 - 2e-4));
+    let c = contacts(&lower, &xa, &upper, &xb, 0.01);
+    assert!(c.len() <= MAX_PAIR_CONTACTS && c.len() >= 4, "{} contacts", c.len());
+    let kept: Vec<Vec3> = c.iter().map(|k| k.geometry.point).collect();
+    // The overlap of the two 24-gons is close to the disc of radius 0.3·cos(π/24).
+    let full = 0.5 * 48.0 * (0.3 * (std::f64::consts::PI / 24.0).cos()).powi(2) * (std::f64::consts::TAU / 48.0).sin();
+    let ratio = polygon_area_xy(&kept) / full;
+    assert!(ratio >= 0.85, "the kept contacts cover {ratio:.3} of the overlap");
+}

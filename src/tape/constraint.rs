@@ -44,7 +44,7 @@ use crate::constraint::{ContactRowDerivatives, ContactRows, RowScratch, SparseRo
 use crate::dynamics::{forward_kinematics, Data, DerivativeData};
 use crate::error::{Error, Result};
 use crate::math::{
-    reshape, reshape_for_overwrite, reshape_vector, FactoredPseudoInverse, SymmetricEigenWorkspace, Vec3,
+    mul_into, reshape, reshape_for_overwrite, reshape_vector, FactoredPseudoInverse, SymmetricEigenWorkspace, Vec3,
 };
 use crate::model::{ParamKind, ParamSpec};
 use crate::solver::lcp::{RowBound, RowState, FACTORED_MIN_ROWS};
@@ -316,8 +316,10 @@ pub(crate) struct StagePart {
     pub rows: Vec<usize>,
     /// The dofs of the trees its rows act on (increasing).
     pub dofs: Vec<usize>,
-    /// The part's block of `Â`.
+    /// The part's block of `Â`, and its blocks of `J_C` and `M̃⁻¹ Ĵᵀ` (scratch).
     pub ahat: DMatrix<f64>,
+    jc: DMatrix<f64>,
+    minv: DMatrix<f64>,
     /// The rank of the block.
     pub rank: usize,
     /// The eigendecomposition of the block (or of its Jordan–Wielandt matrix).
@@ -659,23 +661,24 @@ impl<'a> StageSystem<'a> {
         reshape_for_overwrite(&mut b.minv_jhat_t, nv, nclamp);
         b.jhat.transpose_to(&mut b.minv_jhat_t);
         chol.solve_mut(&mut b.minv_jhat_t);
-        // Â part by part: its other entries are exactly zero (the sums below add the
-        // products of `math::mul_into` in its order, skipping the zero terms).
+        // Â part by part: its other entries are exactly zero (`math::mul_into` on the
+        // part's blocks adds the products of the whole product in its order, without the
+        // zero terms).
         b.split_parts(&geometry.trees, &asm.j);
         reshape(&mut b.ahat, nclamp, nclamp);
-        for p in &b.parts[..b.nparts] {
-            for &k in &p.rows {
-                for &i in &p.rows {
-                    let mut sum = 0.0;
-                    for &d in &p.dofs {
-                        let x = b.minv_jhat_t[(d, k)];
-                        if x != 0.0 {
-                            sum += b.jc[(i, d)] * x;
-                        }
-                    }
-                    b.ahat[(i, k)] = sum;
+        for p in &mut b.parts[..b.nparts] {
+            let (k, d) = (p.rows.len(), p.dofs.len());
+            reshape_for_overwrite(&mut p.jc, k, d);
+            reshape_for_overwrite(&mut p.minv, d, k);
+            for (c, &dof) in p.dofs.iter().enumerate() {
+                for (a, &i) in p.rows.iter().enumerate() {
+                    p.jc[(a, c)] = b.jc[(i, dof)];
+                    p.minv[(c, a)] = b.minv_jhat_t[(dof, i)];
                 }
             }
+            reshape_for_overwrite(&mut p.ahat, k, k);
+            mul_into(&p.jc, &p.minv, &mut p.ahat);
+            scatter_block(&mut b.ahat, &p.rows, &p.rows, &p.ahat);
         }
         for (i, &r) in b.clamping.iter().enumerate() {
             b.ahat[(i, i)] += asm.regularization[r];
@@ -687,11 +690,8 @@ impl<'a> StageSystem<'a> {
         let StageBuffers { parts, nparts, ahat, jc, jhat, clamping, u_friction, .. } = &mut b;
         for p in &mut parts[..*nparts] {
             let k = p.rows.len();
-            reshape_for_overwrite(&mut p.ahat, k, k);
             for (a, &i) in p.rows.iter().enumerate() {
-                for (c, &j) in p.rows.iter().enumerate() {
-                    p.ahat[(a, c)] = ahat[(i, j)];
-                }
+                p.ahat[(a, a)] = ahat[(i, i)];
             }
             p.factored = None;
             p.dense_pinv = None;

@@ -2,7 +2,8 @@
 //! face `Face(0)` with normal +z): one vertex–face contact per core vertex whose signed
 //! distance `n·(p − o) − r` is below the margin. A box resting flat gives its four
 //! bottom corners, a capsule lying flat its two segment ends, a sphere its centre;
-//! a convex mesh gives every vertex in range (no manifold reduction).
+//! a convex mesh gives every vertex in range (then reduced by `reduce` to at most
+//! `MAX_PAIR_CONTACTS`: the deepest and the corners of the support polygon).
 
 use super::{Emitter, Placed};
 use crate::collision::contact::{Contact, Feature};

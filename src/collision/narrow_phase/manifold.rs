@@ -18,8 +18,9 @@
 //! earlier one's is dropped (vertex–face first, then face–vertex, then edge–edge), so
 //! coincident corners — two equal boxes stacked flush — give one contact each. The incident face is, among the faces of the incident core holding a
 //! given anchor feature (its deepest vertex, or its closest feature), the one whose
-//! normal is most opposed to n. Manifolds are not reduced: a face pair of two convex
-//! meshes gives as many contacts as its clipped polygon has corners.
+//! normal is most opposed to n. A face pair of two convex meshes gives as many
+//! contacts as its clipped polygon has corners; `reduce` then keeps at most
+//! `MAX_PAIR_CONTACTS` of them.
 
 use super::closest_points::line_line;
 use super::{Emitter, Placed};

@@ -22,7 +22,9 @@
 //! Files: `closest_points` (segment and point closest points, overlap of parallel
 //! segments), `gjk` (distance between separated cores), `sat` (separating axes with
 //! Minkowski-face pruning of edge pairs), `manifold` (face clipping into vertex–face,
-//! face–vertex and edge–edge contacts), `polytope_pair` (the convex–convex logic),
+//! face–vertex and edge–edge contacts), `reduce` (a convex pair's contacts cut to
+//! [`MAX_PAIR_CONTACTS`], keeping the deepest and the support polygon's corners),
+//! `polytope_pair` (the convex–convex logic),
 //! `spheres` (point and segment cores), `halfspace`, `terrain`.
 //!
 //! Degenerate closed forms (coincident sphere centres, a point on an edge's line,
@@ -37,6 +39,7 @@ mod gjk;
 mod halfspace;
 mod manifold;
 mod polytope_pair;
+mod reduce;
 mod sat;
 mod spheres;
 mod terrain;
@@ -54,12 +57,17 @@ use crate::math::{Vec3, SE3};
 /// the distance).
 pub const PARALLEL_SIN: f64 = 1e-6;
 
+pub use reduce::MAX_PAIR_CONTACTS;
+
 /// Contacts between shapes `a` and `b` (indices `ia`, `ib` into the collision model's shapes),
 /// at world poses `pose_a`, `pose_b`: every feature pair whose signed distance is < `margin`,
 /// appended to `out` with normals from A to B and `body_a/body_b` from the instances.
 ///
 /// Pairs of half-spaces and triangle meshes (with each other or themselves) give no
 /// contact. Contacts come in a deterministic order, without duplicated [`ContactId`]s.
+/// A pair of convex shapes (or a convex shape and a half-space) gives at most
+/// [`MAX_PAIR_CONTACTS`] (`reduce`: the deepest and the corners of the support polygon);
+/// a convex shape on a triangle mesh gives one set per triangle, unreduced.
 /// Bad input (non-finite poses or margin, features out of range) gives no contact
 /// rather than a NaN.
 #[allow(clippy::too_many_arguments)]
@@ -105,14 +113,17 @@ pub fn collide(
                 spheres::collide_cores(&em, &p, &q, out);
             } else {
                 polytope_pair::collide_convex(&em, &p, &q, false, out);
+                reduce::reduce_manifold(out, em.start, MAX_PAIR_CONTACTS);
             }
         }
         (ShapeCore::Convex(pa), ShapeCore::HalfSpace) => {
             halfspace::collide_halfspace(&em, &Placed::new(pa, pose_a, a.radius), pose_b, b.radius, out);
+            reduce::reduce_manifold(out, em.start, MAX_PAIR_CONTACTS);
         }
         (ShapeCore::HalfSpace, ShapeCore::Convex(pb)) => {
             em.flipped = true;
             halfspace::collide_halfspace(&em, &Placed::new(pb, pose_b, b.radius), pose_a, a.radius, out);
+            reduce::reduce_manifold(out, em.start, MAX_PAIR_CONTACTS);
         }
         (ShapeCore::Convex(pa), ShapeCore::TriMesh(m)) => {
             terrain::collide_terrain(&em, &Placed::new(pa, pose_a, a.radius), m, pose_b, b.radius, out);
