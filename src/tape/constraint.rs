@@ -44,7 +44,7 @@ use crate::constraint::{ContactRowDerivatives, ContactRows, RowScratch, SparseRo
 use crate::dynamics::{forward_kinematics, Data, DerivativeData};
 use crate::error::{Error, Result};
 use crate::math::{
-    mul_into, reshape, reshape_for_overwrite, reshape_vector, FactoredPseudoInverse, SymmetricEigenWorkspace, Vec3,
+    mul_into, reshape_for_overwrite, reshape_vector, FactoredPseudoInverse, SymmetricEigenWorkspace, Vec3,
 };
 use crate::model::{ParamKind, ParamSpec};
 use crate::solver::lcp::{RowBound, RowState, FACTORED_MIN_ROWS};
@@ -220,9 +220,8 @@ pub(crate) struct StageBuffers {
     pub jc: DMatrix<f64>,
     pub jhat: DMatrix<f64>,
     pub minv_jhat_t: DMatrix<f64>,
-    /// `Â = J_C M̃⁻¹ Ĵᵀ + R_CC` (block-diagonal over the parts, up to the order of C)
-    /// and its rank (the sum of the parts' ranks).
-    pub ahat: DMatrix<f64>,
+    /// The rank of `Â = J_C M̃⁻¹ Ĵᵀ + R_CC` (the sum of its parts' ranks: `Â` is
+    /// block-diagonal over the parts, up to the order of C, and held by them).
     pub rank: usize,
     /// `∂ℓ/∂f = J M̃⁻¹ ∂ℓ/∂v⁺` (one entry per row) when `has_dl_df`.
     pub dl_df: DVector<f64>,
@@ -425,6 +424,16 @@ impl StageBuffers {
         }
         for p in &mut self.parts[..self.nparts] {
             p.dofs.sort_unstable();
+        }
+    }
+
+    /// `out −= Âᵀ y` (`out`, `y`: |C|), part by part.
+    pub(crate) fn sub_ahat_tr_mul(&self, y: &DVector<f64>, out: &mut DVector<f64>) {
+        for p in self.parts() {
+            for (c, &j) in p.rows.iter().enumerate() {
+                let dot: f64 = p.rows.iter().enumerate().map(|(a, &i)| p.ahat[(a, c)] * y[i]).sum();
+                out[j] -= dot;
+            }
         }
     }
 
@@ -665,7 +674,6 @@ impl<'a> StageSystem<'a> {
         // part's blocks adds the products of the whole product in its order, without the
         // zero terms).
         b.split_parts(&geometry.trees, &asm.j);
-        reshape(&mut b.ahat, nclamp, nclamp);
         for p in &mut b.parts[..b.nparts] {
             let (k, d) = (p.rows.len(), p.dofs.len());
             reshape_for_overwrite(&mut p.jc, k, d);
@@ -678,21 +686,17 @@ impl<'a> StageSystem<'a> {
             }
             reshape_for_overwrite(&mut p.ahat, k, k);
             mul_into(&p.jc, &p.minv, &mut p.ahat);
-            scatter_block(&mut b.ahat, &p.rows, &p.rows, &p.ahat);
-        }
-        for (i, &r) in b.clamping.iter().enumerate() {
-            b.ahat[(i, i)] += asm.regularization[r];
+            for (a, &i) in p.rows.iter().enumerate() {
+                p.ahat[(a, a)] += asm.regularization[b.clamping[i]];
+            }
         }
         let failed = || Error::Numerical {
             algorithm: "contact backward",
             detail: "the pseudo-inverse of A_CC failed (a non-finite matrix or no eigendecomposition)".into(),
         };
-        let StageBuffers { parts, nparts, ahat, jc, jhat, clamping, u_friction, .. } = &mut b;
+        let StageBuffers { parts, nparts, jc, jhat, clamping, u_friction, .. } = &mut b;
         for p in &mut parts[..*nparts] {
             let k = p.rows.len();
-            for (a, &i) in p.rows.iter().enumerate() {
-                p.ahat[(a, a)] = ahat[(i, i)];
-            }
             p.factored = None;
             p.dense_pinv = None;
             let unregularized = p.rows.iter().all(|&i| asm.regularization[clamping[i]] == 0.0);
@@ -888,14 +892,11 @@ fn linearize_constraints_with(
     // Part by part ([`StagePart`]): `Â` is block-diagonal over them.
     {
         let b = &mut sys.b;
-        let StageBuffers { parts, nparts, ahat, jc, minv_jhat_t, clamping, .. } = b;
+        let StageBuffers { parts, nparts, jc, minv_jhat_t, clamping, .. } = b;
         for p in &mut parts[..*nparts] {
             p.ahat = block(jc, &p.rows, &p.dofs) * block(minv_jhat_t, &p.dofs, &p.rows);
             for (a, &i) in p.rows.iter().enumerate() {
                 p.ahat[(a, a)] += sys.view.asm.regularization[clamping[i]];
-                for (c, &k) in p.rows.iter().enumerate() {
-                    ahat[(i, k)] = p.ahat[(a, c)];
-                }
             }
             if p.factored.is_none() {
                 let (pinv, rank) = crate::math::pseudo_inverse(&p.ahat, RANK_TOL).ok_or_else(|| Error::Numerical {

@@ -188,7 +188,9 @@ impl StageSystem<'_> {
         if b.has_null_space_term(view.c.contacts.is_empty()) {
             reshape_vector(&mut b.p, nclamp);
             b.p.copy_from(&b.s);
-            b.p.gemv_tr(-1.0, &b.ahat, &b.y, 1.0);
+            let mut pv = std::mem::take(&mut b.p);
+            b.sub_ahat_tr_mul(&b.y, &mut pv);
+            b.p = pv;
             // z = Â⁺ᵀ f_C,  u = M̃⁻¹ J_Cᵀ z,  λ: z on the contact rows.
             reshape_vector(&mut b.fc, nclamp);
             for (i, &r) in b.clamping.iter().enumerate() {
