@@ -7,7 +7,9 @@
 
 mod common;
 
-use common::contact::{ball_pinched, capsule_x, check_scenes, free_body, ground, material, options, pose_q, Scene};
+use common::contact::{
+    ball_pinched, capsule_x, check_scenes, free_body, free_box, ground, material, options, pose_q, Scene,
+};
 use nalgebra::{DVector, UnitQuaternion};
 use stiction::math::{Inertia, Vec3, SE3};
 use stiction::model::{Body, CollisionShape, Geometry, WORLD};
@@ -52,20 +54,8 @@ fn two_boxes_apart_scene() -> Scene {
     let mut b = ModelBuilder::new("two_boxes_apart");
     ground(&mut b, material(0.8, 0.0), 0.0);
     let (ha, hb) = (Vec3::new(0.1, 0.08, 0.06), Vec3::new(0.15, 0.1, 0.05));
-    free_body(
-        &mut b,
-        "slider",
-        Geometry::Box { half_extents: ha },
-        Inertia::solid_box(1.0, ha * 2.0),
-        material(0.3, 0.0),
-    );
-    free_body(
-        &mut b,
-        "rester",
-        Geometry::Box { half_extents: hb },
-        Inertia::solid_box(3.0, hb * 2.0),
-        material(0.8, 0.0),
-    );
+    free_box(&mut b, "slider", ha, 1.0, material(0.3, 0.0));
+    free_box(&mut b, "rester", hb, 3.0, material(0.8, 0.0));
     let model = b.build().unwrap();
     let mut q = model.neutral();
     let a = pose_q(&model, Vec3::new(0.0, 0.0, ha.z - 2e-4), Vec3::z(), 0.3);

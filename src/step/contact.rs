@@ -109,7 +109,7 @@ use crate::constraint::{detect_contacts, match_contacts, CollisionOptions, Colli
 use crate::constraint::{ContactRows, SparseRows};
 use crate::dynamics::Data;
 use crate::error::{Error, Result};
-use crate::math::{reshape, reshape_for_overwrite, reshape_vector};
+use crate::math::{reshape, reshape_vector};
 use crate::solver::lcp::{LcpOptions, LcpSolution, LcpStats, RowBound, RowState};
 use crate::solver::ppm::{self, FactoredLcp, PpmOptions, PsdRow};
 use crate::Model;
@@ -550,9 +550,6 @@ pub(crate) struct Assembly {
     pub regularization: DVector<f64>,
     /// Row Jacobian (m × nv), by rows.
     pub j: SparseRows,
-    /// `j` as a dense matrix, for the backward pass's products; empty until
-    /// [`Assembly::fill_dense`] (the forward step never fills it).
-    pub dense: DMatrix<f64>,
     /// The gap φ of each contact-normal and position-limit row (0 on the other rows).
     pub gap: DVector<f64>,
     /// Scratch of [`assemble_into`]: the joint rows before they are written.
@@ -576,13 +573,6 @@ impl Assembly {
             dst.copy_from(src);
         }
         self.j.clone_from(&other.j);
-        reshape_for_overwrite(&mut self.dense, other.dense.nrows(), other.dense.ncols());
-        self.dense.copy_from(&other.dense);
-    }
-
-    /// Fills [`Assembly::dense`] from `j`.
-    pub fn fill_dense(&mut self) {
-        self.j.dense_into(&mut self.dense);
     }
 
     /// `J_r · x` over the dofs of row `r` ([`SparseRows::dot`]).
@@ -796,10 +786,9 @@ pub(crate) fn assemble_into(
         }
     }
     let m = 3 * nc + joint_rows.len();
-    let Assembly { contacts, info, rows, bounds, bias, bias_slope, regularization, j, dense, gap, joint_rows } = out;
+    let Assembly { contacts, info, rows, bounds, bias, bias_slope, regularization, j, gap, joint_rows } = out;
     // The contact rows first, then the joint rows.
     j.clone_from(&crow.j);
-    reshape(dense, 0, 0);
     rows.clear();
     bounds.clear();
     info.clear();

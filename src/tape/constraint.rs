@@ -44,7 +44,7 @@ use crate::constraint::{ContactRowDerivatives, ContactRows, RowScratch, SparseRo
 use crate::dynamics::{forward_kinematics, Data, DerivativeData};
 use crate::error::{Error, Result};
 use crate::math::{
-    mul_into, reshape_for_overwrite, reshape_vector, FactoredPseudoInverse, SymmetricEigenWorkspace, Vec3,
+    mul_into, reshape, reshape_for_overwrite, reshape_vector, FactoredPseudoInverse, SymmetricEigenWorkspace, Vec3,
 };
 use crate::model::{ParamKind, ParamSpec};
 use crate::solver::lcp::{RowBound, RowState, FACTORED_MIN_ROWS};
@@ -534,8 +534,6 @@ impl StepGeometry {
             &c.added_rows,
             c.relaxed,
         )?;
-        // The backward pass's products run over the dense J.
-        self.asm.fill_dense();
         effective_inertia_blocks(model, &mut self.data, h, &self.trees, &mut self.tree_inertia);
         self.chol.refactor(&self.tree_inertia)?;
         self.rd.rebuild(model, &self.data, &c.contacts, &self.rows)?;
@@ -623,7 +621,9 @@ impl<'a> StageSystem<'a> {
             b.w.copy_from(g);
             chol.solve_mut(&mut b.w);
             reshape_vector(&mut b.dl_df, asm.rows.len());
-            asm.dense.mul_to(&b.w, &mut b.dl_df);
+            for r in 0..asm.rows.len() {
+                b.dl_df[r] = asm.j.dot(r, b.w.as_slice());
+            }
             b.has_dl_df = true;
         }
 
@@ -656,15 +656,17 @@ impl<'a> StageSystem<'a> {
             }
         }
         let nclamp = b.clamping.len();
-        reshape_for_overwrite(&mut b.jc, nclamp, nv);
+        reshape(&mut b.jc, nclamp, nv);
         for (i, &r) in b.clamping.iter().enumerate() {
-            b.jc.row_mut(i).copy_from(&asm.dense.row(r));
+            for (k, x) in asm.j.row(r) {
+                b.jc[(i, k)] = x;
+            }
         }
         reshape_for_overwrite(&mut b.jhat, nclamp, nv);
         b.jhat.copy_from(&b.jc);
         for &(r, ci, e) in &b.u_friction {
-            for k in 0..nv {
-                b.jhat[(ci, k)] += asm.dense[(r, k)] * e;
+            for (k, x) in asm.j.row(r) {
+                b.jhat[(ci, k)] += x * e;
             }
         }
         reshape_for_overwrite(&mut b.minv_jhat_t, nv, nclamp);
@@ -959,7 +961,7 @@ fn linearize_constraints_with(
             let sign = e.signum();
             for (col, w) in material_weights(model, &rec.params, ParamKind::Friction, &c.contacts[contact]) {
                 let mut dst = r1.column_mut(2 * nv + col);
-                dst += asm.dense.row(r).transpose() * (sign * fn_ * w);
+                dst += dense_row(&asm.j, r) * (sign * fn_ * w);
             }
         }
     }
@@ -989,7 +991,7 @@ fn linearize_constraints_with(
             }
             if t.start != 0.0 {
                 row_q += jv_start.as_ref().expect("bounce rows computed").row(r).transpose() * t.start;
-                row_v += asm.dense.row(r).transpose() * t.start;
+                row_v += dense_row(&asm.j, r) * t.start;
             }
             row_q += jv_next.as_ref().expect("contacts exist").row(r).transpose() * t.next;
             for (m, &col) in pcols.iter().enumerate() {
@@ -1037,7 +1039,7 @@ fn linearize_constraints_with(
                 }
             }
         }
-        let ju = &asm.dense * &u;
+        let ju = asm.j.mul(u.as_slice());
         for &(r, ci, e) in &sys.b.u_friction {
             let mut dst = dahat_t.view_mut((ci, 0), (1, nv));
             dst += jv_u.row(r) * e;
@@ -1087,6 +1089,15 @@ fn linearize_constraints_with(
     Ok(ConstraintLinearization { g, jc: sys.into_buffers().jc, parts, direct, impacts })
 }
 
+/// Row `r` of `j` as a dense vector.
+fn dense_row(j: &SparseRows, r: usize) -> DVector<f64> {
+    let mut out = DVector::zeros(j.ncols());
+    for (k, x) in j.row(r) {
+        out[k] = x;
+    }
+    out
+}
+
 /// The block `m[rows, cols]`.
 fn block(m: &DMatrix<f64>, rows: &[usize], cols: &[usize]) -> DMatrix<f64> {
     DMatrix::from_fn(rows.len(), cols.len(), |a, b| m[(rows[a], cols[b])])
@@ -1122,7 +1133,7 @@ fn impacts_into(view: StageView, b: &mut StageBuffers) -> usize {
     let nclamp = b.clamping.len();
     reshape_vector(&mut b.s, nclamp);
     for (ci, &r) in b.clamping.iter().enumerate() {
-        let mut y: f64 = (0..nv).map(|k| asm.dense[(r, k)] * b.dv[k]).sum();
+        let mut y = asm.j.dot(r, b.dv.as_slice());
         if bouncing(r) {
             y *= 1.0 + asm.info[r / 3].restitution;
         }
@@ -1136,8 +1147,8 @@ fn impacts_into(view: StageView, b: &mut StageBuffers) -> usize {
         if !info.bounce || states[3 * i] != RowState::Clamping {
             continue;
         }
-        let rate: f64 = (0..nv).map(|k| asm.dense[(3 * i, k)] * rec.v[k]).sum();
-        let normal_is_zero = (0..nv).all(|k| asm.dense[(3 * i, k)] == 0.0);
+        let rate = asm.j.dot(3 * i, rec.v.as_slice());
+        let normal_is_zero = asm.j.values(3 * i).iter().all(|&x| x == 0.0);
         if normal_is_zero || rate >= 0.0 {
             continue;
         }
@@ -1150,16 +1161,17 @@ fn impacts_into(view: StageView, b: &mut StageBuffers) -> usize {
             reshape_vector(x, nv);
         }
         imp.rate = rate;
-        for k in 0..nv {
-            imp.normal[k] = asm.dense[(3 * i, k)];
-            // v⁻ on the dofs that move the contact (a nonzero entry in one of its rows).
-            let moved = (3 * i..3 * i + 3).any(|r| asm.dense[(r, k)] != 0.0);
-            imp.flow[k] = if moved { rec.v[k] } else { 0.0 };
+        for (k, x) in asm.j.row(3 * i) {
+            imp.normal[k] = x;
         }
         for r in 3 * i..3 * i + 3 {
-            for k in 0..nv {
-                imp.jump[k] += asm.dense[(r, k)] * f[r];
+            // v⁻ on the dofs that move the contact (a nonzero entry in one of its rows).
+            for (k, x) in asm.j.row(r) {
+                if x != 0.0 {
+                    imp.flow[k] = rec.v[k];
+                }
             }
+            asm.j.add_row_to(r, f[r], imp.jump.as_mut_slice());
         }
         for (ci, &r) in b.clamping.iter().enumerate() {
             if r < 3 * nc && r / 3 == i {

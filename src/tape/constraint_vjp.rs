@@ -50,13 +50,6 @@ fn zeroed(buf: &mut Vec<f64>, len: usize) -> &mut [f64] {
     buf
 }
 
-/// `x[..] += scale · row` for a row of a matrix.
-fn add_row(x: &mut [f64], m: &nalgebra::DMatrix<f64>, r: usize, scale: f64) {
-    for (k, xk) in x.iter_mut().enumerate() {
-        *xk += m[(r, k)] * scale;
-    }
-}
-
 impl StageSystem<'_> {
     /// The VJP of the stage for the adjoint `gbar = ∂ℓ/∂v_out` (module doc) into `out`.
     /// Allocates nothing once the stage's buffers and `out` have held a stage of this
@@ -105,7 +98,7 @@ impl StageSystem<'_> {
                 b.w_start[r] += yi * t.start;
                 b.w_next[r] += yi * t.next;
                 if t.start != 0.0 {
-                    add_row(&mut direct[nv..2 * nv], &asm.dense, r, -yi * t.start);
+                    asm.j.add_row_to(r, -yi * t.start, &mut direct[nv..2 * nv]);
                 }
             }
             if let Some((dof, slope)) = t.dof {
@@ -175,7 +168,7 @@ impl StageSystem<'_> {
             }
             for &(r, ci, e) in &b.u_friction {
                 let RowKind::ContactFriction { contact, .. } = asm.rows[r] else { continue };
-                let jw: f64 = (0..nv).map(|k| asm.dense[(r, k)] * b.w[k]).sum();
+                let jw = asm.j.dot(r, b.w.as_slice());
                 let fn_ = f[b.clamping[ci]];
                 for (col, wt) in material_weights(model, &rec.params, ParamKind::Friction, &view.c.contacts[contact]) {
                     direct[2 * nv + col] += e.signum() * fn_ * wt * jw;
@@ -212,8 +205,10 @@ impl StageSystem<'_> {
                     b.alpha[r] += b.p[i];
                 }
             }
-            reshape_vector(&mut b.ju, asm.dense.nrows());
-            asm.dense.mul_to(&b.u, &mut b.ju);
+            reshape_vector(&mut b.ju, asm.rows.len());
+            for r in 0..asm.rows.len() {
+                b.ju[r] = asm.j.dot(r, b.u.as_slice());
+            }
             for &(r, ci, e) in &b.u_friction {
                 b.alpha[r] += e * b.p[ci];
                 if let RowKind::ContactFriction { contact, .. } = asm.rows[r] {
