@@ -109,7 +109,7 @@ use crate::constraint::{detect_contacts, match_contacts, CollisionOptions, Colli
 use crate::constraint::{ContactRows, SparseRows};
 use crate::dynamics::Data;
 use crate::error::{Error, Result};
-use crate::math::{reshape, reshape_vector};
+use crate::math::reshape_vector;
 use crate::solver::lcp::{LcpOptions, LcpSolution, LcpStats, RowBound, RowState};
 use crate::solver::ppm::{self, FactoredLcp, PpmOptions, PsdRow};
 use crate::Model;
@@ -682,19 +682,13 @@ pub(crate) fn effective_inertia(
 
 /// The matrix `M̃ = M + diag(armature + h·damping)` at the poses in `data` (kinematics done).
 fn effective_inertia_matrix(model: &Model, data: &mut Data, h: f64) -> DMatrix<f64> {
-    let mut m = DMatrix::zeros(0, 0);
-    effective_inertia_into(model, data, h, &mut m);
-    m
-}
-
-/// [`effective_inertia_matrix`] into `m`, reusing its storage.
-pub(crate) fn effective_inertia_into(model: &Model, data: &mut Data, h: f64, m: &mut DMatrix<f64>) {
     let nv = model.nv();
-    reshape(m, nv, nv);
+    let mut m = DMatrix::zeros(nv, nv);
     crate::dynamics::crba_entries(model, data, |l, k, value| m[(l, k)] = value);
     for k in 0..nv {
         m[(k, k)] += h * model.damping[k];
     }
+    m
 }
 
 /// [`effective_inertia_matrix`] by trees into `out` (the same entries; the zeros between

@@ -223,6 +223,24 @@ pub(crate) struct Island {
     pub dofs: Vec<usize>,
 }
 
+/// The root of `i` in the union–find forest `parent` (paths halved on the way).
+pub(crate) fn root(parent: &mut [usize], mut i: usize) -> usize {
+    while parent[i] != i {
+        parent[i] = parent[parent[i]];
+        i = parent[i];
+    }
+    i
+}
+
+/// Joins the sets of `i` and `k` in `parent`; the lower root stays the root.
+pub(crate) fn join(parent: &mut [usize], i: usize, k: usize) {
+    let (ri, rk) = (root(parent, i), root(parent, k));
+    if ri != rk {
+        let (lo, hi) = if ri < rk { (ri, rk) } else { (rk, ri) };
+        parent[hi] = lo;
+    }
+}
+
 /// The islands of rows that act on the trees `row_trees` (per row, up to two trees;
 /// `usize::MAX` for none), friction rows joined to their normal rows. A row on no tree
 /// is an island without dofs. Rows marked in `waiting` (empty: none) belong to no
@@ -232,20 +250,6 @@ pub(crate) fn islands(trees: &Trees, row_trees: &[[usize; 2]], bounds: &[RowBoun
     let nt = trees.dofs.len();
     // Union–find over rows (0..m) and trees (m..m + nt).
     let mut parent: Vec<usize> = (0..m + nt).collect();
-    fn root(parent: &mut [usize], mut i: usize) -> usize {
-        while parent[i] != i {
-            parent[i] = parent[parent[i]];
-            i = parent[i];
-        }
-        i
-    }
-    fn join(parent: &mut [usize], i: usize, k: usize) {
-        let (ri, rk) = (root(parent, i), root(parent, k));
-        if ri != rk {
-            let (lo, hi) = if ri < rk { (ri, rk) } else { (rk, ri) };
-            parent[hi] = lo;
-        }
-    }
     let waits = |r: usize| waiting.get(r).copied().unwrap_or(false);
     for (r, pair) in row_trees.iter().enumerate().filter(|&(r, _)| !waits(r)) {
         for &t in pair.iter().filter(|&&t| t < nt) {

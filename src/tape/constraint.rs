@@ -51,7 +51,7 @@ use crate::solver::lcp::{RowBound, RowState, FACTORED_MIN_ROWS};
 use crate::step::contact::{
     assemble_into, effective_inertia_blocks, regularization_sides, subtree_mass, Assembly, RowKind,
 };
-use crate::step::islands::{ColumnMajor, TreeCholesky, TreeInertia, Trees};
+use crate::step::islands::{join, root, ColumnMajor, TreeCholesky, TreeInertia, Trees};
 use crate::step::{BounceGradients, ConstraintRecord, PenetrationRecovery};
 use crate::Model;
 use nalgebra::{DMatrix, DVector};
@@ -379,23 +379,13 @@ impl StageBuffers {
     /// rows (a row joins the trees of its dofs in `j`), parts in the order of their
     /// first row. Reuses the parts' storage.
     fn split_parts(&mut self, trees: &Trees, j: &SparseRows) {
-        fn root(parent: &mut [usize], mut i: usize) -> usize {
-            while parent[i] != i {
-                parent[i] = parent[parent[i]];
-                i = parent[i];
-            }
-            i
-        }
         let (nt, nclamp) = (trees.dofs.len(), self.clamping.len());
         let parent = &mut self.uf_parent;
         parent.clear();
         parent.extend(0..nt + nclamp);
         for (i, &r) in self.clamping.iter().enumerate() {
             for &c in j.cols(r) {
-                let (a, b) = (root(parent, nt + i), root(parent, trees.of_dof[c]));
-                if a != b {
-                    parent[a.max(b)] = a.min(b);
-                }
+                join(parent, nt + i, trees.of_dof[c]);
             }
         }
         let slot = &mut self.uf_slot;

@@ -57,13 +57,15 @@ pub(crate) fn reduce_manifold(out: &mut Vec<Contact>, start: usize, max: usize) 
     if far != deepest && scale > 0.0 {
         kept.push(far);
         let mut points: Vec<[f64; 2]> = kept.iter().map(|&i| flat[i]).collect();
+        let mut trial: Vec<[f64; 2]> = Vec::with_capacity(max + 1);
         let mut area = 0.0;
         while kept.len() < max {
             let mut best: Option<(usize, f64)> = None;
             for i in (0..n).filter(|i| !kept.contains(i)) {
-                points.push(flat[i]);
-                let a = hull_area(&mut points.clone());
-                points.pop();
+                trial.clear();
+                trial.extend_from_slice(&points);
+                trial.push(flat[i]);
+                let a = hull_area(&mut trial);
                 if a > area + AREA_RTOL * scale && best.is_none_or(|(_, b)| a > b) {
                     best = Some((i, a));
                 }
