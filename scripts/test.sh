@@ -25,12 +25,13 @@ fi
 # matplotlib draws the examples' plots. pin (Pinocchio) and example-robot-data are the
 # oracle and the robots of python/tests/test_robots_pinocchio.py (every URDF of the package
 # against Pinocchio's mass matrix and inverse dynamics); mujoco the oracle of
-# python/tests/test_mjcf_mujoco.py.
-if ! "$VENV/bin/python" -c "import maturin, numpy, pytest, scipy, matplotlib, torch, jax, pinocchio, mujoco" >/dev/null 2>&1 \
+# python/tests/test_mjcf_mujoco.py, and gymnasium its MJCF models from the MuJoCo ecosystem
+# (the XML files its MuJoCo environments ship; gymnasium itself is not imported).
+if ! "$VENV/bin/python" -c "import maturin, numpy, pytest, scipy, matplotlib, torch, jax, pinocchio, mujoco, gymnasium" >/dev/null 2>&1 \
     || [[ ! -x "$VENV/bin/maturin" ]] \
     || ! compgen -G "$VENV/lib/python3*/site-packages/cmeel.prefix/share/example-robot-data/robots" >/dev/null; then
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
-        "maturin>=1.16,<2" numpy pytest scipy matplotlib torch jax pin example-robot-data mujoco
+        "maturin>=1.16,<2" numpy pytest scipy matplotlib torch jax pin example-robot-data mujoco gymnasium
 fi
 "$VENV/bin/python" --version
 "$VENV/bin/maturin" --version

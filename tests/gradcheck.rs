@@ -116,3 +116,17 @@ fn gradcheck_of_a_model_without_dofs() {
     assert!(report.blocks.iter().all(|b| b.shape.0 == 0 && b.passed), "{report}");
     assert!(report.passed());
 }
+
+#[test]
+fn a_scene_names_an_mjcf_file() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mjcf");
+    let direct = stiction::io::load_mjcf(dir.join("arm.xml"), &Default::default()).unwrap();
+    let s = Scene::parse(r#"{ "mjcf": "arm.xml", "params": ["gravity"] }"#, &dir).unwrap();
+    assert_eq!(s.model, direct.model);
+    assert_eq!(Some(s.options.dt), direct.timestep);
+    assert_eq!(s.params.len(), 3);
+    let e = Scene::parse(r#"{ "mjcf": "arm.xml", "sample": "arm7" }"#, &dir).unwrap_err().to_string();
+    assert!(e.contains("exactly one model source"), "{e}");
+    let e = Scene::parse(r#"{ "mjcf": "missing.xml" }"#, &dir).unwrap_err().to_string();
+    assert!(e.contains("missing.xml"), "{e}");
+}

@@ -1,5 +1,5 @@
 //! The sparse `LᵀDL` factorization of the joint-space inertia (`dynamics::InertiaFactor`,
-//! Featherstone 2008 §6.5) against a dense Cholesky solve, on trees of every joint type,
+//! Featherstone 2008 §6.5) and the inverse it gives against a dense Cholesky, on trees of every joint type,
 //! fixed and floating bases, a humanoid and many free bodies; and its errors.
 
 use nalgebra::{DMatrix, DVector};
@@ -35,6 +35,14 @@ fn worst_error(model: &Model, seed: u64) -> f64 {
         worst = worst.max((&x - want.column(c)).amax() / want.amax());
         // The residual of the original system.
         worst = worst.max((&m * &x - b.column(c)).amax() / b.column(c).amax().max(1.0));
+    }
+    // The inverse, from the factors, into a buffer of the wrong size and into one of
+    // the right size holding garbage.
+    let want_inv = chol.inverse();
+    for mut inv in [DMatrix::zeros(1, 2), DMatrix::from_element(nv, nv, 7.0)] {
+        f.inverse_into(&mut inv);
+        worst = worst.max((&inv - &want_inv).amax() / want_inv.amax());
+        worst = worst.max((&m * &inv - DMatrix::identity(nv, nv)).amax());
     }
     worst
 }

@@ -221,5 +221,7 @@ fn mutated_mjcf_files_load_or_fail_with_typed_errors_never_panic() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mjcf/arm.xml");
     let sources = vec![std::fs::read_to_string(&path).unwrap()];
     let base = path.parent().unwrap().to_path_buf();
-    fuzz(&sources, &|xml, strict| parse_mjcf(xml, Some(&base), &MjcfOptions { strict }).map(|r| (r.model, r.warnings)));
+    fuzz(&sources, &|xml, strict| {
+        parse_mjcf(xml, Some(&base), &MjcfOptions { strict, ..Default::default() }).map(|r| (r.model, r.warnings))
+    });
 }

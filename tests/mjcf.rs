@@ -161,7 +161,7 @@ fn the_arm_fixture_loads_with_a_warning_per_unsupported_element() {
     assert_eq!(b.shape(), (4, 1));
     assert_eq!(b[(elbow, 0)], 10.0);
     assert_eq!(b.iter().filter(|x| **x != 0.0).count(), 1);
-    let e = load_mjcf(&path, &MjcfOptions { strict: true }).unwrap_err();
+    let e = load_mjcf(&path, &MjcfOptions { strict: true, ..Default::default() }).unwrap_err();
     assert!(matches!(e, LoadError::Unsupported { .. }) && e.to_string().contains("arm.xml"), "{e}");
 }
 
@@ -224,4 +224,47 @@ fn includes_are_spliced_in_relative_to_their_file() {
     let e = load_mjcf(dir.join("missing.xml"), &MjcfOptions::default()).unwrap_err();
     assert!(matches!(e, LoadError::Io { .. }) && e.to_string().contains("nowhere.xml"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `<compiler settotalmass>` scales every body's mass and inertia by one factor;
+/// `coordinate="local"` is accepted and anything else refused; joint motors take their
+/// attributes from `<motor>` defaults.
+#[test]
+fn total_mass_coordinates_and_motor_defaults() {
+    let xml = |compiler: &str| {
+        format!(
+            r#"<mujoco>
+  <compiler {compiler}/>
+  <default><motor gear="4" ctrlrange="-1 2" ctrllimited="true"/>
+    <default class="strong"><motor gear="9"/></default></default>
+  <worldbody>
+    <body name="a"><joint name="ja" axis="0 1 0"/><geom type="sphere" size="0.1" mass="1"/>
+      <body name="b" pos="0 0 -0.5"><joint name="jb" axis="0 1 0"/><geom type="box" size="0.1 0.2 0.3" mass="3"/></body>
+    </body>
+  </worldbody>
+  <actuator><motor joint="ja"/><motor joint="jb" class="strong" ctrlrange="-0.5 0.5"/></actuator>
+</mujoco>"#
+        )
+    };
+    let plain = load(&xml(r#"coordinate="local""#));
+    let scaled = load(&xml(r#"settotalmass="10""#));
+    assert!((plain.model.total_mass() - 4.0).abs() < 1e-12);
+    assert!((scaled.model.total_mass() - 10.0).abs() < 1e-12);
+    for (p, s) in plain.model.bodies().iter().zip(scaled.model.bodies()) {
+        let (ip, is) = (p.inertia.inertia_about_com(), s.inertia.inertia_about_com());
+        assert!((is - ip * 2.5).amax() < 1e-12 && (s.inertia.com() - p.inertia.com()).amax() < 1e-12);
+    }
+    // settotalmass ≤ 0 leaves the masses alone (MuJoCo's default is −1).
+    assert!((load(&xml(r#"settotalmass="-1""#)).model.total_mass() - 4.0).abs() < 1e-12);
+    let e = parse_mjcf(&xml(r#"coordinate="global""#), None, &MjcfOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("coordinate 'global'"), "{e}");
+    let e = parse_mjcf(&xml(r#"settotalmass="heavy""#), None, &MjcfOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("settotalmass"), "{e}");
+    let gears: Vec<f64> = plain.actuators.iter().map(|a| a.gear).collect();
+    assert_eq!(gears, [4.0, 9.0]);
+    assert_eq!(plain.actuators[0].ctrl_range, Some((-1.0, 2.0)));
+    assert_eq!(plain.actuators[1].ctrl_range, Some((-0.5, 0.5)));
+    assert_eq!(plain.model.effort_limits()[plain.model.joint_v_index("ja").unwrap()], 8.0);
+    assert_eq!(plain.model.effort_limits()[plain.model.joint_v_index("jb").unwrap()], 4.5);
+    assert!(plain.warnings.iter().all(|w| !w.contains("motor")), "{:?}", plain.warnings);
 }

@@ -13,8 +13,11 @@ fn fixture(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/urdf").join(p)
 }
 
+/// The loader's options with every link kept as a body (these tests read what the
+/// parser made of each link; fixed-link merging has its own tests,
+/// `tests/fixed_link_merging.rs`).
 fn opts() -> UrdfOptions {
-    UrdfOptions { package_dirs: vec![fixture("packages")], ..Default::default() }
+    UrdfOptions { package_dirs: vec![fixture("packages")], merge_fixed_joints: false, ..Default::default() }
 }
 
 fn full() -> UrdfModel {
@@ -732,7 +735,10 @@ fn a_massless_link_with_an_inertia_tensor_becomes_a_massless_frame() {
             .as_str(),
     );
     let r = parse_urdf(&xml, None, &UrdfOptions::default()).unwrap();
-    assert_eq!(body(&r.model, "camera").inertia.inertia_about_com(), Mat3::zeros());
+    // Merged into the arm (the default), it is a frame with its own (cleared) inertia.
+    let camera = &r.model.frames()[r.model.frame_index("camera").unwrap()];
+    assert_eq!(camera.body, r.model.body_index("arm").unwrap());
+    assert_eq!(camera.inertia.inertia_about_com(), Mat3::zeros());
     assert!(r.warnings[0].contains("link 'camera' has no mass"), "{:?}", r.warnings);
     let strict = UrdfOptions { strict: true, ..Default::default() };
     assert!(parse_urdf(&xml, None, &strict).is_err());

@@ -7,8 +7,9 @@ origin and at rest, the same random joint positions, velocities and torques (joi
 mapped by name).
 
 Run: python python/benchmarks/aba_derivatives_vs_pinocchio.py   (needs ``pip install pin
-example-robot-data``). The figures are in docs/benchmarks.md. Fixed-joint merging (issue
-#16) is not in yet: stiction runs over every link of a file, welded frames included.
+example-robot-data``). The figures are in docs/benchmarks.md. stiction loads each file with
+its defaults: links welded by fixed joints are merged into their bodies (Pinocchio's joints and
+stiction's bodies then match in number, the fixed base's root link aside).
 """
 
 import glob

@@ -180,7 +180,23 @@ pub fn out_mat<'py, R: Dim, C: Dim, S: RawStorage<f64, R, C>>(
     py: Python<'py>,
     m: &Matrix<f64, R, C, S>,
 ) -> Bound<'py, PyArray2<f64>> {
-    Array2::from_shape_fn((m.nrows(), m.ncols()), |(i, j)| m[(i, j)]).into_pyarray(py)
+    let (r, c) = (m.nrows(), m.ncols());
+    // Row-major from the column-major entries, in one sequential read.
+    let cols: Vec<f64> = m.iter().copied().collect();
+    let mut rows = Vec::with_capacity(r * c);
+    for i in 0..r {
+        rows.extend((0..c).map(|j| cols[j * r + i]));
+    }
+    Array2::from_shape_vec((r, c), rows).expect("r × c entries").into_pyarray(py)
+}
+
+/// A float64 2-D numpy array that takes over an owned matrix's storage without a copy
+/// (Fortran order: numpy reads the column-major entries in place).
+pub fn out_owned_mat(py: Python<'_>, m: DMatrix<f64>) -> Bound<'_, PyArray2<f64>> {
+    use numpy::ndarray::ShapeBuilder;
+    let (r, c) = m.shape();
+    let data: Vec<f64> = m.data.into();
+    Array2::from_shape_vec((r, c).f(), data).expect("r × c entries").into_pyarray(py)
 }
 
 /// A float64 2-D numpy array from row-major data.

@@ -1,6 +1,6 @@
 //! `stiction.Model`: an immutable model plus a scratch workspace.
 
-use crate::convert::{dvector, out_mat, out_se3, out_vec, vector};
+use crate::convert::{dvector, out_mat, out_owned_mat, out_se3, out_vec, vector};
 use crate::errors::{input_error, load_err, model_err, IntoPyResult, LoadWarning};
 use nalgebra::DVector;
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
@@ -192,6 +192,14 @@ impl PyModel {
         vector(obj, name, self.model.nv(), "model.nv")
     }
 
+    /// A frame by body index (frame i is body i) or by link name (merged links too).
+    fn frame(&self, body: BodyRef) -> PyResult<usize> {
+        match body {
+            BodyRef::Name(n) => self.model.frame_index(&n).py_err(),
+            index => self.body(index),
+        }
+    }
+
     fn body(&self, body: BodyRef) -> PyResult<usize> {
         match body {
             BodyRef::Index(i) if (0..self.model.nbodies() as i64).contains(&i) => Ok(i as usize),
@@ -218,9 +226,14 @@ fn reference_frame(frame: &str) -> PyResult<ReferenceFrame> {
 /// joint forces `τ = B u`) and `timestep` (the file's `<option timestep>`, or None).
 /// Loader warnings are issued as `stiction.LoadWarning`.
 #[pyfunction]
-#[pyo3(signature = (path, strict=false))]
-pub fn load_mjcf<'py>(py: Python<'py>, path: PathBuf, strict: bool) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-    let options = stiction::io::MjcfOptions { strict };
+#[pyo3(signature = (path, strict=false, merge_fixed_joints=true))]
+pub fn load_mjcf<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    strict: bool,
+    merge_fixed_joints: bool,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    let options = stiction::io::MjcfOptions { strict, merge_fixed_joints };
     let loaded = py.detach(|| Model::from_mjcf(&path, &options)).map_err(load_err)?;
     load_warnings(py, &loaded.warnings)?;
     let d = pyo3::types::PyDict::new(py);
@@ -255,9 +268,12 @@ fn load_warnings(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
 
 #[pymethods]
 impl PyModel {
-    /// Loads a URDF file. Loader warnings are issued as `stiction.LoadWarning`.
+    /// Loads a URDF file. Loader warnings are issued as `stiction.LoadWarning`. Links
+    /// welded to their parent link by fixed joints are merged into one rigid body unless
+    /// `merge_fixed_joints=False`; they stay addressable by name (`frame_names`,
+    /// `frame_pose`, `body_jacobian`, parameters such as `mass:LINK`).
     #[staticmethod]
-    #[pyo3(signature = (path, floating_base=false, package_dirs=None, load_collision_meshes=true, strict=false))]
+    #[pyo3(signature = (path, floating_base=false, package_dirs=None, load_collision_meshes=true, strict=false, merge_fixed_joints=true))]
     fn from_urdf(
         py: Python<'_>,
         path: PathBuf,
@@ -265,12 +281,13 @@ impl PyModel {
         package_dirs: Option<&Bound<'_, PyAny>>,
         load_collision_meshes: bool,
         strict: bool,
+        merge_fixed_joints: bool,
     ) -> PyResult<Self> {
         let package_dirs = match package_dirs.filter(|p| !p.is_none()) {
             Some(p) => path_list(p, "package_dirs")?,
             None => vec![],
         };
-        let options = UrdfOptions { floating_base, package_dirs, load_collision_meshes, strict };
+        let options = UrdfOptions { floating_base, package_dirs, load_collision_meshes, strict, merge_fixed_joints };
         let loaded = py.detach(|| Model::from_urdf(&path, &options)).map_err(load_err)?;
         load_warnings(py, &loaded.warnings)?;
         Ok(PyModel::new(loaded.model))
@@ -279,11 +296,12 @@ impl PyModel {
     /// Loads an MJCF (MuJoCo XML) file: bodies, inertias, joints and collision geometry
     /// (docs/models.md, "MJCF"). Loader warnings (unsupported elements: actuators,
     /// sensors, sites, …) are issued as `stiction.LoadWarning`; with `strict=True` they
-    /// are `LoadError`s. The file's `<option timestep>` is not part of the model.
+    /// are `LoadError`s. The file's `<option timestep>` is not part of the model. Bodies
+    /// without joints are merged into their parent unless `merge_fixed_joints=False`.
     #[staticmethod]
-    #[pyo3(signature = (path, strict=false))]
-    fn from_mjcf(py: Python<'_>, path: PathBuf, strict: bool) -> PyResult<Self> {
-        let options = stiction::io::MjcfOptions { strict };
+    #[pyo3(signature = (path, strict=false, merge_fixed_joints=true))]
+    fn from_mjcf(py: Python<'_>, path: PathBuf, strict: bool, merge_fixed_joints: bool) -> PyResult<Self> {
+        let options = stiction::io::MjcfOptions { strict, merge_fixed_joints };
         let loaded = py.detach(|| Model::from_mjcf(&path, &options)).map_err(load_err)?;
         load_warnings(py, &loaded.warnings)?;
         Ok(PyModel::new(loaded.model))
@@ -327,6 +345,13 @@ impl PyModel {
     #[getter]
     fn joint_names(&self) -> Vec<String> {
         self.model.joint_names()
+    }
+    /// The names of every link: the bodies' (in body order), then the links merged into
+    /// them by fixed-joint merging (`frame_pose`, `body_jacobian` and parameters such as
+    /// `mass:LINK` accept them all).
+    #[getter]
+    fn frame_names(&self) -> Vec<String> {
+        self.model.frames().iter().map(|f| f.name.clone()).collect()
     }
     /// Names of the bodies, in depth-first order (body indices).
     #[getter]
@@ -527,7 +552,7 @@ impl PyModel {
             let mass = dynamics::crba(m, d, &q)?.clone();
             Ok((dd.dtau_dq.clone(), dd.dtau_dv.clone(), mass))
         })?;
-        Ok((out_mat(py, &dq), out_mat(py, &dv), out_mat(py, &m)))
+        Ok((out_owned_mat(py, dq), out_owned_mat(py, dv), out_owned_mat(py, m)))
     }
     /// Analytic derivatives of forward dynamics (ABA) at `(q, v, tau)`:
     /// returns `(da_dq, da_dv, Minv)`, each of shape (nv, nv), where `Minv = M⁻¹ = da/dtau`.
@@ -546,7 +571,7 @@ impl PyModel {
         let f = crate::convert::wrenches(wrenches, self.model.nbodies())?;
         let (dq, dv, minv) =
             self.run_deriv(py, |m, d, dd| dynamics::aba_derivatives(m, d, dd, &q, &v, &tau, f.as_deref()))?;
-        Ok((out_mat(py, &dq), out_mat(py, &dv), out_mat(py, &minv)))
+        Ok((out_owned_mat(py, dq), out_owned_mat(py, dv), out_owned_mat(py, minv)))
     }
     /// World poses of every body as 4x4 homogeneous transforms, in body order.
     fn forward_kinematics<'py>(
@@ -564,6 +589,8 @@ impl PyModel {
     /// The 6 x nv Jacobian `[angular; linear]` of `body` (index or name), expressed in
     /// `frame`: 'world' (spatial velocity at the world origin), 'local' (body frame) or
     /// 'local_world_aligned' (at the body origin, world axes).
+    /// A link merged into a body (fixed joint) is named like a body: its Jacobian is the
+    /// body's, expressed at the link's frame.
     #[pyo3(signature = (q, body, frame="world"))]
     fn body_jacobian<'py>(
         &self,
@@ -573,13 +600,29 @@ impl PyModel {
         frame: &str,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let q = self.q(q, "q")?;
-        let body = self.body(body)?;
+        let target = self.frame(body)?;
         let frame = reference_frame(frame)?;
         let j = self.run(py, |m, d| {
             dynamics::forward_kinematics(m, d, &q)?;
-            dynamics::body_jacobian(m, d, body, frame)
+            dynamics::frame_jacobian(m, d, target, frame)
         })?;
         Ok(out_mat(py, &j))
+    }
+    /// The world pose (4x4 homogeneous transform) of the link `name` at configuration
+    /// `q`: a body, or a link merged into a body by fixed-joint merging.
+    fn frame_pose<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        name: BodyRef,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let q = self.q(q, "q")?;
+        let target = self.frame(name)?;
+        let x = self.run(py, |m, d| {
+            dynamics::forward_kinematics(m, d, &q)?;
+            dynamics::frame_pose(m, d, target)
+        })?;
+        Ok(out_se3(py, &x))
     }
     /// The contacts at configuration `q`: every feature pair of two shapes closer than
     /// `margin` (metres, >= 0; 0: touching or overlapping), as a dict:

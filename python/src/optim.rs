@@ -346,7 +346,7 @@ enum WorldCost {
 fn body_name(model: &Model, body: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     if body.cast::<PyString>().is_ok() {
         let name: String = body.extract()?;
-        model.body_index(&name).map_err(|e| input_error(format!("{what}: {e}")))?;
+        model.frame_index(&name).map_err(|e| input_error(format!("{what}: {e}")))?;
         return Ok(name);
     }
     match body.extract::<i64>() {

@@ -61,6 +61,7 @@ class Model:
         package_dirs: Union[PathLike, Sequence[PathLike], None] = None,
         load_collision_meshes: bool = True,
         strict: bool = False,
+        merge_fixed_joints: bool = True,
     ) -> "Model":
         """Loads a URDF file.
 
@@ -68,17 +69,22 @@ class Model:
         :param package_dirs: one directory or a list of directories searched for ``package://NAME/...`` URIs.
         :param load_collision_meshes: ``False`` drops mesh collision shapes (with a warning each).
         :param strict: unsupported elements are errors instead of warnings.
+        :param merge_fixed_joints: merge links welded to their parent link by fixed joints
+            into one rigid body (faster, same dynamics); they stay addressable by name
+            (:attr:`frame_names`, :meth:`frame_pose`, :meth:`body_jacobian`, parameters).
         :raises LoadError: the file is missing, unreadable, malformed or describes an invalid model.
 
         Each loader warning is issued as a :class:`LoadWarning` attributed to the caller.
         """
     @staticmethod
-    def from_mjcf(path: PathLike, strict: bool = False) -> "Model":
+    def from_mjcf(path: PathLike, strict: bool = False, merge_fixed_joints: bool = True) -> "Model":
         """Loads an MJCF (MuJoCo XML) file: bodies, inertias, joints and collision geometry
         (docs/models.md, "MJCF").
 
         :param strict: unsupported elements (actuators, sensors, sites, ...) are errors
             instead of warnings.
+        :param merge_fixed_joints: merge bodies without joints into their parent body;
+            they stay addressable by name as frames.
         :raises LoadError: the file is missing, unreadable, malformed or describes an invalid model.
 
         Each loader warning is issued as a :class:`LoadWarning` attributed to the caller.
@@ -110,6 +116,10 @@ class Model:
     @property
     def body_names(self) -> List[str]:
         """Names of the bodies in depth-first (body index) order."""
+    @property
+    def frame_names(self) -> List[str]:
+        """Names of every link: the bodies' (in body order), then the links merged into
+        them by fixed-joint merging."""
     @property
     def gravity(self) -> Vector:
         """Gravity in world coordinates, shape (3,)."""
@@ -213,11 +223,15 @@ class Model:
     def forward_kinematics(self, q: ArrayLike) -> List[Matrix]:
         """World pose of every body as a 4x4 homogeneous transform, in body order."""
     def body_jacobian(self, q: ArrayLike, body: Union[int, str], frame: str = "world") -> Matrix:
-        """The 6 x nv Jacobian ``[angular; linear]`` of ``body`` (index or name).
+        """The 6 x nv Jacobian ``[angular; linear]`` of ``body`` (index or name; a link
+        merged into a body is named like a body, and its frame is used).
 
         :param frame: ``"world"`` (spatial velocity at the world origin), ``"local"``
             (body frame) or ``"local_world_aligned"`` (body origin, world axes).
         """
+    def frame_pose(self, q: ArrayLike, name: Union[int, str]) -> Matrix:
+        """World pose (4 x 4 homogeneous transform) of the link ``name`` (a body, or a
+        link merged into a body) at configuration ``q``."""
     def kinetic_energy(self, q: ArrayLike, v: ArrayLike) -> float:
         """Kinetic energy ``½ vᵀ M(q) v``."""
     def potential_energy(self, q: ArrayLike) -> float:
@@ -1068,7 +1082,7 @@ def gradcheck(
     :raises InputError: wrong shapes, an unknown option or parameter name, invalid settings.
     """
 
-def load_mjcf(path: PathLike, strict: bool = False) -> Dict[str, Any]:
+def load_mjcf(path: PathLike, strict: bool = False, merge_fixed_joints: bool = True) -> Dict[str, Any]:
     """Loads an MJCF file with what the :class:`Model` does not hold.
 
     Returns a dict: ``model`` (:class:`Model`), ``actuators`` (one dict per joint motor:
@@ -1082,7 +1096,7 @@ def load_mjcf(path: PathLike, strict: bool = False) -> Dict[str, Any]:
 def load_scene(path: PathLike) -> Dict[str, Any]:
     """Loads a scene file: the JSON format of ``stiction gradcheck`` and
     ``examples/scenes`` (docs/gradients.md, "Scene files"), with one model source
-    (``"sample"``, ``"urdf"`` relative to the file, or ``"model"``), simulation options,
+    (``"sample"``, ``"urdf"`` or ``"mjcf"`` relative to the file, or ``"model"``), simulation options,
     an optional state and control, parameter names and a tolerance.
 
     Returns a dict: ``model`` (:class:`Model`), ``simulator`` (a :class:`Simulator` with

@@ -8,9 +8,12 @@ Models: ``tests/fixtures/mjcf/arm.xml`` (defaults and classes, euler/quat/xyaxes
 orientations, a body with two anchored hinges, ``fromto`` capsules, densities,
 ``fullinertia``, a slide) and, when the ``mujoco`` package ships it, its own test model
 ``mujoco/testdata/model.xml`` (43 dofs: free, ball, hinge and slide joints, ellipsoids,
-``fromto`` boxes and cylinders, an inline-vertex mesh). Skipped without ``pip install
-mujoco``."""
+``fromto`` boxes and cylinders, an inline-vertex mesh), and Gymnasium's MuJoCo models
+(``settotalmass``, motor defaults, ``coordinate="local"``, free roots) with their bias
+forces and control maps. Skipped without ``pip install mujoco``."""
 
+import glob
+import importlib.util
 import os
 import warnings
 
@@ -25,7 +28,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ARM = os.path.join(HERE, "..", "..", "tests", "fixtures", "mjcf", "arm.xml")
 MUJOCO_TEST_MODEL = os.path.join(os.path.dirname(mujoco.__file__), "testdata", "model.xml")
 OFFSET_MESH = os.path.join(HERE, "..", "..", "tests", "fixtures", "mjcf", "offset_mesh.xml")
-MODELS = [ARM, OFFSET_MESH] + ([MUJOCO_TEST_MODEL] if os.path.exists(MUJOCO_TEST_MODEL) else [])
+# Models of the MuJoCo ecosystem: Gymnasium's MuJoCo environments (ant, half cheetah,
+# hopper, humanoid, pusher, reacher, swimmer, walker, pendulums, point), read from the
+# installed package (``pip install gymnasium``; scripts/test.sh installs it).
+_GYM = importlib.util.find_spec("gymnasium")
+GYM_MODELS = sorted(glob.glob(os.path.join(os.path.dirname(_GYM.origin), "envs", "mujoco", "assets", "*.xml"))) \
+    if _GYM and _GYM.origin else []
+MODELS = [ARM, OFFSET_MESH] + ([MUJOCO_TEST_MODEL] if os.path.exists(MUJOCO_TEST_MODEL) else []) + GYM_MODELS
 # MuJoCo keeps mesh vertices in single precision: the mass of the test model's one mesh body
 # (its inline icosahedron) differs by 3e-8 relative, 2e-9 of the largest mass-matrix entry.
 REL_TOL = 1e-8
@@ -57,6 +66,13 @@ def rel(a, b):
     return np.max(np.abs(a - b)) / np.max(np.abs(b))
 
 
+def set_state(data, qmap, perm, q, v):
+    """Writes stiction's ``(q, v)`` into MuJoCo's ``data`` (``maps`` gives the maps)."""
+    for qa, qi, n in qmap:
+        data.qpos[qa:qa + n] = q[qi:qi + n]
+    data.qvel[:] = v[perm]
+
+
 @pytest.mark.parametrize("path", MODELS, ids=os.path.basename)
 def test_mass_matrix_matches_mujoco(path):
     model = load(path)
@@ -85,9 +101,7 @@ def test_bias_forces_of_the_arm_match_mujoco():
     for seed in range(5):
         q = model.random_configuration(seed)
         v = rng.uniform(-2, 2, model.nv)
-        for qa, qi, n in qmap:
-            data.qpos[qa:qa + n] = q[qi:qi + n]
-        data.qvel[:] = v[perm]
+        set_state(data, qmap, perm, q, v)
         mujoco.mj_forward(mj, data)
         c = model.bias_forces(q, v)[perm]
         assert rel(c, data.qfrc_bias) < REL_TOL, f"seed {seed}: {rel(c, data.qfrc_bias):.1e}"
@@ -169,3 +183,33 @@ def test_load_mjcf_gives_the_control_map_and_effort_limits():
     tau = b @ np.array([0.7])
     np.testing.assert_allclose(tau[perm], data.qfrc_actuator, rtol=0, atol=1e-12)
     assert model.effort_limits[model.joint_v_index("elbow")] == 20.0
+
+
+@pytest.mark.skipif(not GYM_MODELS, reason="gymnasium is not installed (pip install gymnasium)")
+@pytest.mark.parametrize("path", GYM_MODELS, ids=os.path.basename)
+def test_ecosystem_models_bias_forces_and_control_maps_match_mujoco(path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stiction.LoadWarning)
+        loaded = stiction.load_mjcf(path)
+    model, b = loaded["model"], loaded["control_matrix"]
+    mj = mujoco.MjModel.from_xml_path(path)
+    data = mujoco.MjData(mj)
+    qmap, perm = maps(model, mj)
+    assert len(loaded["actuators"]) == mj.nu
+    rng = np.random.default_rng(2)
+    for seed in range(3):
+        q = model.random_configuration(seed)
+        v = rng.uniform(-2, 2, model.nv)
+        set_state(data, qmap, perm, q, v)
+        # Controls inside every actuator's range (a clamped control is not B u).
+        lo, hi = mj.actuator_ctrlrange[:, 0], mj.actuator_ctrlrange[:, 1]
+        limited = mj.actuator_ctrllimited.astype(bool)
+        u = rng.uniform(-1, 1, mj.nu)
+        u = np.where(limited, lo + (hi - lo) * (u + 1) / 2, u)
+        data.ctrl[:] = u
+        mujoco.mj_forward(mj, data)
+        c = model.bias_forces(q, v)[perm]
+        assert rel(c, data.qfrc_bias) < REL_TOL, f"bias, seed {seed}: {rel(c, data.qfrc_bias):.1e}"
+        if mj.nu:
+            tau = (b @ u)[perm]
+            np.testing.assert_allclose(tau, data.qfrc_actuator, rtol=1e-12, atol=1e-12)

@@ -151,3 +151,22 @@ def test_robot_matches_pinocchio(path):
         tau_pin = pin.rnea(pmodel, pdata, qp, v[perm], a[perm])
         tau_st = model.inverse_dynamics(q, v, a)[perm]
         assert rel(tau_st, tau_pin) < REL_TOL, f"inverse dynamics at seed {seed}: {rel(tau_st, tau_pin):.1e}"
+    # Every link is addressable by name (fixed links are merged into their bodies by
+    # default): at Pinocchio's frame pose, and with its frame Jacobian for merged links.
+    q = model.random_configuration(7)
+    qp = q_to_pin(q)
+    pin.computeJointJacobians(pmodel, pdata, qp)
+    pin.updateFramePlacements(pmodel, pdata)
+    frames, bodies, checked = set(model.frame_names), set(model.body_names), 0
+    for fid, frame in enumerate(pmodel.frames):
+        if frame.type != pin.FrameType.BODY or frame.name == "world":
+            continue
+        assert frame.name in frames, f"link '{frame.name}' is not a frame of the loaded model"
+        pose = model.frame_pose(q, frame.name)
+        assert np.max(np.abs(pose - pdata.oMf[fid].homogeneous)) < 1e-9, f"pose of '{frame.name}'"
+        if frame.name not in bodies and checked < 3:
+            checked += 1
+            jac = model.body_jacobian(q, frame.name, "local")[:, perm]
+            jac_pin = pin.getFrameJacobian(pmodel, pdata, fid, pin.LOCAL)
+            jac_pin = np.vstack([jac_pin[3:], jac_pin[:3]])  # Pinocchio: [linear; angular]
+            assert rel(jac, jac_pin) < REL_TOL, f"Jacobian of merged link '{frame.name}'"

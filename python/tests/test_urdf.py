@@ -110,3 +110,52 @@ def test_rounded_inertias_are_repaired_with_a_warning_unless_strict(tmp_path):
     np.testing.assert_allclose(m.total_mass, 3.0)
     with pytest.raises(stiction.LoadError, match="triangle"):
         stiction.Model.from_urdf(path, load_collision_meshes=False, strict=True)
+
+
+def test_fixed_joints_are_merged_and_their_links_stay_frames():
+    import os
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, "..", "..", "tests", "fixtures", "urdf", "full.urdf")
+    packages = os.path.join(here, "..", "..", "tests", "fixtures", "urdf", "packages")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        merged = stiction.Model.from_urdf(path, package_dirs=[packages])
+        plain = stiction.Model.from_urdf(path, package_dirs=[packages], merge_fixed_joints=False)
+    assert merged.nbodies == plain.nbodies - 1
+    assert "l_fixed" in merged.frame_names and "l_fixed" not in merged.body_names
+    assert sorted(merged.frame_names) == sorted(plain.body_names)
+    with pytest.raises(stiction.InputError, match="merged into body 'l_pris'"):
+        merged.body_index("l_fixed")
+    # The same joint layout here (the welded link is a leaf), so dynamics compare directly.
+    assert merged.joint_names == plain.joint_names
+    q = merged.random_configuration(3)
+    np.testing.assert_allclose(merged.mass_matrix(q), plain.mass_matrix(q), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(merged.frame_pose(q, "l_fixed"), plain.forward_kinematics(q)[plain.body_index("l_fixed")],
+                               rtol=0, atol=1e-12)
+    for frame in ["world", "local", "local_world_aligned"]:
+        np.testing.assert_allclose(merged.body_jacobian(q, "l_fixed", frame), plain.body_jacobian(q, "l_fixed", frame),
+                                   rtol=0, atol=1e-12)
+    # The derivative matrices come out in Fortran order, with the same values.
+    v, tau = np.linspace(-1, 1, merged.nv), np.linspace(2, -2, merged.nv)
+    da_dq, da_dv, minv = merged.aba_derivatives(q, v, tau)
+    pq, pv, pminv = plain.aba_derivatives(q, v, tau)
+    for a, b in [(da_dq, pq), (da_dv, pv), (minv, pminv)]:
+        assert a.shape == (merged.nv, merged.nv) and a.dtype == np.float64
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(minv @ merged.mass_matrix(q), np.eye(merged.nv), atol=1e-9)
+    # Parameters by link name, merged links included (the welded link here is massless:
+    # its own mass is 0, whatever its body weighs); a change gives the merged model of the
+    # changed file.
+    names = ["mass:l_fixed", "mass:l_pris"]
+    spec, spec_plain = stiction.ParamSpec(merged, names), stiction.ParamSpec(plain, names)
+    inertial = ("mass:", "com:", "inertia:")
+    assert sorted(n for n in stiction.ParamSpec.available(merged) if n.startswith(inertial)) == sorted(
+        n for n in stiction.ParamSpec.available(plain) if n.startswith(inertial))
+    theta = spec.values(merged)
+    assert theta[0] == 0.0
+    np.testing.assert_array_equal(theta, spec_plain.values(plain))
+    theta[1] += 0.5
+    heavier, heavier_plain = spec.apply(merged, theta), spec_plain.apply(plain, theta)
+    np.testing.assert_allclose(heavier.mass_matrix(q), heavier_plain.mass_matrix(q), rtol=0, atol=1e-12)
+    assert abs(heavier.total_mass - merged.total_mass - 0.5) < 1e-12

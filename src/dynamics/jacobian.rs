@@ -4,7 +4,7 @@
 
 use super::Data;
 use crate::error::{Error, Result};
-use crate::math::{Motion, Vec3};
+use crate::math::{Motion, Vec3, SE3};
 use crate::Model;
 use nalgebra::{Matrix3xX, Matrix6xX};
 
@@ -22,8 +22,31 @@ pub enum ReferenceFrame {
 /// The 6×nv Jacobian of body `body`'s spatial velocity, after forward kinematics.
 pub fn body_jacobian(model: &Model, data: &Data, body: usize, frame: ReferenceFrame) -> Result<Matrix6xX<f64>> {
     check_body(model, body)?;
+    Ok(jacobian_at(model, data, body, &data.x_world[body], frame))
+}
+
+/// The world pose of frame `frame` ([`Model::frames`]: a body's link or a link merged
+/// into a body), after forward kinematics.
+pub fn frame_pose(model: &Model, data: &Data, frame: usize) -> Result<SE3> {
+    let f = model.frames().get(frame).ok_or_else(|| {
+        Error::InvalidInput(format!("frame index {frame} out of range (model has {} frames)", model.frames().len()))
+    })?;
+    Ok(data.x_world[f.body] * f.placement)
+}
+
+/// The 6×nv Jacobian of the spatial velocity of frame `frame` ([`Model::frames`]), after
+/// forward kinematics: the body Jacobian of the body carrying it, expressed at the
+/// frame (`Local`: frame axes and origin; `LocalWorldAligned`: world axes at the
+/// frame's origin; `World`: the body's, a rigid attachment changes nothing).
+pub fn frame_jacobian(model: &Model, data: &Data, frame: usize, rf: ReferenceFrame) -> Result<Matrix6xX<f64>> {
+    let x = frame_pose(model, data, frame)?;
+    Ok(jacobian_at(model, data, model.frames()[frame].body, &x, rf))
+}
+
+/// The Jacobian of body `body`'s motion expressed at the frame with world pose `xb`
+/// rigidly attached to it.
+fn jacobian_at(model: &Model, data: &Data, body: usize, xb: &SE3, frame: ReferenceFrame) -> Matrix6xX<f64> {
     let mut jac = Matrix6xX::zeros(model.nv());
-    let xb = data.x_world[body];
     let mut j = Some(body);
     while let Some(b) = j {
         let (va, nv) = (model.v_idx[b], model.joints[b].nv());
@@ -38,7 +61,7 @@ pub fn body_jacobian(model: &Model, data: &Data, body: usize, frame: ReferenceFr
         }
         j = model.parents[b];
     }
-    Ok(jac)
+    jac
 }
 
 /// The 3×nv Jacobian of the world-frame linear velocity of a point fixed to body

@@ -36,6 +36,9 @@ pub struct InertiaFactor {
     /// (`λ(k)`, `λ(λ(k))`, …).
     start: Vec<usize>,
     lower: Vec<f64>,
+    /// The ancestor dof of each entry of `lower` (`λ(k)`, `λ(λ(k))`, … for row k), so
+    /// that the loops read them in sequence instead of walking `parent`.
+    anc: Vec<usize>,
     /// D, the pivots.
     diag: Vec<f64>,
 }
@@ -68,7 +71,15 @@ impl InertiaFactor {
             depth[k] = if parent[k] == ROOT { 0 } else { depth[parent[k]] + 1 };
             start[k + 1] = start[k] + depth[k];
         }
-        InertiaFactor { parent, lower: vec![0.0; start[nv]], start, diag: vec![0.0; nv] }
+        let mut anc = Vec::with_capacity(start[nv]);
+        for k in 0..nv {
+            let mut i = parent[k];
+            while i != ROOT {
+                anc.push(i);
+                i = parent[i];
+            }
+        }
+        InertiaFactor { parent, lower: vec![0.0; start[nv]], anc, start, diag: vec![0.0; nv] }
     }
 
     /// The number of dofs.
@@ -113,8 +124,8 @@ impl InertiaFactor {
             }
             let sk = self.start[k];
             let len_k = self.start[k + 1] - sk;
-            let mut i = self.parent[k];
             for p in 0..len_k {
+                let i = self.anc[sk + p];
                 // H[i][j] −= a H[k][j] for j = i and the ancestors of i: the ancestors of i
                 // are k's ancestors after position p.
                 let hki = self.lower[sk + p];
@@ -125,7 +136,6 @@ impl InertiaFactor {
                     self.lower[si + q] -= a * self.lower[sk + p + 1 + q];
                 }
                 self.lower[sk + p] = a;
-                i = self.parent[i];
             }
         }
         Ok(())
@@ -141,21 +151,71 @@ impl InertiaFactor {
             if zk == 0.0 {
                 continue;
             }
-            let mut i = self.parent[k];
-            for l in &self.lower[self.start[k]..self.start[k + 1]] {
+            let r = self.start[k]..self.start[k + 1];
+            for (l, &i) in self.lower[r.clone()].iter().zip(&self.anc[r]) {
                 x[i] -= l * zk;
-                i = self.parent[i];
             }
         }
         // D w = z, then L x = w: the first dof first, each pulling from its ancestors.
         for k in 0..n {
             let mut acc = x[k] / self.diag[k];
-            let mut i = self.parent[k];
-            for l in &self.lower[self.start[k]..self.start[k + 1]] {
+            let r = self.start[k]..self.start[k + 1];
+            for (l, &i) in self.lower[r.clone()].iter().zip(&self.anc[r]) {
                 acc -= l * x[i];
-                i = self.parent[i];
             }
             x[k] = acc;
+        }
+    }
+
+    /// Writes `M⁻¹` into `out` (resized to nv × nv if needed), with the branch
+    /// structure: `M⁻¹ = L⁻¹ X` for `X = D⁻¹ L⁻ᵀ`. Column j of `L⁻ᵀ` solves `Lᵀ z = e_j`
+    /// and is nonzero only at j and its ancestors (O(d²) each); then `L M⁻¹ = X` gives
+    /// the rows of `M⁻¹` in dof order, row k being row k of X less `L[k][i]` times the
+    /// finished row i for each ancestor i of k (O(n d) each, contiguous: rows are stored
+    /// as columns, `M⁻¹` being symmetric). O(n² d) in all, where a dense inverse is O(n³).
+    pub fn inverse_into(&self, out: &mut DMatrix<f64>) {
+        let n = self.nv();
+        if out.shape() != (n, n) {
+            *out = DMatrix::zeros(n, n);
+        } else {
+            out.as_mut_slice().fill(0.0);
+        }
+        let m = out.as_mut_slice();
+        // X: for each j, z = L⁻ᵀ e_j on the path j, λ(j), …; row k of X at column j is
+        // z_k / D_k, stored in column k (that is, the transpose).
+        let mut z = vec![0.0; n];
+        for j in 0..n {
+            z[j] = 1.0;
+            let mut k = j;
+            while k != ROOT {
+                let zk = z[k];
+                let r = self.start[k]..self.start[k + 1];
+                for (l, &i) in self.lower[r.clone()].iter().zip(&self.anc[r]) {
+                    z[i] -= l * zk;
+                }
+                m[k * n + j] = zk / self.diag[k];
+                z[k] = 0.0;
+                k = self.parent[k];
+            }
+        }
+        // Row k of M⁻¹ (column k of `out`) −= L[k][i] · row i, ancestors i < k finished.
+        // By symmetry only the entries j ≥ k are needed (X is zero below its diagonal,
+        // and the finished rows' entries j ≥ k > i are themselves computed): the others
+        // are mirrored after.
+        for k in 0..n {
+            let r = self.start[k]..self.start[k + 1];
+            let (done, rest) = m.split_at_mut(k * n);
+            let row = &mut rest[k..n];
+            for (&l, &i) in self.lower[r.clone()].iter().zip(&self.anc[r]) {
+                for (x, y) in row.iter_mut().zip(&done[i * n + k..(i + 1) * n]) {
+                    *x -= l * y;
+                }
+            }
+        }
+        for k in 0..n {
+            for j in 0..k {
+                m[k * n + j] = m[j * n + k];
+            }
         }
     }
 

@@ -24,7 +24,7 @@ pub(crate) use crba::crba_entries;
 pub use crba::{check_mass_matrix, crba};
 pub use data::Data;
 pub use energy::{center_of_mass, kinetic_energy, momentum, potential_energy};
-pub use jacobian::{body_jacobian, point_jacobian, ReferenceFrame};
+pub use jacobian::{body_jacobian, frame_jacobian, frame_pose, point_jacobian, ReferenceFrame};
 pub(crate) use kinematics::{check_q, external_forces_to_bodies, kinematics_pass, velocity_pass};
 pub use kinematics::{
     forward_kinematics, forward_kinematics_acceleration, forward_kinematics_velocity, point_position,

@@ -50,7 +50,7 @@
 
 use super::kinematics::{check_q, external_forces_to_bodies, gravity_acceleration, kinematics_pass};
 use super::rnea::rnea_pass;
-use super::Data;
+use super::{Data, InertiaFactor};
 use crate::error::{check_vector, Result};
 use crate::math::{skew, Force, Inertia, Mat3, Mat6, Motion, Vec3, Vec6};
 use crate::model::JointType;
@@ -115,6 +115,8 @@ pub struct DerivativeData {
     pub(crate) resid: Vec<f64>,
     /// The line search's trial acceleration.
     pub(crate) trial: Vec<f64>,
+    /// The branch-sparse factor of the joint-space inertia (forward-dynamics derivatives).
+    pub(crate) factor: InertiaFactor,
 }
 
 impl DerivativeData {
@@ -149,6 +151,7 @@ impl DerivativeData {
             acc: vec![0.0; nv],
             resid: vec![0.0; nv],
             trial: vec![0.0; nv],
+            factor: InertiaFactor::new(model),
         }
         .with_tree(model)
     }
@@ -159,7 +162,7 @@ impl DerivativeData {
         self
     }
 
-    fn update_tree(&mut self, model: &Model) {
+    pub(crate) fn update_tree(&mut self, model: &Model) {
         if self.tree.0 == model.parents && self.tree.1 == model.v_idx {
             return;
         }
@@ -168,6 +171,7 @@ impl DerivativeData {
         self.dof_end =
             (0..nb).map(|b| if model.subtree_end[b] < nb { model.v_idx[model.subtree_end[b]] } else { nv }).collect();
         self.tree = (model.parents.clone(), model.v_idx.clone());
+        self.factor = InertiaFactor::new(model);
     }
 }
 
@@ -281,54 +285,52 @@ pub(crate) fn world_quantities(
     a: &[f64],
     f_ext: Option<&[Force]>,
 ) {
+    world_composites(model, data, d, v);
+    world_accelerations(model, data, d, v, a, f_ext);
+}
+
+/// The part of [`world_quantities`] that does not depend on the accelerations or
+/// forces, after the kinematics pass at (q, v): world columns `S_k`, `Ṡ_k`, `v⁻`, the
+/// composite inertias and Coriolis operators, `I^C S_k` and `B^Cᵀ S_k`.
+pub(crate) fn world_composites(model: &Model, data: &Data, d: &mut DerivativeData, v: &[f64]) {
     let nb = model.nbodies();
     for i in 0..nb {
         let xw = &data.x_world[i];
         let inertia = model.bodies[i].inertia.transformed(xw);
         let vw = xw.act_motion(&data.v[i]);
         d.v[i] = vw;
-        d.a[i] = xw.act_motion(&data.a[i]);
         d.bc_c[i] = coriolis_operator(&inertia, &vw);
         d.ic_c[i] = inertia;
-        d.f[i] = xw.act_force(&data.f[i]);
-        d.f_ext[i] = f_ext.map_or(Force::zero(), |fs| fs[i]);
     }
-    d.has_ext = d.f_ext.iter().any(|f| *f != Force::zero());
     for i in (0..nb).rev() {
         if let Some(p) = model.parents[i] {
-            let (ic, bc, fe) = (d.ic_c[i], d.bc_c[i], d.f_ext[i]);
+            let (ic, bc) = (d.ic_c[i], d.bc_c[i]);
             d.ic_c[p] += ic;
             d.bc_c[p].0 += bc.0;
             d.bc_c[p].1 += bc.1;
-            d.f_ext[p] += fe;
         }
     }
-    let a0 = gravity_acceleration(model);
+    let nvt = model.nv();
     for i in 0..nb {
         d.ic[i] = d.ic_c[i].to_matrix();
         d.bc[i] = coriolis_matrix(&d.bc_c[i]);
         let joint = &model.joints[i];
         let (va, nv) = (model.v_idx[i], joint.nv());
-        let (mut vm, mut am) = match model.parents[i] {
-            Some(p) => (d.v[p], d.a[p]),
-            None => (Motion::zero(), a0),
+        let mut vm = match model.parents[i] {
+            Some(p) => d.v[p],
+            None => Motion::zero(),
         };
         let serial = is_serial(&joint.kind);
-        // A free joint is "translation, then ball": its linear columns (3..6) come first
-        // in the serial chain.
         let free = matches!(joint.kind, JointType::Free);
-        let order: [usize; 6] = if free { [3, 4, 5, 0, 1, 2] } else { [0, 1, 2, 3, 4, 5] };
-        for &o in &order[..nv] {
+        for &o in &joint_order(free)[..nv] {
             let k = va + o;
             let s = data.x_world[i].act_motion(&data.s[k]);
             d.s[k] = s;
             d.v_pre[k] = vm;
-            d.a_pre[k] = am;
             if serial || (free && o >= 3) {
                 let carrier = vm + s * v[k];
                 d.s_dot[k] = carrier.cross_motion(&s);
                 vm = carrier;
-                am += s * a[k] + d.s_dot[k] * v[k];
             } else {
                 d.s_dot[k] = d.v[i].cross_motion(&s);
             }
@@ -338,13 +340,70 @@ pub(crate) fn world_quantities(
             let (b11, hl) = &d.bc_c[i];
             let bcs = b11.tr_mul(&s.ang) + hl.cross(&s.lin) * 2.0;
             d.bcs[k] = Vec6::new(bcs.x, bcs.y, bcs.z, 0.0, 0.0, 0.0);
-            let nvt = model.nv();
             for c in 0..6 {
                 d.soa[c * nvt + k] = if c < 3 { s.ang[c] } else { s.lin[c - 3] };
                 d.soa[(6 + c) * nvt + k] = d.ics_v[k][c];
             }
             for c in 0..3 {
                 d.soa[(12 + c) * nvt + k] = d.bcs[k][c];
+            }
+        }
+    }
+}
+
+/// The order in which a joint's dofs are carried in the serial chain: a free joint is
+/// "translation, then ball", its linear columns (3..6) first.
+#[inline]
+fn joint_order(free: bool) -> [usize; 6] {
+    if free {
+        [3, 4, 5, 0, 1, 2]
+    } else {
+        [0, 1, 2, 3, 4, 5]
+    }
+}
+
+/// The part of [`world_quantities`] that depends on the accelerations and forces, after
+/// [`world_composites`] and an RNEA pass at (q, v, a): world accelerations and subtree
+/// forces, and `a⁻` per dof.
+pub(crate) fn world_accelerations(
+    model: &Model,
+    data: &Data,
+    d: &mut DerivativeData,
+    v: &[f64],
+    a: &[f64],
+    f_ext: Option<&[Force]>,
+) {
+    let nb = model.nbodies();
+    for i in 0..nb {
+        let xw = &data.x_world[i];
+        d.a[i] = xw.act_motion(&data.a[i]);
+        d.f[i] = xw.act_force(&data.f[i]);
+        d.f_ext[i] = f_ext.map_or(Force::zero(), |fs| fs[i]);
+    }
+    d.has_ext = d.f_ext.iter().any(|f| *f != Force::zero());
+    if d.has_ext {
+        for i in (0..nb).rev() {
+            if let Some(p) = model.parents[i] {
+                let fe = d.f_ext[i];
+                d.f_ext[p] += fe;
+            }
+        }
+    }
+    let a0 = gravity_acceleration(model);
+    for i in 0..nb {
+        let joint = &model.joints[i];
+        let (va, nv) = (model.v_idx[i], joint.nv());
+        let mut am = match model.parents[i] {
+            Some(p) => d.a[p],
+            None => a0,
+        };
+        let serial = is_serial(&joint.kind);
+        let free = matches!(joint.kind, JointType::Free);
+        for &o in &joint_order(free)[..nv] {
+            let k = va + o;
+            d.a_pre[k] = am;
+            if serial || (free && o >= 3) {
+                am += d.s[k] * a[k] + d.s_dot[k] * v[k];
             }
         }
     }

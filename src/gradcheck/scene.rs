@@ -15,11 +15,13 @@
 //! ```
 //!
 //! Exactly one model source: `"sample"`, `"urdf"` (with optional `"floating_base"` and
-//! `"package_dirs"`, paths relative to the scene file) or `"model"` (a model as written
-//! by [`Model::to_json`]).
+//! `"package_dirs"`, paths relative to the scene file), `"mjcf"` (an MJCF file, relative to
+//! the scene file; its `<option timestep>` is the default `dt`) or `"model"` (a model as
+//! written by [`Model::to_json`]). Robot files load with the loaders' defaults (welded links
+//! merged).
 
 use crate::error::{check_vector, Error, Result};
-use crate::io::{load_urdf, UrdfOptions};
+use crate::io::{load_mjcf, load_urdf, MjcfOptions, UrdfOptions};
 use crate::math::{SplitMix64, Vec3};
 use crate::model::{samples, ParamSpec};
 use crate::sim::{Control, SimOptions, State};
@@ -37,6 +39,8 @@ struct SceneFile {
     description: Option<String>,
     #[serde(default)]
     urdf: Option<String>,
+    #[serde(default)]
+    mjcf: Option<String>,
     #[serde(default)]
     floating_base: Option<bool>,
     #[serde(default)]
@@ -151,16 +155,21 @@ impl Scene {
     /// Parses scene JSON; relative paths resolve against `base_dir`.
     pub fn parse(json: &str, base_dir: &Path) -> Result<Scene> {
         let file: SceneFile = serde_json::from_str(json).map_err(|e| Error::Serde(e.to_string()))?;
-        let sources = [file.urdf.is_some(), file.sample.is_some(), file.model.is_some()];
+        let sources = [file.urdf.is_some(), file.mjcf.is_some(), file.sample.is_some(), file.model.is_some()];
         if sources.iter().filter(|&&s| s).count() != 1 {
             return Err(Error::InvalidInput(
-                "a scene needs exactly one model source: \"sample\", \"urdf\" or \"model\"".into(),
+                "a scene needs exactly one model source: \"sample\", \"urdf\", \"mjcf\" or \"model\"".into(),
             ));
         }
         if file.urdf.is_none() && (file.floating_base.is_some() || file.package_dirs.is_some()) {
             return Err(Error::InvalidInput("\"floating_base\" and \"package_dirs\" apply to \"urdf\" only".into()));
         }
-        let model = if let Some(urdf) = &file.urdf {
+        let mut file_dt = None;
+        let model = if let Some(mjcf) = &file.mjcf {
+            let loaded = load_mjcf(base_dir.join(mjcf), &MjcfOptions::default())?;
+            file_dt = loaded.timestep;
+            loaded.model
+        } else if let Some(urdf) = &file.urdf {
             let options = UrdfOptions {
                 floating_base: file.floating_base.unwrap_or(false),
                 package_dirs: file.package_dirs.iter().flatten().map(|d| base_dir.join(d)).collect::<Vec<PathBuf>>(),
@@ -174,6 +183,9 @@ impl Scene {
             serde_json::from_value::<Model>(value).map_err(|e| Error::Serde(format!("\"model\": {e}")))?
         };
         let mut options = SimOptions::default();
+        if let Some(dt) = file_dt {
+            options.dt = dt;
+        }
         if let Some(o) = file.options {
             if let Some(dt) = o.dt {
                 options.dt = dt;

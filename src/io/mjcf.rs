@@ -1,8 +1,9 @@
 //! MJCF (MuJoCo XML) import: the kinematic tree, inertias, joints and collision geometry
 //! of a `<mujoco>` model (docs/models.md, "MJCF").
 //!
-//! Supported: `<compiler angle eulerseq meshdir inertiafromgeom autolimits>`, `<option
-//! timestep gravity>`, `<default>` classes with inheritance (`class`, `childclass`),
+//! Supported: `<compiler angle eulerseq meshdir inertiafromgeom autolimits settotalmass
+//! coordinate="local">`, `<option timestep gravity>`, `<default>` classes with inheritance
+//! (`class`, `childclass`; joint, geom, inertial and motor defaults),
 //! `<worldbody>` and nested `<body pos quat|euler|axisangle|xyaxes|zaxis>`,
 //! `<inertial pos quat|… mass diaginertia|fullinertia>` or inertia from the geoms
 //! (`inertiafromgeom`, geom `mass`/`density`), joints (`hinge`, `slide`, `ball`, `free`,
@@ -61,6 +62,7 @@ pub(crate) fn parse(xml: &str, file: &str, base_dir: Option<&Path>, options: &Mj
         meshdir: None,
         inertia_from_geom: InertiaFromGeom::Auto,
         autolimits: true,
+        total_mass: None,
         defaults: HashMap::new(),
         meshes: HashMap::new(),
         builder: ModelBuilder::new(root.attribute("model").unwrap_or("mjcf")),
@@ -72,6 +74,7 @@ pub(crate) fn parse(xml: &str, file: &str, base_dir: Option<&Path>, options: &Mj
         return Err(p.err(root, "root element", format!("expected <mujoco>, got <{}>", root.tag_name().name())));
     }
     p.builder.set_allow_massless_moving_links(true);
+    p.builder.set_merge_fixed_links(options.merge_fixed_joints);
     // Compiler settings and defaults first: they apply to everything, wherever they stand.
     for c in root.children().filter(Node::is_element) {
         match c.tag_name().name() {
@@ -93,6 +96,9 @@ pub(crate) fn parse(xml: &str, file: &str, base_dir: Option<&Path>, options: &Mj
     }
     for c in root.children().filter(|c| c.is_element() && c.tag_name().name() == "actuator") {
         p.actuator(c)?;
+    }
+    if let Some(total) = p.total_mass {
+        p.scale_to_total_mass(total);
     }
     let file_name = p.file.clone();
     let model = p.builder.build().map_err(|source| LoadError::Model { file: file_name.clone(), source })?;
@@ -189,6 +195,8 @@ struct Parser<'a, 'input> {
     meshdir: Option<String>,
     inertia_from_geom: InertiaFromGeom,
     autolimits: bool,
+    /// `<compiler settotalmass>`: scale every body's mass and inertia to this total.
+    total_mass: Option<f64>,
     defaults: HashMap<String, DefaultClass>,
     meshes: HashMap<String, TriangleMesh>,
     builder: ModelBuilder,
@@ -400,6 +408,21 @@ impl<'a, 'input> Parser<'a, 'input> {
         Ok(SE3::new(rot, pos))
     }
 
+    /// `<compiler settotalmass>`: every body's mass and inertia scaled by one factor so
+    /// that the bodies' masses add up to `total` (nothing to scale when they have none).
+    fn scale_to_total_mass(&mut self, total: f64) {
+        let sum: f64 =
+            self.builder.links.iter().filter(|l| l.name != crate::model::WORLD).map(|l| l.inertia.mass).sum();
+        if sum <= 0.0 {
+            self.warnings.push(format!("{}: <compiler settotalmass>: the bodies have no mass to scale", self.file));
+            return;
+        }
+        let s = total / sum;
+        for l in self.builder.links.iter_mut().filter(|l| l.name != crate::model::WORLD) {
+            l.inertia = Inertia { mass: l.inertia.mass * s, h: l.inertia.h * s, rot: l.inertia.rot * s };
+        }
+    }
+
     // ---- top-level sections ---------------------------------------------------------
 
     fn compiler(&mut self, n: Node<'_, 'input>) -> R<()> {
@@ -432,9 +455,31 @@ impl<'a, 'input> Parser<'a, 'input> {
         if let Some(a) = n.attribute("autolimits") {
             self.autolimits = a == "true";
         }
+        if let Some(v) = n.attribute("settotalmass") {
+            match v.trim().parse::<f64>() {
+                // MuJoCo: a value ≤ 0 (the default, −1) leaves the masses as they are.
+                Ok(m) if m.is_finite() => self.total_mass = (m > 0.0).then_some(m),
+                _ => return Err(self.err(n, element, format!("settotalmass must be a finite number, got '{v}'"))),
+            }
+        }
+        if let Some(c) = n.attribute("coordinate") {
+            if c != "local" {
+                return Err(self.err(n, element, format!("coordinate '{c}': only 'local' frames are supported")));
+            }
+        }
         for a in n.attributes() {
-            if !["angle", "eulerseq", "meshdir", "inertiafromgeom", "autolimits", "texturedir", "assetdir"]
-                .contains(&a.name())
+            if ![
+                "angle",
+                "eulerseq",
+                "meshdir",
+                "inertiafromgeom",
+                "autolimits",
+                "settotalmass",
+                "coordinate",
+                "texturedir",
+                "assetdir",
+            ]
+            .contains(&a.name())
             {
                 let what = format!("<compiler {}>", a.name());
                 self.unsupported(n, &what)?;
@@ -455,7 +500,7 @@ impl<'a, 'input> Parser<'a, 'input> {
         for c in n.children().filter(Node::is_element) {
             match c.tag_name().name() {
                 "default" => {}
-                kind @ ("joint" | "geom" | "inertial") => {
+                kind @ ("joint" | "geom" | "inertial" | "motor" | "general") => {
                     let attrs = c.attributes().map(|a| (a.name().to_string(), a.value().to_string())).collect();
                     class.attrs.insert(kind.to_string(), attrs);
                 }
@@ -587,20 +632,23 @@ impl<'a, 'input> Parser<'a, 'input> {
                 self.unsupported(c, &format!("<{tag}> {element} (only joint motors are mapped)"))?;
                 continue;
             };
-            let gear = match c.attribute("gear") {
-                Some(g) => self.numbers(c, &element, "gear", g, None)?.first().copied().unwrap_or(1.0),
+            // The motor's own attributes, else its class's (`<motor>` or `<general>` defaults).
+            let attr =
+                |p: &Self, name: &str| p.get(c, "motor", "main", name).or_else(|| p.get(c, "general", "main", name));
+            let gear = match attr(self, "gear") {
+                Some(g) => self.numbers(c, &element, "gear", &g, None)?.first().copied().unwrap_or(1.0),
                 None => 1.0,
             };
-            let range = |p: &Self, attr: &str, flag: &str| -> R<Option<(f64, f64)>> {
-                let Some(text) = c.attribute(attr) else { return Ok(None) };
-                let r = p.numbers(c, &element, attr, text, Some(2))?;
-                let limited = match c.attribute(flag) {
+            let range = |p: &Self, name: &str, flag: &str| -> R<Option<(f64, f64)>> {
+                let Some(text) = attr(p, name) else { return Ok(None) };
+                let r = p.numbers(c, &element, name, &text, Some(2))?;
+                let limited = match attr(p, flag).as_deref() {
                     Some("true") => true,
                     Some("false") => false,
                     _ => p.autolimits,
                 };
                 if limited && r[0] > r[1] {
-                    return Err(p.err(c, &element, format!("attribute '{attr}': {} > {}", r[0], r[1])));
+                    return Err(p.err(c, &element, format!("attribute '{name}': {} > {}", r[0], r[1])));
                 }
                 Ok(limited.then_some((r[0], r[1])))
             };

@@ -34,11 +34,21 @@ pub struct UrdfOptions {
     pub load_collision_meshes: bool,
     /// Treat unsupported elements (e.g. `<mimic>`) as errors instead of warnings.
     pub strict: bool,
+    /// Merge links welded to their parent link by fixed joints into one rigid body
+    /// ([`crate::ModelBuilder::merge_fixed_links`]; default `true`). The links stay
+    /// addressable by name as frames ([`Model::frames`]).
+    pub merge_fixed_joints: bool,
 }
 
 impl Default for UrdfOptions {
     fn default() -> Self {
-        Self { floating_base: false, package_dirs: vec![], load_collision_meshes: true, strict: false }
+        Self {
+            floating_base: false,
+            package_dirs: vec![],
+            load_collision_meshes: true,
+            strict: false,
+            merge_fixed_joints: true,
+        }
     }
 }
 
@@ -84,11 +94,21 @@ impl Model {
 }
 
 /// Options for [`load_mjcf`].
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct MjcfOptions {
     /// Treat unsupported elements (actuators, sensors, sites, `<include>`, …) as errors
     /// instead of warnings.
     pub strict: bool,
+    /// Merge bodies without joints (welded to their parent body) into their parent
+    /// ([`crate::ModelBuilder::merge_fixed_links`]; default `true`). They stay
+    /// addressable by name as frames ([`Model::frames`]).
+    pub merge_fixed_joints: bool,
+}
+
+impl Default for MjcfOptions {
+    fn default() -> Self {
+        Self { strict: false, merge_fixed_joints: true }
+    }
 }
 
 /// A model loaded from MJCF, with the warnings raised while loading it and the file's

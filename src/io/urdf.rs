@@ -43,6 +43,7 @@ pub(crate) fn parse(
     // A static mesh with bad edges (non-manifold, inconsistent winding) collides with
     // those edges split open, reported below.
     builder.collision.split_bad_static_mesh_edges = !options.strict;
+    builder.set_merge_fixed_links(options.merge_fixed_joints);
     let model = builder.build().map_err(|source| LoadError::Model { file: file.into(), source })?;
     p.warnings.extend(model.repairs().iter().map(|r| format!("{file}: {r}")));
     let massless = massless_moving_links(&model);

@@ -1,136 +1,15 @@
 //! The model builder: links and joints by name (URDF-like), or chained bodies, then
 //! [`ModelBuilder::build`] orders the tree depth-first and validates it.
 
-use super::definition::{CollisionSettings, WORLD};
+use super::description::{BaseJoint, JointSpec, ModelBuilder, WORLD};
 use super::validate::validate;
 use super::{Body, Joint, Model};
 use crate::error::ModelError;
-use crate::math::Vec3;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// A joint together with the names of the links it connects.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct JointSpec {
-    /// Parent link (or [`WORLD`]).
-    pub parent: String,
-    /// Child link.
-    pub child: String,
-    /// The joint.
-    pub joint: Joint,
-}
-
-/// How a root link with no parent joint is attached to the world.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum BaseJoint {
-    /// Welded to the world.
-    #[default]
-    Fixed,
-    /// Attached by a free (floating) joint.
-    Floating,
-}
-
-/// Builds a [`Model`].
-///
-/// ```
-/// use stiction::{ModelBuilder, Body, Joint, math::{Inertia, Vec3, SE3}};
-/// let mut b = ModelBuilder::new("pendulum");
-/// b.add_body(
-///     "world",
-///     Joint::revolute("hinge", Vec3::y()),
-///     Body::new("bob", Inertia::solid_sphere(1.0, 0.05)),
-/// );
-/// let model = b.build().unwrap();
-/// assert_eq!(model.nv(), 1);
-/// ```
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ModelBuilder {
-    /// Model name.
-    pub name: String,
-    /// Gravity in world coordinates.
-    pub gravity: Vec3,
-    /// How a parentless root link is attached to the world.
-    pub base: BaseJoint,
-    /// Links in insertion order.
-    pub links: Vec<Body>,
-    /// Joints in insertion order.
-    pub joints: Vec<JointSpec>,
-    /// Collision filtering options.
-    #[serde(default)]
-    pub collision: CollisionSettings,
-    /// Accept moving links without mass (frames between joints, the "virtual" links of
-    /// a ball joint written as three hinges) when their subtree has mass. Default
-    /// `false`: every moving rigid group needs positive mass. With `true` the joint-space
-    /// inertia can be singular (two coaxial hinges joined by a massless link): check it
-    /// with [`crate::dynamics::check_mass_matrix`], as the robot-file loaders do.
-    #[serde(default)]
-    pub allow_massless_moving_links: bool,
-}
-
 impl ModelBuilder {
-    /// An empty builder with gravity `(0, 0, −9.81)` and a fixed base.
-    pub fn new(name: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            gravity: Vec3::new(0.0, 0.0, -9.81),
-            base: BaseJoint::Fixed,
-            links: vec![],
-            joints: vec![],
-            collision: CollisionSettings::default(),
-            allow_massless_moving_links: false,
-        }
-    }
-    /// Sets gravity (world coordinates).
-    pub fn gravity(&mut self, g: Vec3) -> &mut Self {
-        self.gravity = g;
-        self
-    }
-    /// Sets [`ModelBuilder::allow_massless_moving_links`].
-    pub fn set_allow_massless_moving_links(&mut self, allow: bool) -> &mut Self {
-        self.allow_massless_moving_links = allow;
-        self
-    }
-    /// Attaches a parentless root link with a free joint (`true`) or welds it (`false`).
-    pub fn floating_base(&mut self, floating: bool) -> &mut Self {
-        self.base = if floating { BaseJoint::Floating } else { BaseJoint::Fixed };
-        self
-    }
-    /// Adds a link. A link named [`WORLD`] stands for the world frame; its collision
-    /// shapes become static world geometry and its inertia is ignored.
-    pub fn add_link(&mut self, body: Body) -> &mut Self {
-        self.links.push(body);
-        self
-    }
-    /// Adds a joint from link `parent` (or [`WORLD`]) to link `child`.
-    pub fn add_joint(&mut self, parent: &str, child: &str, joint: Joint) -> &mut Self {
-        self.joints.push(JointSpec { parent: parent.into(), child: child.into(), joint });
-        self
-    }
-    /// Adds `body` as a child of link `parent` (or [`WORLD`]) through `joint`.
-    pub fn add_body(&mut self, parent: &str, joint: Joint, body: Body) -> &mut Self {
-        let child = body.name.clone();
-        self.add_link(body);
-        self.add_joint(parent, &child, joint)
-    }
-
-    /// Turns self-collision of the articulation rooted at link `root_link` (a link
-    /// attached to the world) on or off. Default: on.
-    pub fn set_self_collision(&mut self, root_link: &str, enabled: bool) -> &mut Self {
-        self.collision.self_collision.insert(root_link.into(), enabled);
-        self
-    }
-    /// The shapes of links `link_a` and `link_b` never collide with each other.
-    pub fn exclude_collision_pair(&mut self, link_a: &str, link_b: &str) -> &mut Self {
-        self.collision.excluded_pairs.push((link_a.into(), link_b.into()));
-        self
-    }
-    /// Whether shapes on a parent and a child rigid group are skipped (default `true`).
-    pub fn set_skip_parent_child(&mut self, skip: bool) -> &mut Self {
-        self.collision.skip_parent_child = skip;
-        self
-    }
-
     /// Orders the tree depth-first from the world, assigns coordinates, validates,
     /// and compiles the collision shapes ([`crate::collision::CollisionModel`]).
     pub fn build(&self) -> Result<Model, ModelError> {
@@ -147,6 +26,47 @@ impl ModelBuilder {
     }
 
     fn build_with(&self, compiled: Option<&Model>) -> Result<Model, ModelError> {
+        if self.merge_fixed_links {
+            if let Some((merged_builder, merged)) = super::frame::merge_fixed_links(self)? {
+                return self.finish_merged(merged_builder.build_with(compiled)?, &merged);
+            }
+        }
+        self.build_tree(compiled)
+    }
+
+    /// The frames of a model built from this builder's merged form.
+    fn finish_merged(&self, mut model: Model, merged: &[super::frame::MergedLink]) -> Result<Model, ModelError> {
+        let own: HashMap<String, crate::math::Inertia> =
+            self.links.iter().map(|l| (l.name.clone(), l.inertia)).collect();
+        model.frames = super::frame::model_frames(&model.bodies, &own, merged)?;
+        let frame_of: HashMap<&str, usize> =
+            model.frames.iter().enumerate().map(|(i, f)| (f.name.as_str(), i)).collect();
+        let parent_of: HashMap<&str, &str> =
+            self.joints.iter().map(|s| (s.joint.name.as_str(), s.parent.as_str())).collect();
+        let nb = model.bodies.len();
+        model.joint_parent_frame = model
+            .joints
+            .iter()
+            .map(|j| parent_of.get(j.name.as_str()).and_then(|p| frame_of.get(p)).copied().filter(|&f| f >= nb))
+            .collect();
+        // The description as the model's builder form: with the implicit root's joint
+        // written out, so that every joint of the model is found in it by name.
+        let mut source = self.clone();
+        for (i, j) in model.joints.iter().enumerate() {
+            if model.parents[i].is_none() && !parent_of.contains_key(j.name.as_str()) {
+                source.joints.push(JointSpec {
+                    parent: WORLD.into(),
+                    child: model.bodies[i].name.clone(),
+                    joint: j.clone(),
+                });
+                source.base = BaseJoint::Fixed;
+            }
+        }
+        model.source = Some(Arc::new(source));
+        Ok(model)
+    }
+
+    fn build_tree(&self, compiled: Option<&Model>) -> Result<Model, ModelError> {
         let mut world_shapes = vec![];
         let mut links: Vec<&Body> = vec![];
         let mut index: HashMap<&str, usize> = HashMap::new();
@@ -308,7 +228,16 @@ fn cycle_names(
 }
 
 impl From<Model> for ModelBuilder {
+    /// The model's description: the builder it was built from when fixed links were
+    /// merged (with the model's name and gravity), otherwise its bodies in body order
+    /// (a world link, if any, last) and their joints.
     fn from(m: Model) -> ModelBuilder {
+        if let Some(source) = &m.source {
+            let mut b = (**source).clone();
+            b.name = m.name.clone();
+            b.gravity = m.gravity;
+            return b;
+        }
         let joints = m
             .joints
             .iter()
@@ -334,6 +263,7 @@ impl From<Model> for ModelBuilder {
             joints,
             collision: m.collision_settings.clone(),
             allow_massless_moving_links: m.allow_massless_moving_links,
+            merge_fixed_links: false,
         }
     }
 }

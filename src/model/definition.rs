@@ -1,54 +1,14 @@
 //! The immutable [`Model`]: the kinematic tree in depth-first order, with the
 //! coordinate layout and the per-degree-of-freedom joint parameters flattened.
 
+use super::description::{CollisionSettings, Frame, ModelBuilder};
 use super::shape::CollisionShape;
 use super::{Body, Joint};
 use crate::collision::CollisionModel;
 use crate::error::{Error, ModelError, Result};
-use crate::math::Vec3;
+use crate::math::{Vec3, SE3};
 use nalgebra::DVector;
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// The name that stands for the fixed world frame as a parent.
-pub const WORLD: &str = "world";
-
-/// Which shape pairs of a model may collide, beyond the per-shape group/mask bits
-/// (see [`crate::collision::CollisionModel::allows`]). Stored by the builder, so it
-/// round-trips through the model's JSON form; every field has a default, so JSON
-/// written without it still loads.
-///
-/// Defaults: every articulation collides with itself (self-collision on), shapes on a
-/// parent and a child rigid group are skipped, no excluded pairs.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct CollisionSettings {
-    /// Whether shapes on a rigid group and on its parent rigid group are skipped
-    /// (default `true`: neighbouring links usually overlap at their joint).
-    pub skip_parent_child: bool,
-    /// Self-collision of the articulation rooted at each named link (a child of the
-    /// world); articulations not named here collide with themselves.
-    pub self_collision: BTreeMap<String, bool>,
-    /// Link pairs whose shapes never collide.
-    pub excluded_pairs: Vec<(String, String)>,
-    /// Accept a static triangle mesh that is not a consistently wound manifold by
-    /// splitting its bad edges ([`crate::collision::TriMeshCore::new_splitting_bad_edges`]),
-    /// reported in [`Model::repairs`]. Default `false`: such a mesh is an error. The
-    /// robot-file loaders set it unless strict.
-    pub split_bad_static_mesh_edges: bool,
-}
-
-impl Default for CollisionSettings {
-    fn default() -> Self {
-        Self {
-            skip_parent_child: true,
-            self_collision: BTreeMap::new(),
-            excluded_pairs: vec![],
-            split_bad_static_mesh_edges: false,
-        }
-    }
-}
 
 /// An articulated rigid-body system. Immutable once built (see [`crate::model::ModelBuilder`]).
 ///
@@ -96,6 +56,16 @@ pub struct Model {
     pub(crate) allow_massless_moving_links: bool,
     /// What the build changed in its input, one message each ([`Model::repairs`]).
     pub(crate) repairs: Vec<String>,
+    /// Every link of the description as a frame: the bodies' own links first (frame i
+    /// is body i), then the links merged into them ([`ModelBuilder::merge_fixed_links`]).
+    pub(crate) frames: Vec<Frame>,
+    /// Per body, the frame of its joint's parent link when that link was merged into
+    /// another body (the joint's placement then starts from that frame's pose).
+    pub(crate) joint_parent_frame: Vec<Option<usize>>,
+    /// The description the model was built from, when fixed links were merged: the
+    /// model's builder form ([`ModelBuilder::from`]), so that it round-trips and its
+    /// parameters address the links as written.
+    pub(crate) source: Option<Arc<ModelBuilder>>,
 }
 
 impl Model {
@@ -147,6 +117,12 @@ impl Model {
                 subtree_end[p] = subtree_end[p].max(subtree_end[i]);
             }
         }
+        let frames = bodies
+            .iter()
+            .enumerate()
+            .map(|(i, b)| Frame { name: b.name.clone(), body: i, placement: SE3::identity(), inertia: b.inertia })
+            .collect();
+        let joint_parent_frame = vec![None; bodies.len()];
         Model {
             name,
             gravity,
@@ -174,6 +150,9 @@ impl Model {
             collision_settings: CollisionSettings::default(),
             allow_massless_moving_links: false,
             repairs: vec![],
+            frames,
+            joint_parent_frame,
+            source: None,
         }
     }
 
@@ -259,12 +238,42 @@ impl Model {
     pub fn dof_body(&self) -> &[usize] {
         &self.dof_body
     }
-    /// Index of the body named `name`.
+    /// Index of the body named `name`. A link merged into a body is not a body: the
+    /// error names the body it is part of (see [`Model::frame_placement`]).
     pub fn body_index(&self, name: &str) -> Result<usize> {
-        self.bodies
-            .iter()
-            .position(|b| b.name == name)
-            .ok_or_else(|| Error::InvalidInput(format!("no body named '{name}' in model '{}'", self.name)))
+        self.bodies.iter().position(|b| b.name == name).ok_or_else(|| {
+            match self.frames.iter().find(|f| f.name == name) {
+                Some(f) => Error::InvalidInput(format!(
+                    "'{name}' in model '{}' is a link merged into body '{}' (fixed joint), not a body; address it \
+                     as a frame (frame_placement, frame_jacobian) or load without merging fixed joints",
+                    self.name, self.bodies[f.body].name
+                )),
+                None => Error::InvalidInput(format!("no body named '{name}' in model '{}'", self.name)),
+            }
+        })
+    }
+    /// Every link of the model's description as a frame: frame `i < nbodies()` is body
+    /// i's own link; the others are links merged into a body by
+    /// [`ModelBuilder::merge_fixed_links`] (fixed joints), with their poses in it.
+    pub fn frames(&self) -> &[Frame] {
+        &self.frames
+    }
+    /// Index of the frame (link) named `name`: a body's own link or a merged link.
+    pub fn frame_index(&self, name: &str) -> Result<usize> {
+        self.frames.iter().position(|f| f.name == name).ok_or_else(|| {
+            let merged = if self.frames.len() > self.bodies.len() { ", nor a link merged into one" } else { "" };
+            Error::InvalidInput(format!("no body named '{name}' in model '{}'{merged}", self.name))
+        })
+    }
+    /// The body carrying the link named `name` and the link's pose in the body's frame
+    /// (identity for a body's own link).
+    pub fn frame_placement(&self, name: &str) -> Result<(usize, SE3)> {
+        let f = &self.frames[self.frame_index(name)?];
+        Ok((f.body, f.placement))
+    }
+    /// True when fixed links were merged into bodies: some frames are not bodies.
+    pub fn has_merged_links(&self) -> bool {
+        self.frames.len() > self.bodies.len()
     }
     /// Index of the body carried by the joint named `name`.
     pub fn joint_index(&self, name: &str) -> Result<usize> {

@@ -182,9 +182,9 @@ impl ParamSpec {
     /// damping, are included: they cannot be decreased without making the model invalid.)
     pub fn all_names(model: &Model) -> Vec<String> {
         let mut out = vec![];
-        for b in model.bodies().iter().filter(|b| b.inertia.mass > 0.0) {
+        for f in model.frames().iter().filter(|f| f.inertia.mass > 0.0) {
             for k in [ParamKind::Mass, ParamKind::Com, ParamKind::Inertia] {
-                out.push(format!("{}:{}", k.prefix(), b.name));
+                out.push(format!("{}:{}", k.prefix(), f.name));
             }
         }
         for j in model.joints() {
@@ -222,6 +222,8 @@ impl ParamSpec {
         for e in &self.entries {
             let index_ok = if e.kind.is_material_kind() {
                 material_shapes(model, e.index).next().is_some()
+            } else if e.kind.is_body_kind() {
+                e.index < model.frames.len()
             } else {
                 e.index < model.nbodies()
             };
@@ -290,7 +292,7 @@ impl ParamSpec {
             let out = &mut theta.as_mut_slice()[e.offset..e.offset + e.len];
             match e.kind {
                 ParamKind::Mass | ParamKind::Com | ParamKind::Inertia => {
-                    out.copy_from_slice(&body_values(&model.bodies[e.index].inertia, e.kind))
+                    out.copy_from_slice(&body_values(&model.frames[e.index].inertia, e.kind))
                 }
                 ParamKind::Damping => out.copy_from_slice(dof_slice(model, e, &model.damping)),
                 ParamKind::Stiffness => out.copy_from_slice(dof_slice(model, e, &model.stiffness)),
@@ -299,7 +301,7 @@ impl ParamSpec {
                     let a = model.q_index(e.index);
                     out.copy_from_slice(&model.rest.as_slice()[a..a + e.len]);
                 }
-                ParamKind::Placement => out.copy_from_slice(model.joints[e.index].placement.trans.as_slice()),
+                ParamKind::Placement => out.copy_from_slice(written_placement(model, e.index).trans.as_slice()),
                 ParamKind::Gravity => out.copy_from_slice(model.gravity.as_slice()),
                 ParamKind::Friction | ParamKind::Restitution | ParamKind::ViscousFriction => {
                     let m = material_shapes(model, e.index).next().map(|s| s.material).unwrap_or_default();
@@ -328,42 +330,63 @@ impl ParamSpec {
             return Err(Error::NonFinite { what: "theta", index: i, value: x });
         }
         let mut b: ModelBuilder = model.clone().into();
-        // Links are in body order in a builder made from a model (a world link, if any, comes last).
-        let mut mass_props: Vec<Option<(f64, Vec3, Mat3)>> = vec![None; model.nbodies()];
+        // The builder holds the links and joints as written (merged links apart, when
+        // the model merged fixed links): they are addressed by name.
+        let link_at = |b: &ModelBuilder, name: &str| b.links.iter().position(|l| l.name == name);
+        let joint_at = |b: &ModelBuilder, name: &str| b.joints.iter().position(|j| j.joint.name == name);
+        let mut mass_props: Vec<Option<(f64, Vec3, Mat3)>> = vec![None; model.frames.len()];
         for e in &self.entries {
             let x = &theta.as_slice()[e.offset..e.offset + e.len];
+            let joint_kind = matches!(
+                e.kind,
+                ParamKind::Damping
+                    | ParamKind::Stiffness
+                    | ParamKind::Armature
+                    | ParamKind::Rest
+                    | ParamKind::Placement
+            );
+            let j = if joint_kind {
+                let name = &model.joints[e.index].name;
+                joint_at(&b, name)
+                    .ok_or_else(|| Error::InvalidInput(format!("joint '{name}' is not in the model's description")))?
+            } else {
+                0
+            };
             match e.kind {
                 ParamKind::Mass | ParamKind::Com | ParamKind::Inertia => {
-                    let current = body_values(&model.bodies[e.index].inertia, e.kind);
+                    let current = body_values(&model.frames[e.index].inertia, e.kind);
                     if current.as_slice() == x {
                         continue;
                     }
-                    let p = mass_props[e.index].get_or_insert_with(|| mass_properties(&model.bodies[e.index].inertia));
+                    let p = mass_props[e.index].get_or_insert_with(|| mass_properties(&model.frames[e.index].inertia));
                     match e.kind {
                         ParamKind::Mass => p.0 = x[0],
                         ParamKind::Com => p.1 = Vec3::new(x[0], x[1], x[2]),
                         _ => p.2 = Mat3::new(x[0], x[3], x[4], x[3], x[1], x[5], x[4], x[5], x[2]),
                     }
                 }
-                ParamKind::Damping => b.joints[e.index].joint.dynamics.damping = x.to_vec(),
-                ParamKind::Stiffness => b.joints[e.index].joint.dynamics.stiffness = x.to_vec(),
-                ParamKind::Armature => b.joints[e.index].joint.dynamics.armature = x.to_vec(),
-                ParamKind::Rest => b.joints[e.index].joint.dynamics.rest = x.to_vec(),
-                ParamKind::Placement => b.joints[e.index].joint.placement.trans = Vec3::new(x[0], x[1], x[2]),
+                ParamKind::Damping => b.joints[j].joint.dynamics.damping = x.to_vec(),
+                ParamKind::Stiffness => b.joints[j].joint.dynamics.stiffness = x.to_vec(),
+                ParamKind::Armature => b.joints[j].joint.dynamics.armature = x.to_vec(),
+                ParamKind::Rest => b.joints[j].joint.dynamics.rest = x.to_vec(),
+                ParamKind::Placement => b.joints[j].joint.placement.trans = Vec3::new(x[0], x[1], x[2]),
                 ParamKind::Gravity => b.gravity = Vec3::new(x[0], x[1], x[2]),
                 ParamKind::Friction | ParamKind::Restitution | ParamKind::ViscousFriction => {
-                    let link = if e.index < model.nbodies() {
-                        e.index
+                    // Every link of the body (its own and those merged into it), or the world.
+                    let links: Vec<usize> = if e.index < model.nbodies() {
+                        model.frames.iter().filter(|f| f.body == e.index).filter_map(|f| link_at(&b, &f.name)).collect()
                     } else {
-                        b.links.iter().position(|l| l.name == WORLD).ok_or_else(|| {
+                        vec![link_at(&b, WORLD).ok_or_else(|| {
                             Error::InvalidInput("parameter spec names world shapes, but the model has none".into())
-                        })?
+                        })?]
                     };
-                    for shape in &mut b.links[link].collisions {
-                        match e.kind {
-                            ParamKind::Friction => shape.material.friction = x[0],
-                            ParamKind::Restitution => shape.material.restitution = x[0],
-                            _ => shape.material.viscous_friction = x[0],
+                    for link in links {
+                        for shape in &mut b.links[link].collisions {
+                            match e.kind {
+                                ParamKind::Friction => shape.material.friction = x[0],
+                                ParamKind::Restitution => shape.material.restitution = x[0],
+                                _ => shape.material.viscous_friction = x[0],
+                            }
                         }
                     }
                 }
@@ -371,13 +394,13 @@ impl ParamSpec {
         }
         for (i, p) in mass_props.into_iter().enumerate() {
             if let Some(p) = p {
+                let name = &model.frames[i].name;
                 if p.0 < 0.0 {
-                    return Err(Error::InvalidInput(format!(
-                        "mass of link '{}' would be negative ({})",
-                        model.bodies[i].name, p.0
-                    )));
+                    return Err(Error::InvalidInput(format!("mass of link '{name}' would be negative ({})", p.0)));
                 }
-                b.links[i].inertia = Inertia::from_com(p.0, p.1, p.2);
+                let link = link_at(&b, name)
+                    .ok_or_else(|| Error::InvalidInput(format!("link '{name}' is not in the model's description")))?;
+                b.links[link].inertia = Inertia::from_com(p.0, p.1, p.2);
             }
         }
         // θ never changes the shapes' geometry: their compiled cores (hulls, terrain
@@ -385,6 +408,29 @@ impl ParamSpec {
         let rebuilt = b.build_reusing_shapes(model)?;
         debug_assert_eq!(rebuilt.nbodies(), model.nbodies());
         Ok(rebuilt)
+    }
+}
+
+/// The placement of the joint carrying body `body` as its description wrote it: from
+/// the parent link's frame, which is not the body's frame when that link was merged.
+fn written_placement(model: &Model, body: usize) -> crate::math::SE3 {
+    let joint = &model.joints[body];
+    match (&model.source, model.joint_parent_frame[body]) {
+        (Some(src), Some(_)) => {
+            src.joints.iter().find(|j| j.joint.name == joint.name).map_or(joint.placement, |j| j.joint.placement)
+        }
+        _ => joint.placement,
+    }
+}
+
+/// The direction in the parent body's frame of a unit change of scalar `s` of the
+/// placement translation of the joint carrying `body` (the written translation is in
+/// its parent link's frame, rotated into the body's when that link was merged).
+pub(crate) fn placement_direction(model: &Model, body: usize, s: usize) -> Vec3 {
+    let e = Vec3::ith(s, 1.0);
+    match model.joint_parent_frame[body] {
+        Some(f) => model.frames[f].placement.rot * e,
+        None => e,
     }
 }
 
@@ -433,7 +479,8 @@ fn entry_name(model: &Model, e: &ParamEntry) -> String {
     match e.kind {
         ParamKind::Gravity => "gravity".into(),
         k if k.is_material_kind() && e.index >= model.nbodies() => format!("{}:{WORLD}", k.prefix()),
-        k if k.is_body_kind() || k.is_material_kind() => format!("{}:{}", k.prefix(), model.bodies[e.index].name),
+        k if k.is_body_kind() => format!("{}:{}", k.prefix(), model.frames[e.index].name),
+        k if k.is_material_kind() => format!("{}:{}", k.prefix(), model.bodies[e.index].name),
         k => format!("{}:{}", k.prefix(), model.joints[e.index].name),
     }
 }
@@ -465,8 +512,18 @@ fn parse_one(model: &Model, name: &str) -> Result<(ParamKind, usize)> {
         let index = if target == WORLD {
             model.nbodies()
         } else {
-            model.body_index(target).map_err(|_| {
-                Error::InvalidInput(format!("parameter '{name}': no link named '{target}' in model '{}'", model.name))
+            model.body_index(target).map_err(|_| match model.frame_placement(target) {
+                Ok((body, _)) => Error::InvalidInput(format!(
+                    "parameter '{name}': link '{target}' was merged into body '{}' (fixed joint); contact \
+                     materials are set per body: use '{}:{}'",
+                    model.bodies[body].name,
+                    kind.prefix(),
+                    model.bodies[body].name
+                )),
+                Err(_) => Error::InvalidInput(format!(
+                    "parameter '{name}': no link named '{target}' in model '{}'",
+                    model.name
+                )),
             })?
         };
         if material_shapes(model, index).next().is_none() {
@@ -475,13 +532,23 @@ fn parse_one(model: &Model, name: &str) -> Result<(ParamKind, usize)> {
         return Ok((kind, index));
     }
     if kind.is_body_kind() {
-        let index = model.body_index(target).map_err(|_| {
+        let index = model.frame_index(target).map_err(|_| {
             Error::InvalidInput(format!("parameter '{name}': no link named '{target}' in model '{}'", model.name))
         })?;
         return Ok((kind, index));
     }
     let index = model.joint_index(target).map_err(|_| {
-        Error::InvalidInput(format!("parameter '{name}': no joint named '{target}' in model '{}'", model.name))
+        let merged = model.source.as_ref().and_then(|src| src.joints.iter().find(|j| j.joint.name == target));
+        match merged {
+            Some(j) => Error::InvalidInput(format!(
+                "parameter '{name}': fixed joint '{target}' was merged away (its link '{}' is part of the body of \
+                 '{}'); build the model without merging fixed links to make its parameters differentiable",
+                j.child, j.parent
+            )),
+            None => {
+                Error::InvalidInput(format!("parameter '{name}': no joint named '{target}' in model '{}'", model.name))
+            }
+        }
     })?;
     let joint = &model.joints[index];
     match kind {

@@ -185,7 +185,7 @@ fn principal_moments(i: &Mat3) -> [f64; 3] {
     m
 }
 
-fn check_inertia(link: &str, inertia: &Inertia) -> Result<(), ModelError> {
+pub(crate) fn check_inertia(link: &str, inertia: &Inertia) -> Result<(), ModelError> {
     if !inertia.is_finite() {
         return Err(ModelError::NonFinite { what: format!("inertia of link '{link}'") });
     }

@@ -36,9 +36,11 @@ impl BodyPoint {
         BodyPoint { body, point }
     }
 
-    /// The point `point` of the body named `name`.
+    /// The point `point` of the link named `name`, in that link's frame: a body, or a
+    /// link merged into one (then the point is carried into the body's frame).
     pub fn named(model: &Model, name: &str, point: Vec3) -> Result<BodyPoint> {
-        Ok(BodyPoint { body: model.body_index(name)?, point })
+        let (body, x) = model.frame_placement(name)?;
+        Ok(BodyPoint { body, point: x.act_point(&point) })
     }
 
     fn validate(&self, model: &Model, what: &str) -> Result<()> {

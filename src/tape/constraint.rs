@@ -44,9 +44,9 @@ use crate::constraint::{ContactRowDerivatives, ContactRows, RowScratch, SparseRo
 use crate::dynamics::{forward_kinematics, Data, DerivativeData};
 use crate::error::{Error, Result};
 use crate::math::{
-    mul_into, reshape, reshape_for_overwrite, reshape_vector, FactoredPseudoInverse, SymmetricEigenWorkspace, Vec3,
+    mul_into, reshape, reshape_for_overwrite, reshape_vector, FactoredPseudoInverse, SymmetricEigenWorkspace,
 };
-use crate::model::{ParamKind, ParamSpec};
+use crate::model::{placement_direction, ParamKind, ParamSpec};
 use crate::solver::lcp::{RowBound, RowState, FACTORED_MIN_ROWS};
 use crate::step::contact::{
     assemble_into, effective_inertia_blocks, regularization_sides, subtree_mass, Assembly, RowKind,
@@ -135,7 +135,7 @@ fn inverse_mass_weights<'a>(
 ) -> impl Iterator<Item = (usize, f64)> + 'a {
     spec.entries().iter().filter(|e| e.kind == ParamKind::Mass).filter_map(move |e| {
         let w: f64 = regularization_sides(model, c)
-            .filter(|&side| model.subtree(side).contains(&e.index))
+            .filter(|&side| model.subtree(side).contains(&model.frames()[e.index].body))
             .map(|side| -subtree_mass(model, side).powi(-2))
             .sum();
         (w != 0.0).then_some((e.offset, w))
@@ -1199,7 +1199,7 @@ fn placement_translations(
     for e in spec.entries().iter().filter(|e| e.kind == ParamKind::Placement) {
         for s in 0..e.len {
             cols.push(e.offset + s);
-            moves.push(SubtreeTranslation::of_placement(model, data, e.index, &Vec3::ith(s, 1.0)));
+            moves.push(SubtreeTranslation::of_placement(model, data, e.index, &placement_direction(model, e.index, s)));
         }
     }
 }

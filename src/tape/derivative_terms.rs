@@ -7,7 +7,7 @@
 use crate::dynamics::{placement_column, rnea_derivatives_at, Data, DerivativeData};
 use crate::error::Result;
 use crate::math::{reshape, skew, Inertia, Mat3, Mat6, Vec3};
-use crate::model::{ParamKind, ParamSpec};
+use crate::model::{placement_direction, ParamKind, ParamSpec};
 use crate::Model;
 use nalgebra::DMatrix;
 
@@ -64,7 +64,13 @@ pub(super) fn param_columns(
             col.iter_mut().for_each(|x| *x = 0.0);
             match e.kind {
                 ParamKind::Mass | ParamKind::Com | ParamKind::Inertia => {
-                    let di = inertia_partial(e.kind, s, &model.bodies[b].inertia);
+                    // The link's own inertia (a merged link's, carried into its body's frame).
+                    let frame = &model.frames()[e.index];
+                    let b = frame.body;
+                    let mut di = inertia_partial(e.kind, s, &frame.inertia);
+                    if e.index >= model.nbodies() {
+                        di = di.transformed(&frame.placement);
+                    }
                     let df = di.mul_motion(&data.a[b]) + data.v[b].cross_force(&di.mul_motion(&data.v[b]));
                     let dfw = data.x_world[b].act_force(&df);
                     let mut x = Some(b);
@@ -80,7 +86,7 @@ pub(super) fn param_columns(
                 ParamKind::Stiffness => col[va + s] = spring_d[va + s],
                 ParamKind::Rest => col[va + s] = -model.stiffness[va + s],
                 ParamKind::Armature => col[va + s] = a[va + s],
-                ParamKind::Placement => placement_column(model, data, deriv, b, &Vec3::ith(s, 1.0), col),
+                ParamKind::Placement => placement_column(model, data, deriv, b, &placement_direction(model, b, s), col),
                 ParamKind::Gravity => {
                     for k in 0..nv {
                         col[k] = -deriv.ics[k].lin[s];
