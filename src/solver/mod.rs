@@ -7,11 +7,14 @@
 //! [`lcp`] holds the boxed linear complementarity solvers used for velocity-level rigid contact,
 //! with the DiffDART (Werling et al. 2021) App. A.1/A.2 standardization of the solution. [`ppm`] holds
 //! Drumwright's (2015) FIND-INDICES and modified principal pivoting method for the PSD problems of the
-//! no-slip and viscous friction models, in factored form.
+//! no-slip and viscous friction models, in factored form. [`ncp`] holds the building blocks of the
+//! non-smooth Newton NCP solver (Macklin et al. 2019): NCP functions, frictional compliance and the
+//! preconditioned conjugate-residual method.
 
 pub mod constraint_solver;
 pub mod delassus;
 pub mod lcp;
+pub mod ncp;
 pub mod ppm;
 pub mod ppm_solver;
 

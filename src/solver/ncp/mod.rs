@@ -1,0 +1,18 @@
+//! NCP contact (Macklin et al. 2019, "Non-Smooth Newton Methods for Deformable Multi-Body
+//! Dynamics"; `docs/ncp.md`): the building blocks of the non-smooth Newton solver of
+//! issue #20, each checked against the paper's closed-form claims.
+//!
+//! - [`functions`]: the NCP functions (min-map and Fischer–Burmeister, eq. 17) with the
+//!   complementarity preconditioner's scaling `r` (§7, App. A), their partial derivatives
+//!   and the frictional compliance `W` of isotropic Coulomb friction (eqs. 35, 103–105);
+//! - [`pcr`]: the Jacobi-preconditioned conjugate-residual solver (§8.2) over the Schur
+//!   operator `J H⁻¹ Jᵀ + C` applied matrix-free through a [`super::DelassusOperator`].
+//!
+//! The Newton iteration itself, its implicit-function gradients and its place behind the
+//! [`super::ConstraintSolver`] trait come next (issue #20).
+
+pub mod functions;
+pub mod pcr;
+
+pub use functions::{complementarity_scale, friction_compliance, FrictionCompliance, NcpFunction, NcpValue};
+pub use pcr::{pcr_solve, PcrOptions, PcrReport, SchurOperator};
