@@ -6,13 +6,17 @@
 //!   complementarity preconditioner's scaling `r` (§7, App. A), their partial derivatives
 //!   and the frictional compliance `W` of isotropic Coulomb friction (eqs. 35, 103–105);
 //! - [`pcr`]: the Jacobi-preconditioned conjugate-residual solver (§8.2) over the Schur
-//!   operator `J H⁻¹ Jᵀ + C` applied matrix-free through a [`super::DelassusOperator`].
+//!   operator `J H⁻¹ Jᵀ + C` applied matrix-free through a [`super::DelassusOperator`];
+//! - [`newton`]: the non-smooth Newton iteration (§6) on a dense contact step in reduced
+//!   coordinates, solving its Schur system directly or by [`pcr`].
 //!
-//! The Newton iteration itself, its implicit-function gradients and its place behind the
+//! Its implicit-function gradients and its place in the step pipeline behind the
 //! [`super::ConstraintSolver`] trait come next (issue #20).
 
 pub mod functions;
+pub mod newton;
 pub mod pcr;
 
 pub use functions::{complementarity_scale, friction_compliance, FrictionCompliance, NcpFunction, NcpValue};
+pub use newton::{solve_ncp, LinearSolve, NcpOptions, NcpProblem, NcpSolution};
 pub use pcr::{pcr_solve, PcrOptions, PcrReport, SchurOperator};

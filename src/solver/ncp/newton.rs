@@ -1,0 +1,289 @@
+//! The non-smooth Newton iteration for contact with isotropic Coulomb friction (Macklin et
+//! al. 2019, §6, eqs. 53–63; digest-000 §2), on a dense problem in reduced coordinates:
+//! one backward-Euler velocity step of a system with effective mass `M̃`, contact normal
+//! rows at the position level and two friction rows per contact at the velocity level.
+//!
+//! Unknowns: the velocity `v⁺`, the normal forces `λ_n` and the friction impulses `p_f`
+//! (`p_f = h λ_f`). With `J̃ = [h J_n; D]` and `y = [λ_n; p_f]` the dynamics read
+//! `M̃ (v⁺ − v*) = J̃ᵀ y` (v* the free velocity), and the contact rows
+//!
+//! ```text
+//! normal:    ϕ(φ₀ + h J_n v⁺, r_n λ_n) = 0         r_n = h² A_ii   (positions, eq. 66)
+//! friction:  D v⁺ + W p_f = 0  (W lagged)          r_f = A_ii      (velocities per impulse)
+//! ```
+//!
+//! with `A = J M̃⁻¹ Jᵀ` of the raw rows, and `W` the frictional compliance of
+//! [`super::friction_compliance`] from the current slip `|D v|`, friction impulse `|p_f|`
+//! and bound `μ h λ_n` (contacts with `λ_n ≤ 0` hold `p_f = 0`). Each iteration linearizes
+//! the normal rows (`∂ϕ/∂a`, `∂ϕ/∂b`), divides them by `∂ϕ/∂a` — a row whose `∂ϕ/∂a`
+//! vanishes only sets its own force, `Δλ = −ϕ/(∂ϕ/∂λ)` — and solves the Schur system
+//!
+//! ```text
+//! [J̃ M̃⁻¹ J̃ᵀ + C] Δy = J̃ M̃⁻¹ g − e,     Δv = M̃⁻¹ (J̃ᵀ Δy − g),     g = M̃ (v − v*) − J̃ᵀ y      (59–60)
+//! ```
+//!
+//! with `C = diag(∂ϕ/∂λ / ∂ϕ/∂a, …, W, W, …)` and `e = [ϕ/∂ϕ/∂a; D v + W p_f]`, by a dense
+//! Cholesky factorization or by [`super::pcr_solve`]; then `y += t Δy`, `v += t Δv` with
+//! the paper's fixed damping `t` (0.75; 1 is plain Newton). The iteration stops when the
+//! residual `max(|M̃⁻¹ g|∞, |ϕ_n|∞ / h, |D v + W p_f|∞)` (velocity units) is below the
+//! tolerance.
+
+use super::functions::{complementarity_scale, friction_compliance, FrictionCompliance, NcpFunction};
+use super::pcr::{pcr_solve, PcrOptions, SchurOperator};
+use crate::error::{check_vector, Error, Result};
+use crate::solver::DenseDelassus;
+use nalgebra::{DMatrix, DVector};
+
+/// One contact step for the non-smooth Newton solver (module notes), dense.
+#[derive(Clone, Debug)]
+pub struct NcpProblem {
+    /// Effective mass `M̃` (nv × nv, symmetric positive definite).
+    pub mass: DMatrix<f64>,
+    /// The free velocity `v*` (the step without contact forces).
+    pub free_velocity: DVector<f64>,
+    /// Normal rows `J_n` (k × nv): the rate of each contact's gap.
+    pub normals: DMatrix<f64>,
+    /// Friction rows `D` (2k × nv): rows `2i`, `2i + 1` are contact i's two tangents.
+    pub tangents: DMatrix<f64>,
+    /// Gaps `φ₀` at the start of the step (k; negative: penetration).
+    pub gaps: Vec<f64>,
+    /// Friction coefficients μ (k).
+    pub friction: Vec<f64>,
+    /// The time step h.
+    pub h: f64,
+}
+
+/// How the Newton step's linear system is solved.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LinearSolve {
+    /// Dense Cholesky factorization of the Schur matrix (small problems, validation).
+    Direct,
+    /// Jacobi-preconditioned conjugate residuals with this many iterations at most.
+    ConjugateResidual(usize),
+}
+
+/// Options of [`solve_ncp`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NcpOptions {
+    /// The NCP function.
+    pub function: NcpFunction,
+    /// At most this many Newton iterations.
+    pub max_iterations: usize,
+    /// Residual tolerance (m/s).
+    pub tolerance: f64,
+    /// Damping `t` of the updates (the paper: 0.75).
+    pub damping: f64,
+    /// The linear solver.
+    pub linear: LinearSolve,
+    /// Scale each row by the complementarity preconditioner (eq. 66); `false`: `r = 1`.
+    pub preconditioner: bool,
+    /// Identity shift of the Schur matrix (the paper: 1e-6).
+    pub shift: f64,
+}
+
+impl Default for NcpOptions {
+    fn default() -> Self {
+        Self {
+            function: NcpFunction::FischerBurmeister,
+            max_iterations: 100,
+            tolerance: 1e-10,
+            damping: 0.75,
+            linear: LinearSolve::Direct,
+            preconditioner: true,
+            shift: 1e-12,
+        }
+    }
+}
+
+/// The result of [`solve_ncp`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct NcpSolution {
+    /// The velocity after the step.
+    pub velocity: DVector<f64>,
+    /// Normal forces λ_n (k).
+    pub normal_forces: DVector<f64>,
+    /// Friction forces λ_f = p_f / h (2k).
+    pub friction_forces: DVector<f64>,
+    /// Newton iterations run.
+    pub iterations: usize,
+    /// The final residual (module notes).
+    pub residual: f64,
+    /// Whether the residual reached the tolerance.
+    pub converged: bool,
+}
+
+impl NcpProblem {
+    fn check(&self) -> Result<(usize, usize)> {
+        let nv = self.mass.nrows();
+        let k = self.gaps.len();
+        if self.mass.shape() != (nv, nv) {
+            return Err(Error::Dimension { what: "NCP mass matrix columns", expected: nv, got: self.mass.ncols() });
+        }
+        check_vector("NCP free velocity", self.free_velocity.as_slice(), nv)?;
+        check_vector("NCP gaps", &self.gaps, k)?;
+        check_vector("NCP friction coefficients", &self.friction, k)?;
+        for (what, m, rows) in [("NCP normal rows", &self.normals, k), ("NCP friction rows", &self.tangents, 2 * k)] {
+            if m.shape() != (rows, nv) {
+                return Err(Error::Dimension { what, expected: rows * nv, got: m.nrows() * m.ncols() });
+            }
+            if let Some((i, &x)) = m.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+                return Err(Error::NonFinite { what, index: i, value: x });
+            }
+        }
+        if !(self.h > 0.0 && self.h.is_finite()) {
+            return Err(Error::InvalidInput(format!("NCP time step must be positive, got {}", self.h)));
+        }
+        if self.friction.iter().any(|&m| m < 0.0) {
+            return Err(Error::InvalidInput("NCP friction coefficients must be non-negative".into()));
+        }
+        Ok((nv, k))
+    }
+}
+
+/// Solves one contact step by non-smooth Newton (module notes), from zero forces and the
+/// free velocity, or from `warm` (a previous solution of a problem of the same size).
+///
+/// Errors: inconsistent sizes or non-finite data, a mass matrix that is not positive
+/// definite, or a Schur system the direct solver cannot factor ([`Error::Numerical`]).
+/// A run that does not reach the tolerance returns its last iterate with
+/// `converged: false`.
+pub fn solve_ncp(problem: &NcpProblem, options: &NcpOptions, warm: Option<&NcpSolution>) -> Result<NcpSolution> {
+    let (nv, k) = problem.check()?;
+    let h = problem.h;
+    let chol = problem.mass.clone().cholesky().ok_or_else(|| Error::Numerical {
+        algorithm: "NCP solver",
+        detail: "the mass matrix is not positive definite".into(),
+    })?;
+    // J̃ = [h J_n; D] and A = J̃ M̃⁻¹ J̃ᵀ.
+    let m = 3 * k;
+    let mut jt = DMatrix::zeros(m, nv);
+    jt.rows_mut(0, k).copy_from(&(&problem.normals * h));
+    jt.rows_mut(k, 2 * k).copy_from(&problem.tangents);
+    let minv_jt_t = chol.solve(&jt.transpose());
+    let a = &jt * &minv_jt_t;
+    // The complementarity preconditioner (eq. 66): normal rows r = h² [J_n M̃⁻¹ J_nᵀ]_ii, the
+    // diagonal of A on the rows h J_n; friction rows, in impulse units, r = [D M̃⁻¹ Dᵀ]_ii
+    // (the force-unit h [D M̃⁻¹ Dᵀ]_ii divided by h). A contact's two tangents share the larger.
+    let scale = |i: usize, normal: bool| -> f64 {
+        if !options.preconditioner {
+            return 1.0;
+        }
+        let raw = if normal { a[(i, i)] / (h * h) } else { a[(i, i)] };
+        let r = complementarity_scale(raw, h, normal);
+        if normal {
+            r
+        } else {
+            r / h
+        }
+    };
+    let r_n: Vec<f64> = (0..k).map(|i| scale(i, true)).collect();
+    let r_f: Vec<f64> = (0..k).map(|i| scale(k + 2 * i, false).max(scale(k + 2 * i + 1, false))).collect();
+
+    let (mut v, mut y) = match warm {
+        Some(w) if w.velocity.len() == nv && w.normal_forces.len() == k => {
+            let mut y = DVector::zeros(m);
+            y.rows_mut(0, k).copy_from(&w.normal_forces);
+            y.rows_mut(k, 2 * k).copy_from(&(&w.friction_forces * h));
+            (w.velocity.clone(), y)
+        }
+        _ => (problem.free_velocity.clone(), DVector::zeros(m)),
+    };
+    let mut c = vec![0.0; m];
+    let mut e = DVector::zeros(m);
+    let mut known: Vec<Option<f64>> = vec![None; m];
+    let mut iterations = 0;
+    let mut residual;
+    loop {
+        // Residuals and the linearization at (v, y).
+        let g = &problem.mass * (&v - &problem.free_velocity) - jt.transpose() * &y;
+        let minv_g = chol.solve(&g);
+        residual = minv_g.amax();
+        let gap_next = DVector::from_column_slice(&problem.gaps) + &problem.normals * &v * h;
+        let slip = &problem.tangents * &v;
+        for i in 0..k {
+            let phi = options.function.eval(gap_next[i], y[i], r_n[i]);
+            residual = residual.max(phi.value.abs() / h);
+            known[i] = None;
+            if phi.da > 1e-12 {
+                c[i] = phi.db / phi.da;
+                e[i] = phi.value / phi.da;
+            } else {
+                known[i] = Some(-phi.value / phi.db);
+            }
+            let (s0, s1) = (slip[2 * i], slip[2 * i + 1]);
+            let (f0, f1) = (y[k + 2 * i], y[k + 2 * i + 1]);
+            let bound = problem.friction[i] * h * y[i].max(0.0);
+            match friction_compliance(options.function, s0.hypot(s1), f0.hypot(f1), bound, r_f[i]) {
+                FrictionCompliance::Active(w) => {
+                    for (row, s, f) in [(k + 2 * i, s0, f0), (k + 2 * i + 1, s1, f1)] {
+                        c[row] = w;
+                        e[row] = s + w * f;
+                        known[row] = None;
+                        residual = residual.max(e[row].abs());
+                    }
+                }
+                FrictionCompliance::Inactive => {
+                    for (row, f) in [(k + 2 * i, f0), (k + 2 * i + 1, f1)] {
+                        known[row] = Some(-f);
+                        residual = residual.max(f.abs() / h);
+                    }
+                }
+            }
+        }
+        if residual <= options.tolerance || iterations >= options.max_iterations {
+            break;
+        }
+        // The Schur system over the rows whose step is not known.
+        let free: Vec<usize> = (0..m).filter(|&i| known[i].is_none()).collect();
+        let mut dy = DVector::zeros(m);
+        for (i, kv) in known.iter().enumerate() {
+            if let Some(x) = kv {
+                dy[i] = *x;
+            }
+        }
+        let rhs_full = &jt * &minv_g - &e - &a * &dy;
+        if !free.is_empty() {
+            let nf = free.len();
+            let af = DMatrix::from_fn(nf, nf, |r, s| a[(free[r], free[s])]);
+            let cf: Vec<f64> = free.iter().map(|&i| c[i]).collect();
+            let bf: Vec<f64> = free.iter().map(|&i| rhs_full[i]).collect();
+            let mut xf = vec![0.0; nf];
+            match options.linear {
+                LinearSolve::Direct => {
+                    let mut s = af.clone();
+                    for (d, ci) in cf.iter().enumerate() {
+                        s[(d, d)] += ci + options.shift;
+                    }
+                    let f = s.cholesky().ok_or_else(|| Error::Numerical {
+                        algorithm: "NCP solver",
+                        detail: "the Newton step's Schur matrix is not positive definite".into(),
+                    })?;
+                    xf.copy_from_slice(f.solve(&DVector::from_vec(bf)).as_slice());
+                }
+                LinearSolve::ConjugateResidual(its) => {
+                    let diag: Vec<f64> = (0..nf).map(|d| af[(d, d)]).collect();
+                    let op = DenseDelassus(af);
+                    let schur = SchurOperator { delassus: &op, compliance: &cf, shift: options.shift };
+                    let pcr = PcrOptions { max_iterations: its, tolerance: 1e-14 };
+                    pcr_solve(&schur, &schur.diagonal(&diag), &bf, &mut xf, &pcr)?;
+                }
+            }
+            for (r, &i) in free.iter().enumerate() {
+                dy[i] = xf[r];
+            }
+        }
+        let dv = chol.solve(&(jt.transpose() * &dy - &g));
+        let t = options.damping;
+        v += dv * t;
+        y += dy * t;
+        iterations += 1;
+    }
+    Ok(NcpSolution {
+        velocity: v,
+        normal_forces: y.rows(0, k).into_owned(),
+        friction_forces: y.rows(k, 2 * k).into_owned() / h,
+        iterations,
+        residual,
+        converged: residual <= options.tolerance,
+    })
+}
