@@ -13,6 +13,7 @@ use pyo3::types::{PyDict, PySlice, PyTuple};
 use std::sync::Arc;
 use stiction::collision::{Material, ShapeInstance};
 use stiction::math::{Vec3, SE3};
+use stiction::solver::ncp::NcpSolver;
 use stiction::solver::{BoxedLcpSolver, ConstraintSolver, PpmSolver};
 use stiction::step::ContactModel;
 use stiction::world::{
@@ -240,7 +241,10 @@ impl PyWorld {
         let solver: Arc<dyn ConstraintSolver> = match solver {
             "boxed_lcp" => Arc::new(BoxedLcpSolver::default()),
             "ppm" => Arc::new(PpmSolver::default()),
-            other => return Err(input_error(format!("world solver must be 'boxed_lcp' or 'ppm', got '{other}'"))),
+            "ncp" => Arc::new(NcpSolver::default()),
+            other => {
+                return Err(input_error(format!("world solver must be 'boxed_lcp', 'ppm' or 'ncp', got '{other}'")))
+            }
         };
         let d = WorldOptions::default();
         let options = WorldOptions { dt, margin: margin.unwrap_or(d.margin), erp: erp.unwrap_or(d.erp), friction };
@@ -253,7 +257,7 @@ impl PyWorld {
         self.world.options().friction.name()
     }
 
-    /// The constraint solver's name (`"boxed LCP"` or `"PPM"`).
+    /// The constraint solver's name (`"boxed LCP"`, `"PPM"` or `"NCP (non-smooth Newton)"`).
     #[getter]
     fn solver(&self) -> &'static str {
         self.world.solver().name()

@@ -901,8 +901,10 @@ class World:
             normal bias ``erp·φ/h``, a separated one ``φ/h``); default as the simulator's.
         :param friction: ``"coulomb"`` (two rows per contact boxed by ±μ f_n) or
             ``"no_slip"`` (two equality rows per contact).
-        :param solver: ``"boxed_lcp"`` or ``"ppm"`` (unilateral and equality rows only:
-            no-slip worlds).
+        :param solver: ``"boxed_lcp"``, ``"ppm"`` (unilateral and equality rows only:
+            no-slip worlds) or ``"ncp"`` (non-smooth Newton, docs/ncp.md: each contact's two
+            friction rows form an isotropic Coulomb cone instead of a box; gradients by the
+            implicit-function theorem in the step's contact mode).
         :raises TypeError: a system of another kind.
         :raises InputError: invalid options.
         """

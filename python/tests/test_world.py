@@ -121,9 +121,12 @@ def test_particle_and_hinged_board_share_one_contact():
 # --- derivatives ----------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("solver", ["boxed_lcp", "ncp"])
 @pytest.mark.parametrize("mu, speed, sliding", [(0.8, 0.0, False), (0.1, 0.3, True)])
-def test_step_vjp_matches_central_differences_on_a_hinged_board(mu, speed, sliding):
+def test_step_vjp_matches_central_differences_on_a_hinged_board(mu, speed, sliding, solver):
     world, q, v, u = particle_on_board(mu, speed=speed)
+    if solver != "boxed_lcp":
+        world = World([hinged_board(mu), Particles([0.3], [0.02], friction=mu)], dt=DT, solver=solver)
     rec = world.step_recorded(q, v, u)
     mode = rec.row_states
     assert ("at_lower" in mode or "at_upper" in mode) == sliding, mode
@@ -400,3 +403,24 @@ def test_the_simulator_takes_a_world_and_steps_it_as_the_world_does():
     assert stiction.Simulator(world, dt=world.dt).dt == world.dt
     with pytest.raises(TypeError, match="a Model or a World"):
         stiction.Simulator("board")
+
+
+def test_the_ncp_solver_slides_along_the_velocity_where_the_boxed_lcp_bends_it():
+    """Isotropic Coulomb friction (issue #20): a particle sliding on the ground at 30°
+    from the x axis keeps its direction under the NCP solver's cone; the boxed LCP's
+    pyramid (a box per tangent row) turns it towards a facet diagonal."""
+    angle = np.deg2rad(30.0)
+    q = np.array([0.0, 0.0, 0.03])
+    v = np.array([0.4 * np.cos(angle), 0.4 * np.sin(angle), 0.0])
+    turned = {}
+    for solver in ("boxed_lcp", "ncp"):
+        world = World([StaticGeometry.ground(friction=0.5), Particles([1.0], 0.03, friction=0.5)], dt=DT, solver=solver)
+        q1, v1 = q, v
+        for _ in range(20):
+            q1, v1 = world.step(q1, v1, np.zeros(world.nu))
+        turned[solver] = abs(np.arctan2(v1[1], v1[0]) - angle)
+        # Slowed by μ g for 20 steps either way.
+        assert np.linalg.norm(v1[:2]) < 0.4
+    assert world.solver == "NCP (non-smooth Newton)"
+    assert turned["ncp"] < 1e-9, turned
+    assert turned["boxed_lcp"] > 1e-3, turned

@@ -8,15 +8,20 @@
 //! - [`pcr`]: the Jacobi-preconditioned conjugate-residual solver (§8.2) over the Schur
 //!   operator `J H⁻¹ Jᵀ + C` applied matrix-free through a [`super::DelassusOperator`];
 //! - [`newton`]: the non-smooth Newton iteration (§6) on a dense contact step in reduced
-//!   coordinates, solving its Schur system directly or by [`pcr`].
+//!   coordinates, solving its Schur system directly or by [`pcr`];
+//! - [`dual`]: the same iteration on a constraint stage's problem `w = A f + b`
+//!   ([`NcpSolver`], a [`super::ConstraintSolver`]: usable by a [`crate::world::World`]),
+//!   with friction rows grouped into isotropic cones and its backward pass by the
+//!   implicit-function theorem in the solution's contact mode.
 //!
-//! Its implicit-function gradients and its place in the step pipeline behind the
-//! [`super::ConstraintSolver`] trait come next (issue #20).
+//! Its place in the simulator's own step pipeline comes next (issue #20).
 
+pub mod dual;
 pub mod functions;
 pub mod newton;
 pub mod pcr;
 
+pub use dual::NcpSolver;
 pub use functions::{complementarity_scale, friction_compliance, FrictionCompliance, NcpFunction, NcpValue};
 pub use newton::{solve_ncp, LinearSolve, NcpOptions, NcpProblem, NcpSolution};
 pub use pcr::{pcr_solve, PcrOptions, PcrReport, SchurOperator};

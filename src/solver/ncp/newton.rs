@@ -31,6 +31,7 @@
 use super::functions::{complementarity_scale, friction_compliance, FrictionCompliance, NcpFunction};
 use super::pcr::{pcr_solve, PcrOptions, SchurOperator};
 use crate::error::{check_vector, Error, Result};
+use crate::math::min_norm_solve;
 use crate::solver::DenseDelassus;
 use nalgebra::{DMatrix, DVector};
 
@@ -140,6 +141,71 @@ impl NcpProblem {
     }
 }
 
+/// The Newton step `x` of `(A + diag(c)) x = base` in which the rows with a `known` step
+/// take it and the others solve their Schur system (`base − A x_known` on the right).
+pub(crate) fn newton_step(
+    a: &DMatrix<f64>,
+    c: &[f64],
+    base: &DVector<f64>,
+    known: &[Option<f64>],
+    linear: LinearSolve,
+    shift: f64,
+) -> Result<DVector<f64>> {
+    let m = base.len();
+    let mut x = DVector::from_iterator(m, known.iter().map(|k| k.unwrap_or(0.0)));
+    let rhs = base - a * &x;
+    let free: Vec<usize> = (0..m).filter(|&i| known[i].is_none()).collect();
+    if !free.is_empty() {
+        let nf = free.len();
+        let af = DMatrix::from_fn(nf, nf, |r, s| a[(free[r], free[s])]);
+        let cf: Vec<f64> = free.iter().map(|&i| c[i]).collect();
+        let bf: Vec<f64> = free.iter().map(|&i| rhs[i]).collect();
+        let xf = solve_schur(af, &cf, bf, linear, shift)?;
+        for (r, &i) in free.iter().enumerate() {
+            x[i] = xf[r];
+        }
+    }
+    Ok(x)
+}
+
+/// Solves the Newton step's Schur system `(A + diag(c) + shift·1) x = b` by `linear`: a
+/// dense Cholesky factorization (the minimum-norm solution where redundant rows without
+/// compliance leave it singular), or Jacobi-preconditioned conjugate residuals.
+fn solve_schur(a: DMatrix<f64>, c: &[f64], b: Vec<f64>, linear: LinearSolve, shift: f64) -> Result<Vec<f64>> {
+    let n = b.len();
+    match linear {
+        LinearSolve::Direct => {
+            let mut s = a;
+            for (d, ci) in c.iter().enumerate() {
+                s[(d, d)] += ci + shift;
+            }
+            let rhs = DVector::from_vec(b);
+            let x = match s.clone().cholesky() {
+                Some(ch) => ch.solve(&rhs),
+                None => min_norm_solve(&s, &rhs, 1e-12).ok_or_else(|| Error::Numerical {
+                    algorithm: "NCP solver",
+                    detail: "the Newton step's Schur system could not be solved".into(),
+                })?,
+            };
+            Ok(x.as_slice().to_vec())
+        }
+        LinearSolve::ConjugateResidual(its) => {
+            let diag: Vec<f64> = (0..n).map(|d| a[(d, d)]).collect();
+            let op = DenseDelassus(a);
+            let schur = SchurOperator { delassus: &op, compliance: c, shift };
+            let mut x = vec![0.0; n];
+            pcr_solve(
+                &schur,
+                &schur.diagonal(&diag),
+                &b,
+                &mut x,
+                &PcrOptions { max_iterations: its, tolerance: 1e-15 },
+            )?;
+            Ok(x)
+        }
+    }
+}
+
 /// Solves one contact step by non-smooth Newton (module notes), from zero forces and the
 /// free velocity, or from `warm` (a previous solution of a problem of the same size).
 ///
@@ -234,44 +300,7 @@ pub fn solve_ncp(problem: &NcpProblem, options: &NcpOptions, warm: Option<&NcpSo
             break;
         }
         // The Schur system over the rows whose step is not known.
-        let free: Vec<usize> = (0..m).filter(|&i| known[i].is_none()).collect();
-        let mut dy = DVector::zeros(m);
-        for (i, kv) in known.iter().enumerate() {
-            if let Some(x) = kv {
-                dy[i] = *x;
-            }
-        }
-        let rhs_full = &jt * &minv_g - &e - &a * &dy;
-        if !free.is_empty() {
-            let nf = free.len();
-            let af = DMatrix::from_fn(nf, nf, |r, s| a[(free[r], free[s])]);
-            let cf: Vec<f64> = free.iter().map(|&i| c[i]).collect();
-            let bf: Vec<f64> = free.iter().map(|&i| rhs_full[i]).collect();
-            let mut xf = vec![0.0; nf];
-            match options.linear {
-                LinearSolve::Direct => {
-                    let mut s = af.clone();
-                    for (d, ci) in cf.iter().enumerate() {
-                        s[(d, d)] += ci + options.shift;
-                    }
-                    let f = s.cholesky().ok_or_else(|| Error::Numerical {
-                        algorithm: "NCP solver",
-                        detail: "the Newton step's Schur matrix is not positive definite".into(),
-                    })?;
-                    xf.copy_from_slice(f.solve(&DVector::from_vec(bf)).as_slice());
-                }
-                LinearSolve::ConjugateResidual(its) => {
-                    let diag: Vec<f64> = (0..nf).map(|d| af[(d, d)]).collect();
-                    let op = DenseDelassus(af);
-                    let schur = SchurOperator { delassus: &op, compliance: &cf, shift: options.shift };
-                    let pcr = PcrOptions { max_iterations: its, tolerance: 1e-14 };
-                    pcr_solve(&schur, &schur.diagonal(&diag), &bf, &mut xf, &pcr)?;
-                }
-            }
-            for (r, &i) in free.iter().enumerate() {
-                dy[i] = xf[r];
-            }
-        }
+        let dy = newton_step(&a, &c, &(&jt * &minv_g - &e), &known, options.linear, options.shift)?;
         let dv = chol.solve(&(jt.transpose() * &dy - &g));
         let t = options.damping;
         v += dv * t;
