@@ -60,6 +60,9 @@ pub struct NcpSolver {
     pub linear: LinearSolve,
     /// Identity shift of the Schur matrix.
     pub shift: f64,
+    /// Scale each row by the complementarity preconditioner `r = A_ii` (eq. 66);
+    /// `false`: `r = 1` (the paper's comparison: it fails on large mass ratios).
+    pub preconditioner: bool,
 }
 
 impl Default for NcpSolver {
@@ -71,6 +74,7 @@ impl Default for NcpSolver {
             damping: 0.75,
             linear: LinearSolve::Direct,
             shift: 1e-14,
+            preconditioner: true,
         }
     }
 }
@@ -121,7 +125,7 @@ impl NcpSolver {
         rows: &Rows,
     ) -> Result<(DVector<f64>, usize, f64)> {
         let m = b.len();
-        let r = scales(a);
+        let r = if self.preconditioner { scales(a) } else { vec![1.0; m] };
         let mut f = DVector::zeros(m);
         let (mut c, mut e) = (vec![0.0; m], DVector::zeros(m));
         let mut known: Vec<Option<f64>> = vec![None; m];
