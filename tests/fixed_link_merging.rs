@@ -183,24 +183,12 @@ fn dynamics_equal_the_link_by_link_model() {
         assert!((&t - &tp).amax() < 1e-11 * tp.amax().max(1.0), "RNEA, seed {seed}");
         let (dq, dv, minv) =
             aba_derivatives(&merged, &mut dm, &mut ddm, q.as_slice(), v.as_slice(), tau.as_slice(), None).unwrap();
-        let (dqp, dvp, minvp) = aba_derivatives(
-            &plain,
-            &mut ddp_data(&plain),
-            &mut ddp,
-            qp.as_slice(),
-            vp.as_slice(),
-            taup.as_slice(),
-            None,
-        )
-        .unwrap();
+        let (dqp, dvp, minvp) =
+            aba_derivatives(&plain, &mut dp, &mut ddp, qp.as_slice(), vp.as_slice(), taup.as_slice(), None).unwrap();
         for (name, x, y) in [("dq", &dq, &dqp), ("dv", &dv, &dvp), ("minv", &minv, &minvp)] {
             assert!(rel(&mat_to_plain(x, &vmap, &vmap), y) < 1e-11, "ABA derivatives {name}, seed {seed}");
         }
     }
-}
-
-fn ddp_data(model: &Model) -> Data {
-    Data::new(model)
 }
 
 #[test]

@@ -36,7 +36,7 @@
 //! determined part only. Mode boundaries (a contact about to separate, a cone at the
 //! stick/slide switch) are not differentiable: the derivative is the recorded side's.
 
-use super::functions::{friction_compliance, FrictionCompliance, NcpFunction};
+use super::functions::{delassus_scales, friction_compliance, FrictionCompliance, NcpFunction};
 use super::newton::{newton_step, LinearSolve};
 use crate::error::{Error, Result};
 use crate::math::min_norm_solve;
@@ -79,40 +79,38 @@ impl Default for NcpSolver {
     }
 }
 
-/// The rows of a problem, grouped: friction rows by the normal they follow.
-struct Rows {
-    /// For each normal row index, its friction rows and μ.
-    cones: Vec<(usize, Vec<usize>, f64)>,
+/// The friction rows that follow one normal row: one isotropic cone.
+struct Cone {
+    /// The normal row.
+    normal: usize,
+    /// Its friction rows.
+    rows: Vec<usize>,
+    /// Their friction coefficient.
+    mu: f64,
 }
 
-impl Rows {
-    fn new(bounds: &[RowBound]) -> Result<Rows> {
-        let mut cones: Vec<(usize, Vec<usize>, f64)> = vec![];
-        for (i, b) in bounds.iter().enumerate() {
-            if let RowBound::Friction { normal, mu } = *b {
-                if normal >= bounds.len() || !bounds[normal].is_unilateral() {
+/// The cones of a problem: its friction rows grouped by the normal they follow.
+fn cones(bounds: &[RowBound]) -> Result<Vec<Cone>> {
+    let mut cones: Vec<Cone> = vec![];
+    for (i, b) in bounds.iter().enumerate() {
+        if let RowBound::Friction { normal, mu } = *b {
+            if normal >= bounds.len() || !bounds[normal].is_unilateral() {
+                return Err(Error::InvalidInput(format!(
+                    "NCP solver: friction row {i} follows row {normal}, which is not a unilateral normal row"
+                )));
+            }
+            match cones.iter_mut().find(|c| c.normal == normal) {
+                Some(c) if c.mu == mu => c.rows.push(i),
+                Some(_) => {
                     return Err(Error::InvalidInput(format!(
-                        "NCP solver: friction row {i} follows row {normal}, which is not a unilateral normal row"
-                    )));
+                        "NCP solver: the friction rows of normal row {normal} disagree on μ"
+                    )))
                 }
-                match cones.iter_mut().find(|c| c.0 == normal) {
-                    Some(c) if c.2 == mu => c.1.push(i),
-                    Some(_) => {
-                        return Err(Error::InvalidInput(format!(
-                            "NCP solver: the friction rows of normal row {normal} disagree on μ"
-                        )))
-                    }
-                    None => cones.push((normal, vec![i], mu)),
-                }
+                None => cones.push(Cone { normal, rows: vec![i], mu }),
             }
         }
-        Ok(Rows { cones })
     }
-}
-
-/// Per-row scale `r_i = A_ii` (1 where the diagonal is not positive).
-fn scales(a: &DMatrix<f64>) -> Vec<f64> {
-    (0..a.nrows()).map(|i| if a[(i, i)] > 0.0 && a[(i, i)].is_finite() { a[(i, i)] } else { 1.0 }).collect()
+    Ok(cones)
 }
 
 impl NcpSolver {
@@ -122,10 +120,10 @@ impl NcpSolver {
         a: &DMatrix<f64>,
         b: &DVector<f64>,
         bounds: &[RowBound],
-        rows: &Rows,
+        cones: &[Cone],
     ) -> Result<(DVector<f64>, usize, f64)> {
         let m = b.len();
-        let r = if self.preconditioner { scales(a) } else { vec![1.0; m] };
+        let r = if self.preconditioner { delassus_scales(a) } else { vec![1.0; m] };
         let mut f = DVector::zeros(m);
         let (mut c, mut e) = (vec![0.0; m], DVector::zeros(m));
         let mut known: Vec<Option<f64>> = vec![None; m];
@@ -166,7 +164,7 @@ impl NcpSolver {
                     }
                 }
             }
-            for (n, ts, mu) in &rows.cones {
+            for Cone { normal: n, rows: ts, mu } in cones {
                 let slip = ts.iter().map(|&t| w[t] * w[t]).sum::<f64>().sqrt();
                 let force = ts.iter().map(|&t| f[t] * f[t]).sum::<f64>().sqrt();
                 let rt = ts.iter().map(|&t| r[t]).fold(0.0, f64::max);
@@ -199,7 +197,7 @@ impl NcpSolver {
     fn mode_jacobians(
         &self,
         bounds: &[RowBound],
-        rows: &Rows,
+        cones: &[Cone],
         f: &DVector<f64>,
         w: &DVector<f64>,
         r: &[f64],
@@ -228,9 +226,9 @@ impl NcpSolver {
                 }
             }
         }
-        for (n, ts, mu) in &rows.cones {
+        for Cone { normal: n, rows: ts, mu } in cones {
             let slip = ts.iter().map(|&t| w[t] * w[t]).sum::<f64>().sqrt();
-            if mu * f[*n] <= f_tol(*n) * mu {
+            if *mu == 0.0 || f[*n] <= f_tol(*n) {
                 for &t in ts {
                     q[(t, t)] = 1.0;
                 }
@@ -261,12 +259,12 @@ impl ConstraintSolver for NcpSolver {
 
     fn solve(&self, problem: &ConstraintProblem, _warm_start: Option<&[RowState]>) -> Result<ConstraintSolution> {
         problem.check()?;
-        let rows = Rows::new(problem.bounds)?;
+        let cones = cones(problem.bounds)?;
         let a = problem.delassus.dense();
-        let (f, _iterations, residual) = self.newton(&a, problem.b, problem.bounds, &rows)?;
+        let (f, _iterations, residual) = self.newton(&a, problem.b, problem.bounds, &cones)?;
         let w = &a * &f + problem.b;
-        let r = scales(&a);
-        let (q, _) = self.mode_jacobians(problem.bounds, &rows, &f, &w, &r);
+        let r = delassus_scales(&a);
+        let (q, _) = self.mode_jacobians(problem.bounds, &cones, &f, &w, &r);
         // The mode as row states (reporting): a row held at zero force separates, a
         // sliding cone's rows are at their bound (the sign of their force), every other
         // row holds its velocity (clamping).
@@ -307,10 +305,10 @@ impl ConstraintSolver for NcpSolver {
         if grad_f.len() != m {
             return Err(Error::Dimension { what: "∂ℓ/∂f", expected: m, got: grad_f.len() });
         }
-        let rows = Rows::new(problem.bounds)?;
+        let cones = cones(problem.bounds)?;
         let a = problem.delassus.dense();
-        let r = scales(&a);
-        let (q, p) = self.mode_jacobians(problem.bounds, &rows, &solution.f, &solution.w, &r);
+        let r = delassus_scales(&a);
+        let (q, p) = self.mode_jacobians(problem.bounds, &cones, &solution.f, &solution.w, &r);
         let k = &q + &p * &a;
         let y: DVector<f64> = match k.transpose().lu().solve(grad_f) {
             Some(y)

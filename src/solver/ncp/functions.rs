@@ -132,3 +132,10 @@ pub fn complementarity_scale(delassus_diagonal: f64, h: f64, normal: bool) -> f6
         1.0
     }
 }
+
+/// The complementarity preconditioner's per-row scales of a problem in impulse units,
+/// `r_i = A_ii` (eq. 66 with the step's `h` factors absorbed by the rows), 1 where the
+/// diagonal is not positive (a row that moves nothing).
+pub(crate) fn delassus_scales(a: &nalgebra::DMatrix<f64>) -> Vec<f64> {
+    (0..a.nrows()).map(|i| if a[(i, i)] > 0.0 && a[(i, i)].is_finite() { a[(i, i)] } else { 1.0 }).collect()
+}

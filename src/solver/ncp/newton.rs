@@ -28,7 +28,7 @@
 //! residual `max(|M̃⁻¹ g|∞, |ϕ_n|∞ / h, |D v + W p_f|∞)` (velocity units) is below the
 //! tolerance.
 
-use super::functions::{complementarity_scale, friction_compliance, FrictionCompliance, NcpFunction};
+use super::functions::{delassus_scales, friction_compliance, FrictionCompliance, NcpFunction};
 use super::pcr::{pcr_solve, PcrOptions, SchurOperator};
 use crate::error::{check_vector, Error, Result};
 use crate::math::min_norm_solve;
@@ -230,20 +230,9 @@ pub fn solve_ncp(problem: &NcpProblem, options: &NcpOptions, warm: Option<&NcpSo
     // The complementarity preconditioner (eq. 66): normal rows r = h² [J_n M̃⁻¹ J_nᵀ]_ii, the
     // diagonal of A on the rows h J_n; friction rows, in impulse units, r = [D M̃⁻¹ Dᵀ]_ii
     // (the force-unit h [D M̃⁻¹ Dᵀ]_ii divided by h). A contact's two tangents share the larger.
-    let scale = |i: usize, normal: bool| -> f64 {
-        if !options.preconditioner {
-            return 1.0;
-        }
-        let raw = if normal { a[(i, i)] / (h * h) } else { a[(i, i)] };
-        let r = complementarity_scale(raw, h, normal);
-        if normal {
-            r
-        } else {
-            r / h
-        }
-    };
-    let r_n: Vec<f64> = (0..k).map(|i| scale(i, true)).collect();
-    let r_f: Vec<f64> = (0..k).map(|i| scale(k + 2 * i, false).max(scale(k + 2 * i + 1, false))).collect();
+    let r = if options.preconditioner { delassus_scales(&a) } else { vec![1.0; m] };
+    let r_n = &r[..k];
+    let r_f: Vec<f64> = (0..k).map(|i| r[k + 2 * i].max(r[k + 2 * i + 1])).collect();
 
     let (mut v, mut y) = match warm {
         Some(w) if w.velocity.len() == nv && w.normal_forces.len() == k => {
