@@ -838,3 +838,38 @@ fn step_vjp_by_adjoints_is_the_transposed_jacobians_product() {
     }
     println!("{checked} VJPs; worst {:e} at {}", worst.0, worst.1);
 }
+
+/// The scenes of the NCP solver's Jacobian checks ([`ncp_step_jacobians_match_finite_differences`]).
+fn ncp_scenes() -> Vec<Scene> {
+    let names = [
+        "ball_sliding",
+        "gantry_ball_sliding",
+        "box_rest_static",
+        "incline_sticking",
+        "two_blocks_1_10",
+        "sphere_stack",
+        "worm5_arch",
+        "slab_on_sphere_grid_resting",
+        "block_bounce_corner",
+        "ball_bounce_0.5",
+        "cartpole_limit",
+        "edge_on_edge",
+    ];
+    let mut out: Vec<Scene> = scenes().into_iter().filter(|s| names.contains(&s.name)).collect();
+    for s in &mut out {
+        s.options.contact.solver = stiction::step::ContactSolver::Ncp;
+    }
+    out
+}
+
+/// The NCP solver's steps (isotropic friction cones, docs/ncp.md) against Ridders finite
+/// differences, every block to 1e-6 relative, at 10 states per scene inside one contact
+/// mode: sliding contacts (a ball, a ball on a gantry) whose friction rows are linearized
+/// in their slip frames, sticking boxes on four corners (a
+/// redundant set: the minimum-norm forces of the mode), a stack of unequal masses, a
+/// sphere stack, the worm's arch, a slab on 36 spheres, a bouncing block, a joint limit,
+/// an edge–edge contact.
+#[test]
+fn ncp_step_jacobians_match_finite_differences() {
+    check_scenes(ncp_scenes());
+}

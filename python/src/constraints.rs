@@ -46,6 +46,7 @@ pub fn path_name(p: SolvePath) -> &'static str {
         SolvePath::Dantzig => "dantzig",
         SolvePath::Lemke => "lemke",
         SolvePath::Pgs => "pgs",
+        SolvePath::Newton => "newton",
     }
 }
 
@@ -78,6 +79,7 @@ fn lcp_dict<'py>(py: Python<'py>, s: &LcpStats) -> PyResult<Bound<'py, PyDict>> 
     d.set_item("warm_start_hit", s.warm_start_hit)?;
     d.set_item("fallbacks", s.fallbacks)?;
     d.set_item("standardized", s.standardized)?;
+    d.set_item("newton_iterations", s.newton_iterations)?;
     Ok(d)
 }
 

@@ -5,10 +5,11 @@
 use crate::errors::{input_error, IntoPyResult};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyString};
+use stiction::solver::ncp::{LinearSolve, NcpFunction, NcpSolver};
 use stiction::step::{BounceGradients, ContactModel, ContactOptions, ContactSolver, PenetrationRecovery};
 
 /// The keys a `contact` dict accepts, in the order `Simulator.contact_options` lists them.
-pub const KEYS: [&str; 17] = [
+pub const KEYS: [&str; 18] = [
     "enabled",
     "model",
     "solver",
@@ -26,7 +27,12 @@ pub const KEYS: [&str; 17] = [
     "pgs_tolerance",
     "standardize",
     "friction_iterations",
+    "ncp",
 ];
+
+/// The keys of the `ncp` sub-dict (the NCP solver's settings, used with `solver="ncp"`).
+pub const NCP_KEYS: [&str; 7] =
+    ["function", "max_iterations", "tolerance", "damping", "linear", "cr_iterations", "preconditioner"];
 
 fn type_name(value: &Bound<'_, PyAny>) -> String {
     value.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
@@ -97,7 +103,7 @@ fn penetration(value: &Bound<'_, PyAny>) -> PyResult<PenetrationRecovery> {
 }
 
 fn contact_solver(value: &Bound<'_, PyAny>) -> PyResult<ContactSolver> {
-    let choices = [ContactSolver::Auto, ContactSolver::BoxedLcp].map(|m| (m.name(), m));
+    let choices = [ContactSolver::Auto, ContactSolver::BoxedLcp, ContactSolver::Ncp].map(|m| (m.name(), m));
     choice("solver", value, &choices)
 }
 
@@ -143,6 +149,7 @@ pub fn contact_options(obj: Option<&Bound<'_, PyAny>>) -> PyResult<ContactOption
             "pgs_tolerance" => lcp.pgs_tolerance = real(&key, &value)?,
             "standardize" => lcp.standardize = flag(&key, &value)?,
             "friction_iterations" => lcp.friction_iterations = count(&key, &value)?,
+            "ncp" => o.ncp = ncp_options(&value)?,
             other => {
                 return Err(input_error(format!(
                     "unknown contact option '{other}'; expected one of: {}",
@@ -154,6 +161,74 @@ pub fn contact_options(obj: Option<&Bound<'_, PyAny>>) -> PyResult<ContactOption
     o.validate().py_err()?;
     o.lcp.validate().py_err()?;
     Ok(o)
+}
+
+/// The name of an NCP function in the `ncp` dict.
+fn ncp_function_name(f: NcpFunction) -> &'static str {
+    match f {
+        NcpFunction::MinMap => "min_map",
+        NcpFunction::FischerBurmeister => "fischer_burmeister",
+    }
+}
+
+/// Parses the `ncp` sub-dict of the contact options: keys among [`NCP_KEYS`] (the others
+/// keep their defaults); `linear` is `"direct"` (dense Cholesky) or `"cr"` (conjugate
+/// residuals, at most `cr_iterations`).
+fn ncp_options(value: &Bound<'_, PyAny>) -> PyResult<NcpSolver> {
+    let mut n = NcpSolver::default();
+    let dict = value
+        .cast::<PyDict>()
+        .map_err(|_| input_error(format!("contact option 'ncp' must be a dict, got {}", type_name(value))))?;
+    let mut cr = None;
+    for (key, value) in dict.iter() {
+        let key: String = key.extract().map_err(|_| input_error("ncp option names must be strings"))?;
+        let name = format!("ncp.{key}");
+        match key.as_str() {
+            "function" => {
+                let choices = [NcpFunction::MinMap, NcpFunction::FischerBurmeister].map(|f| (ncp_function_name(f), f));
+                n.function = choice(&name, &value, &choices)?;
+            }
+            "max_iterations" => n.max_iterations = count(&name, &value)?,
+            "tolerance" => n.tolerance = real(&name, &value)?,
+            "damping" => n.damping = real(&name, &value)?,
+            "linear" => {
+                n.linear = choice(
+                    &name,
+                    &value,
+                    &[("direct", LinearSolve::Direct), ("cr", LinearSolve::ConjugateResidual(0))],
+                )?
+            }
+            "cr_iterations" => cr = Some(count(&name, &value)?),
+            "preconditioner" => n.preconditioner = flag(&name, &value)?,
+            other => {
+                return Err(input_error(format!(
+                    "unknown ncp option '{other}'; expected one of: {}",
+                    NCP_KEYS.join(", ")
+                )))
+            }
+        }
+    }
+    if let LinearSolve::ConjugateResidual(_) = n.linear {
+        n.linear = LinearSolve::ConjugateResidual(cr.unwrap_or(200));
+    }
+    Ok(n)
+}
+
+/// The `ncp` sub-dict of [`contact_options_dict`].
+fn ncp_dict<'py>(py: Python<'py>, n: &NcpSolver) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("function", ncp_function_name(n.function))?;
+    d.set_item("max_iterations", n.max_iterations)?;
+    d.set_item("tolerance", n.tolerance)?;
+    d.set_item("damping", n.damping)?;
+    let (linear, cr) = match n.linear {
+        LinearSolve::Direct => ("direct", 200),
+        LinearSolve::ConjugateResidual(k) => ("cr", k),
+    };
+    d.set_item("linear", linear)?;
+    d.set_item("cr_iterations", cr)?;
+    d.set_item("preconditioner", n.preconditioner)?;
+    Ok(d)
 }
 
 /// The options as the dict `contact` accepts (every key of [`KEYS`]).
@@ -176,5 +251,6 @@ pub fn contact_options_dict<'py>(py: Python<'py>, o: &ContactOptions) -> PyResul
     d.set_item("pgs_tolerance", o.lcp.pgs_tolerance)?;
     d.set_item("standardize", o.lcp.standardize)?;
     d.set_item("friction_iterations", o.lcp.friction_iterations)?;
+    d.set_item("ncp", ncp_dict(py, &o.ncp)?)?;
     Ok(d)
 }

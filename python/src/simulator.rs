@@ -216,7 +216,8 @@ impl PySimulator {
     /// steps that left a limit violated beyond the documented tolerance; `inexact_solves`:
     /// steps whose LCP solution misses the LCP tolerance; `relaxed_solves`: steps whose LCP
     /// had no exact solution with the penetration-recovery and bounce biases and was solved
-    /// without them).
+    /// without them; `ncp_solves`: steps solved by the NCP solver, `contact={"solver":
+    /// "ncp"}`; `newton_iterations`: their non-smooth Newton iterations, summed).
     #[getter]
     fn stats(&self) -> PyResult<std::collections::HashMap<&'static str, u64>> {
         let s = *self.lock()?.stats();
@@ -234,6 +235,8 @@ impl PySimulator {
             ("limit_violations", s.limit_violations),
             ("inexact_solves", s.inexact_solves),
             ("relaxed_solves", s.relaxed_solves),
+            ("ncp_solves", s.ncp_solves),
+            ("newton_iterations", s.newton_iterations),
         ]
         .into_iter()
         .collect())

@@ -164,7 +164,8 @@ impl PyStepRecord {
     ///   the start of the step);
     /// * `v_free` (nv,), the velocity before the impulse, and `lcp`: the solver's
     ///   statistics `{"path", "islands", "pivots", "pgs_iterations", "residual",
-    ///   "warm_start_attempted", "warm_start_hit", "fallbacks", "standardized"}`.
+    ///   "warm_start_attempted", "warm_start_hit", "fallbacks", "standardized",
+    ///   "newton_iterations"}` (`path` `"newton"` and the iterations for the NCP solver).
     #[getter]
     fn constraints<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
         crate::constraints::optional_constraints(py, self.record.model(), self.record.constraints())

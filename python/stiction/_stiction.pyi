@@ -440,8 +440,14 @@ class Simulator:
               the friction model of the contacts — Coulomb friction pyramids, no
               tangential slip at all, or purely viscous friction with each shape's
               ``viscous_friction`` (see docs/contact.md);
-            - ``solver`` (``"auto"`` or ``"boxed_lcp"``; ``"auto"``): ``"auto"`` uses the
-              pivoting solver of the no-slip and viscous models where it applies;
+            - ``solver`` (``"auto"``, ``"boxed_lcp"`` or ``"ncp"``; ``"auto"``): ``"auto"``
+              uses the pivoting solver of the no-slip and viscous models where it applies;
+              ``"ncp"`` the non-smooth Newton solver with isotropic friction cones
+              (docs/ncp.md), its settings in ``ncp``;
+            - ``ncp`` (dict): ``function`` (``"fischer_burmeister"`` or ``"min_map"``),
+              ``max_iterations`` (200), ``tolerance`` (m/s, 1e-12), ``damping`` (0.75),
+              ``linear`` (``"direct"`` or ``"cr"``), ``cr_iterations`` (200),
+              ``preconditioner`` (True);
             - ``margin`` (m, 5e-3): contacts are created below this signed distance;
             - ``penetration`` (``"split"`` or ``"velocity"``; ``"split"``): remove
               penetrations by a position stage that adds no kinetic energy, or by a
@@ -504,7 +510,8 @@ class Simulator:
         joint-limit loop), ``limit_violations`` (steps that left a joint limit violated beyond
         the documented tolerance), ``inexact_solves`` (steps whose LCP solution misses the LCP
         tolerance), ``relaxed_solves`` (steps whose LCP had no solution with its penetration
-        recovery and bounce biases and was solved without them)."""
+        recovery and bounce biases and was solved without them), ``ncp_solves`` (steps solved
+        by the NCP solver) and ``newton_iterations`` (their Newton iterations)."""
     def last_constraints(self) -> Optional[Dict[str, Any]]:
         """The constraint stage of the last step, recorded or not (see
         :attr:`StepRecord.constraints`); None when it had no rows or before any step."""
@@ -753,9 +760,10 @@ class StepRecord:
         ``approach_velocity`` (normal velocity at the start of the step).
 
         And ``v_free`` (nv,), the velocity before the impulse, and ``lcp``: ``path``
-        (``"empty"``, ``"warm_start"``, ``"ppm"``, ``"dantzig"``, ``"lemke"``, ``"pgs"``),
-        ``islands``, ``pivots``, ``pgs_iterations``, ``residual``,
-        ``warm_start_attempted``, ``warm_start_hit``, ``fallbacks``, ``standardized``;
+        (``"empty"``, ``"warm_start"``, ``"ppm"``, ``"dantzig"``, ``"lemke"``, ``"pgs"``,
+        ``"newton"``), ``islands``, ``pivots``, ``pgs_iterations``, ``residual``,
+        ``warm_start_attempted``, ``warm_start_hit``, ``fallbacks``, ``standardized``,
+        ``newton_iterations``;
         ``passes`` (LCP solves of the step: 1 plus the re-solves of the limit loop and a
         relaxation), ``relaxed`` (the LCP had no accurate solution with its penetration
         recovery and bounce biases and was solved without them), ``correction_dropped``

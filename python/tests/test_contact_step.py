@@ -65,6 +65,16 @@ def test_contact_options_defaults_and_round_trip():
         "pgs_tolerance",
         "standardize",
         "friction_iterations",
+        "ncp",
+    }
+    assert o["ncp"] == {
+        "function": "fischer_burmeister",
+        "max_iterations": 200,
+        "tolerance": 1e-12,
+        "damping": 0.75,
+        "linear": "direct",
+        "cr_iterations": 200,
+        "preconditioner": True,
     }
     assert o["enabled"] is True and o["warm_start"] is True and o["bounce_gradients"] == "discrete"
     assert o["erp"] == 1.0 and o["standardize"] is True and o["position_regularization"] == 1e-3
@@ -87,6 +97,7 @@ def test_contact_options_defaults_and_round_trip():
         friction_iterations=5,
         restitution_threshold=0.1,
         joint_limit_margin=0.02,
+        ncp=dict(o["ncp"], function="min_map", linear="cr", cr_iterations=50, preconditioner=False, damping=1.0),
     )
     sim2 = stiction.Simulator(m, dt=DT, contact=custom)
     assert sim2.contact_options == custom
@@ -127,7 +138,13 @@ def test_contact_options_defaults_and_round_trip():
         ({"bounce_gradients": 1}, "bounce_gradients"),
         ({"model": "noslip"}, "'model' must be one of 'coulomb', 'no_slip', 'viscous'"),
         ({"model": None}, "model"),
-        ({"solver": "lemke"}, "'solver' must be one of 'auto', 'boxed_lcp'"),
+        ({"solver": "lemke"}, "'solver' must be one of 'auto', 'boxed_lcp', 'ncp'"),
+        ({"ncp": {"function": "fb"}}, "'ncp.function' must be one of 'min_map', 'fischer_burmeister'"),
+        ({"ncp": {"damping": 0.0}}, "ncp damping"),
+        ({"ncp": {"tolerance": -1.0}}, "ncp tolerance"),
+        ({"ncp": {"max_iterations": 0}}, "ncp max_iterations"),
+        ({"ncp": {"bogus": 1}}, "unknown ncp option 'bogus'"),
+        ({"ncp": 1.0}, "'ncp' must be a dict"),
         ({1: 2}, "names must be strings"),
         ("on", "contact must be None, a bool or a dict"),
         (1, "contact must be None, a bool or a dict"),
@@ -490,3 +507,51 @@ def test_a_pinched_ball_is_relaxed_and_counted():
     assert np.allclose(v1[3:5], v[3:5], atol=1e-12)
     assert sim.stats["relaxed_solves"] == 0 and sim.stats["position_corrections"] == 1
     assert sim.last_constraints()["relaxed"] is False and sim.last_constraints()["correction_dropped"] is False
+
+
+def test_ncp_solver_keeps_a_sliding_ball_on_its_direction_with_exact_gradients():
+    """`contact={"solver": "ncp"}` (issue #20): the ball slides at 30° from the contact
+    frame's tangents; its isotropic friction cone slows it along its own velocity by
+    μ g per second (to round-off), where the boxed LCP's pyramid turns it. Its step
+    Jacobians match Ridders differences, and the counters say what solved it."""
+    m = ball_on_ground()
+    angle = np.deg2rad(30.0)
+    v0 = np.zeros(6)
+    v0[3], v0[4] = 2.0 * np.cos(angle), 2.0 * np.sin(angle)
+    turned, speed = {}, {}
+    for solver in ("boxed_lcp", "ncp"):
+        sim = stiction.Simulator(m, dt=DT, contact={"solver": solver})
+        q, v = m.neutral(), v0
+        for _ in range(50):
+            q, v = sim.step(q, v, np.zeros(6))
+        turned[solver] = abs(np.arctan2(v[4], v[3]) - angle)
+        speed[solver] = np.hypot(v[3], v[4])
+        if solver == "ncp":
+            assert sim.stats["ncp_solves"] == 50 and sim.stats["newton_iterations"] > 0
+            assert sim.stats["inexact_solves"] == 0
+            _, _, rec = sim.step(q, v, np.zeros(6), record=True)
+            c = rec.constraints
+            # Warm-started from the previous step's forces: the mode is found at once.
+            assert c["lcp"]["path"] == "newton" and c["lcp"]["warm_start_attempted"]
+            # In the slip frame: the first friction row along the slip, at −μ f_n.
+            assert c["states"][1] == "at_lower" and c["states"][2] == "clamping"
+            np.testing.assert_allclose(c["impulses"][1], -0.5 * c["impulses"][0], rtol=1e-12)
+    assert turned["ncp"] < 1e-12, turned
+    assert turned["boxed_lcp"] > 1e-3, turned
+    # While it slides (its slip falls by 3.5 μ g t, friction spinning it up), friction
+    # μ m g slows its centre by μ g t.
+    np.testing.assert_allclose(2.0 - speed["ncp"], 0.5 * 9.81 * 50 * DT, rtol=1e-6)
+    report = stiction.gradcheck(
+        m,
+        m.neutral(),
+        v0,
+        np.zeros(6),
+        params=["mass:ball", "friction:ball"],
+        dt=DT,
+        method="ridders",
+        rel_tol=1e-6,
+        step=1e-4,
+        abs_floor=1e-4,
+        contact={"warm_start": False, "solver": "ncp"},
+    )
+    assert report.passed, str(report)

@@ -57,6 +57,13 @@ impl ContactRows {
         Ok(out)
     }
 
+    /// Turns contact `i`'s tangent basis by `(c, s)` (a unit vector in the `t₁, t₂`
+    /// plane): its frame ([`ContactFrame::turned`]) and its two friction rows.
+    pub fn turn_tangents(&mut self, i: usize, c: f64, s: f64) {
+        self.frames[i] = self.frames[i].turned(c, s);
+        self.j.turn_rows(3 * i + 1, 3 * i + 2, c, s);
+    }
+
     /// [`ContactRows::new`] into `self`, reusing its storage (no allocation once it has
     /// held as many contacts). On error `self` holds no meaningful rows.
     pub fn rebuild(&mut self, model: &Model, data: &Data, contacts: &[Contact]) -> Result<()> {

@@ -17,6 +17,11 @@
 //! dt₂ = dn × t₁ + n × dt₁ = ([n]× L₁ − [t₁]×) dn =: L₂ dn
 //! ```
 //!
+//! A frame may be turned about n by a constant angle (`t₁' = c t₁ + s t₂`,
+//! `t₂' = −s t₁ + c t₂`; [`ContactFrame::turned`]: the slip frame of a sliding contact
+//! under the NCP solver); its tangents' derivatives turn alike,
+//! `L₁' = c L₁ + s L₂`, `L₂' = −s L₁ + c L₂`.
+//!
 //! These are the derivatives of the formulas above for any dn (not only dn ⟂ n); the
 //! contact normal's own derivative (`constraint::contact_jacobians`) is ⟂ n. The rows
 //! built on this frame are the friction directions of the DiffDART contact model
@@ -41,6 +46,9 @@ pub struct ContactFrame {
     pub t1: Vec3,
     /// Second tangent, `n × t₁`.
     pub t2: Vec3,
+    /// The turn `(c, s)` of the tangents from the seed construction (`(1, 0)` unless
+    /// [`ContactFrame::turned`]).
+    turn: (f64, f64),
 }
 
 /// The seed axis e of the tangent construction.
@@ -61,7 +69,7 @@ impl ContactFrame {
         let e = seed(&n);
         let u = e - n * e.dot(&n);
         let t1 = u / u.norm();
-        ContactFrame { normal: n, t1, t2: n.cross(&t1) }
+        ContactFrame { normal: n, t1, t2: n.cross(&t1), turn: (1.0, 0.0) }
     }
 
     /// [`ContactFrame::new`] after checking that `normal` is finite and of unit length
@@ -89,17 +97,35 @@ impl ContactFrame {
         }
     }
 
+    /// The frame with its tangents turned by `(c, s)` (a unit vector): `t₁' = c t₁ + s t₂`,
+    /// `t₂' = −s t₁ + c t₂`; turns compose.
+    pub fn turned(&self, c: f64, s: f64) -> ContactFrame {
+        let (c0, s0) = self.turn;
+        ContactFrame {
+            normal: self.normal,
+            t1: self.t1 * c + self.t2 * s,
+            t2: self.t2 * c - self.t1 * s,
+            turn: (c0 * c - s0 * s, s0 * c + c0 * s),
+        }
+    }
+
     /// The linear maps `(L₁, L₂)` with `dt₁ = L₁ dn`, `dt₂ = L₂ dn`.
     pub fn tangent_jacobians(&self) -> (Mat3, Mat3) {
         let n = self.normal;
         let e = seed(&n);
         let u = e - n * e.dot(&n);
         let inv = 1.0 / u.norm();
-        let proj = Mat3::identity() - self.t1 * self.t1.transpose();
+        // The seed construction's t₁ (before any turn).
+        let t1 = u * inv;
+        let proj = Mat3::identity() - t1 * t1.transpose();
         let du = -(n * e.transpose() + Mat3::identity() * e.dot(&n));
         let l1 = proj * du * inv;
-        let l2 = skew(&n) * l1 - skew(&self.t1);
-        (l1, l2)
+        let l2 = skew(&n) * l1 - skew(&t1);
+        let (c, s) = self.turn;
+        if (c, s) == (1.0, 0.0) {
+            return (l1, l2);
+        }
+        (l1 * c + l2 * s, l2 * c - l1 * s)
     }
 
     /// Derivatives of t1, t2 given dn (3 × k columns): returns (dt1, dt2), each 3 × k.

@@ -52,6 +52,23 @@ impl Default for SparseRows {
 }
 
 impl SparseRows {
+    /// Turns rows `r1` and `r2`, which must have the same columns, by the rotation
+    /// `(c, s)`: `row₁ ← c row₁ + s row₂`, `row₂ ← −s row₁ + c row₂` (a contact's friction
+    /// rows into another tangent basis).
+    ///
+    /// # Panics
+    /// When the two rows' columns differ (a caller's bug: a contact's friction rows
+    /// always share theirs).
+    pub fn turn_rows(&mut self, r1: usize, r2: usize, c: f64, s: f64) {
+        let (a, b) = (self.start[r1]..self.start[r1 + 1], self.start[r2]..self.start[r2 + 1]);
+        assert!(self.cols[a.clone()] == self.cols[b.clone()], "turn_rows: rows {r1} and {r2} have different columns");
+        for (i, k) in a.zip(b) {
+            let (x, y) = (self.values[i], self.values[k]);
+            self.values[i] = c * x + s * y;
+            self.values[k] = -s * x + c * y;
+        }
+    }
+
     /// No rows, `ncols` columns.
     pub fn new(ncols: usize) -> SparseRows {
         SparseRows { ncols, start: vec![0], cols: Vec::new(), values: Vec::new() }

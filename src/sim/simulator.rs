@@ -167,6 +167,12 @@ pub struct SimStats {
     /// ([`ConstraintRecord::correction_dropped`]).
     #[serde(default)]
     pub relaxed_solves: u64,
+    /// Constraint solves by the NCP solver ([`crate::step::ContactSolver::Ncp`]).
+    #[serde(default)]
+    pub ncp_solves: u64,
+    /// Non-smooth Newton iterations of those solves, summed.
+    #[serde(default)]
+    pub newton_iterations: u64,
 }
 
 impl SimStats {
@@ -314,10 +320,12 @@ impl Simulator {
             let ppm = c.stats.path == crate::solver::lcp::SolvePath::Ppm;
             self.stats.ppm_solves += ppm as u64;
             self.stats.unstandardized_solves += (!c.stats.standardized && !ppm) as u64;
+            self.stats.ncp_solves += (c.options.solver == crate::step::ContactSolver::Ncp) as u64;
+            self.stats.newton_iterations += c.stats.newton_iterations as u64;
             self.stats.limit_resolves += c.passes.saturating_sub(1) as u64;
             self.stats.limit_violations += (!c.limit_violations.is_empty()) as u64;
             self.stats.relaxed_solves += (c.relaxed || c.correction_dropped) as u64;
-            self.stats.inexact_solves += (c.stats.residual > self.options.contact.lcp.tolerance) as u64;
+            self.stats.inexact_solves += (c.stats.residual > self.options.contact.solve_tolerance()) as u64;
         }
         check_divergence(&self.model, next, self.options.integrator.max_speed)?;
         self.last_constraints = constraints.map(Arc::new);

@@ -102,7 +102,7 @@
 //! Material of a contact between shapes a and b: `μ = (μ_a + μ_b)/2` and
 //! `e = (e_a + e_b)/2` (arithmetic means: smooth in both, documented in docs/contact.md).
 
-use super::islands::{solve_islands, RowSystem, TreeInertia, Trees};
+use super::islands::{solve_islands, IslandSolver, RowSystem, TreeInertia, Trees};
 use super::StepInputs;
 use crate::collision::Contact;
 use crate::constraint::{detect_contacts, match_contacts, CollisionOptions, CollisionWorkspace};
@@ -111,6 +111,8 @@ use crate::dynamics::Data;
 use crate::error::{Error, Result};
 use crate::math::reshape_vector;
 use crate::solver::lcp::{LcpOptions, LcpSolution, LcpStats, RowBound, RowState};
+use crate::solver::ncp::mode::SlidingCone;
+use crate::solver::ncp::NcpSolver;
 use crate::solver::ppm::{self, FactoredLcp, PpmOptions, PsdRow};
 use crate::Model;
 use nalgebra::{DMatrix, DVector};
@@ -215,20 +217,26 @@ pub enum ContactSolver {
     Auto,
     /// Always the boxed LCP solver.
     BoxedLcp,
+    /// The non-smooth Newton NCP solver ([`crate::solver::ncp::NcpSolver`], Macklin et al.
+    /// 2019): the friction rows of a contact form an isotropic Coulomb cone
+    /// `|f_t| ≤ μ f_n` (no pyramid facets); other rows as with the boxed LCP. Its settings
+    /// are [`ContactOptions::ncp`]; docs/ncp.md.
+    Ncp,
 }
 
 impl ContactSolver {
-    /// The name used in scene files and in Python (`"auto"`, `"boxed_lcp"`).
+    /// The name used in scene files and in Python (`"auto"`, `"boxed_lcp"`, `"ncp"`).
     pub fn name(&self) -> &'static str {
         match self {
             ContactSolver::Auto => "auto",
             ContactSolver::BoxedLcp => "boxed_lcp",
+            ContactSolver::Ncp => "ncp",
         }
     }
 
     /// The solver named `name` (see [`ContactSolver::name`]).
     pub fn from_name(name: &str) -> Option<ContactSolver> {
-        [ContactSolver::Auto, ContactSolver::BoxedLcp].into_iter().find(|m| m.name() == name)
+        [ContactSolver::Auto, ContactSolver::BoxedLcp, ContactSolver::Ncp].into_iter().find(|m| m.name() == name)
     }
 }
 
@@ -249,6 +257,10 @@ pub struct ContactOptions {
     /// The LCP solver settings (not serialized: the defaults are restored).
     #[serde(skip)]
     pub lcp: LcpOptions,
+    /// The NCP solver settings, used with [`ContactSolver::Ncp`] (not serialized: the
+    /// defaults are restored).
+    #[serde(skip)]
+    pub ncp: NcpSolver,
     /// Guess each step's row classification from the previous step (App. A.1).
     pub warm_start: bool,
     /// The bounce treatment of the Jacobians.
@@ -291,6 +303,7 @@ impl Default for ContactOptions {
             restitution_threshold: 0.05,
             joint_limit_margin: 1e-2,
             lcp: LcpOptions::default(),
+            ncp: NcpSolver::default(),
             warm_start: true,
             bounce_gradients: BounceGradients::Discrete,
             model: ContactModel::Coulomb,
@@ -320,7 +333,29 @@ impl ContactOptions {
         if !(self.position_regularization.is_finite() && self.position_regularization >= 0.0) {
             return bad("position_regularization (finite, ≥ 0)", self.position_regularization);
         }
+        let n = &self.ncp;
+        if !(n.tolerance.is_finite() && n.tolerance > 0.0) {
+            return bad("ncp tolerance (finite, > 0)", n.tolerance);
+        }
+        if !(n.damping > 0.0 && n.damping <= 1.0) {
+            return bad("ncp damping (in (0, 1])", n.damping);
+        }
+        if !(n.shift.is_finite() && n.shift >= 0.0) {
+            return bad("ncp shift (finite, ≥ 0)", n.shift);
+        }
+        if n.max_iterations == 0 {
+            return bad("ncp max_iterations (≥ 1)", 0.0);
+        }
         Ok(())
+    }
+
+    /// The tolerance a constraint solve's residual is held to: the NCP solver's
+    /// (velocity units) with [`ContactSolver::Ncp`], the LCP's (relative) otherwise.
+    pub fn solve_tolerance(&self) -> f64 {
+        match self.solver {
+            ContactSolver::Ncp => self.ncp.tolerance,
+            _ => self.lcp.tolerance,
+        }
     }
 }
 
@@ -437,6 +472,60 @@ pub struct ConstraintRecord {
     /// one), so `correction` is `None`. Counted in
     /// [`crate::sim::SimStats::relaxed_solves`].
     pub correction_dropped: bool,
+    /// With [`ContactSolver::Ncp`]: the contacts whose friction cone slides, each with the
+    /// turn of its tangent rows into its slip frame. Their rows (and `impulses`, `states`,
+    /// `regularization`) are recorded in that frame: the first friction row along the
+    /// slip, at its bound `f = −μ f_n`, the second across it, clamping with the
+    /// compliance `|w_t|/(μ f_n)` (the linearization of `f_t = −μ f_n ŵ`; docs/ncp.md).
+    /// Empty for the LCP solvers.
+    pub cone_frames: Vec<ConeFrame>,
+}
+
+/// The slip frame of a sliding contact's friction cone (the NCP solver;
+/// [`ConstraintRecord::cone_frames`]): the friction rows `t₁, t₂` turned to
+/// `t₁' = c t₁ + s t₂` (along the slip) and `t₂' = −s t₁ + c t₂`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ConeFrame {
+    /// The contact.
+    pub contact: usize,
+    /// `c`, `s`: the slip direction in the contact's tangent basis.
+    pub cos: f64,
+    /// See `cos`.
+    pub sin: f64,
+    /// `|w_t|/(μ f_n)` (s): the compliance of the row across the slip.
+    pub compliance: f64,
+}
+
+/// The slip frames of the NCP solver's sliding cones over `asm`'s rows.
+fn cone_frames(asm: &Assembly, sliding: &[SlidingCone]) -> Result<Vec<ConeFrame>> {
+    sliding
+        .iter()
+        .map(|c| match (asm.rows[c.normal], asm.rows[c.rows[0]], asm.rows[c.rows[1]]) {
+            (
+                RowKind::ContactNormal { contact },
+                RowKind::ContactFriction { contact: a, direction: 0 },
+                RowKind::ContactFriction { contact: b, direction: 1 },
+            ) if a == contact && b == contact => {
+                Ok(ConeFrame { contact, cos: c.direction[0], sin: c.direction[1], compliance: c.compliance })
+            }
+            other => Err(Error::Numerical {
+                algorithm: "contact stage (NCP)",
+                detail: format!("a sliding cone's rows are not one contact's normal and two friction rows: {other:?}"),
+            }),
+        })
+        .collect()
+}
+
+/// Turns the friction rows of the contacts in `frames` into their slip frames: the rows
+/// of `asm` and `crow` (the Jacobian and the contact frames), and the compliance of the
+/// row across the slip.
+pub(crate) fn turn_cones(asm: &mut Assembly, crow: &mut ContactRows, frames: &[ConeFrame]) {
+    for cf in frames {
+        let [t1, t2] = [3 * cf.contact + 1, 3 * cf.contact + 2];
+        asm.j.turn_rows(t1, t2, cf.cos, cf.sin);
+        crow.turn_tangents(cf.contact, cf.cos, cf.sin);
+        asm.regularization[t2] = cf.compliance;
+    }
 }
 
 /// The position stage of a step (the split penetration correction): a frictionless
@@ -499,6 +588,8 @@ pub struct ConstraintWorkspace {
     /// `M̃` of the last step, by trees (its storage reused).
     inertia: TreeInertia,
     previous: Option<(Vec<Contact>, Vec<RowKind>, Vec<RowState>)>,
+    /// The previous step's forces on its rows (the NCP solver's warm start).
+    previous_forces: DVector<f64>,
 }
 
 impl ConstraintWorkspace {
@@ -511,6 +602,7 @@ impl ConstraintWorkspace {
             trees: Trees::new(model),
             inertia: TreeInertia::default(),
             previous: None,
+            previous_forces: DVector::zeros(0),
         }
     }
     /// Forgets the previous step (no warm start on the next one).
@@ -971,8 +1063,11 @@ pub(crate) fn constraint_stage(
     let mut added: Vec<RowKind> = vec![];
     let mut passes = 0;
     let mut first_stats: Option<LcpStats> = None;
-    let (mut pivots, mut pgs_iterations, mut fallbacks) = (0, 0, 0);
-    let mut previous_pass: Option<(Vec<RowKind>, Vec<RowState>)> = None;
+    let (mut pivots, mut pgs_iterations, mut fallbacks, mut newton_iterations) = (0, 0, 0, 0);
+    let mut previous_pass: Option<(Vec<RowKind>, Vec<RowState>, DVector<f64>)> = None;
+    let ncp = options.solver == ContactSolver::Ncp;
+    // The NCP solver's sliding cones in the last solve.
+    let mut sliding = vec![];
     let mut relaxed = false;
     let split = options.penetration == PenetrationRecovery::Split;
     // The assembly's buffers (a dense `m × nv` Jacobian) are kept in the workspace.
@@ -993,9 +1088,14 @@ pub(crate) fn constraint_stage(
             return Ok(None);
         }
         let b = asm.velocities_plus_bias(v_free.as_slice());
-        let waits = waiting.get_or_insert_with(|| open_contacts(&asm, v_free.as_slice(), h));
+        // The NCP solver takes every contact: its normal rows are position-level, so a
+        // speculative contact costs it nothing but rows.
+        let waits = waiting.get_or_insert_with(|| match ncp {
+            true => vec![false; asm.contacts.len()],
+            false => open_contacts(&asm, v_free.as_slice(), h),
+        });
         let mut closed = vec![];
-        let (sol, dv) = match pivoting_rows(&asm, options) {
+        let (sol, dv) = match (!ncp).then(|| pivoting_rows(&asm, options)).flatten() {
             Some(kinds) => solve_pivoting(&asm, &kinds, inertia.to_dense(&ws.trees), &b, options)?,
             None => {
                 let row_trees: Vec<[usize; 2]> =
@@ -1014,12 +1114,27 @@ pub(crate) fn constraint_stage(
                     (None, true) => warm_start_guess(ws, &asm),
                     // A re-solve: the previous pass's states (same contacts, same row
                     // kinds); the added rows are guessed clamping.
-                    (Some((rows, states)), true) => {
+                    (Some((rows, states, _)), true) => {
                         let index = row_index(rows);
                         Some(asm.rows.iter().map(|k| index.get(k).map_or(RowState::Clamping, |&i| states[i])).collect())
                     }
                 };
-                let out = solve_islands(&ws.trees, &inertia, &system, &options.lcp, guess.as_deref())?;
+                // The NCP solver starts from forces: the previous step's, matched by
+                // contact, or the previous pass's.
+                let start: Option<Vec<f64>> = match (&previous_pass, options.warm_start) {
+                    (_, false) => None,
+                    (None, true) => warm_start_forces(ws, &asm),
+                    (Some((rows, _, f)), true) => {
+                        let index = row_index(rows);
+                        Some(asm.rows.iter().map(|k| index.get(k).map_or(0.0, |&i| f[i])).collect())
+                    }
+                };
+                let solver = match ncp {
+                    true => IslandSolver::Ncp { solver: &options.ncp, start: start.as_deref() },
+                    false => IslandSolver::Lcp { options: &options.lcp, guess: guess.as_deref() },
+                };
+                let out = solve_islands(&ws.trees, &inertia, &system, solver)?;
+                sliding = out.sliding;
                 closed = closed_contacts(&asm, waits, out.lcp.w.as_slice());
                 (out.lcp, out.dv)
             }
@@ -1028,6 +1143,7 @@ pub(crate) fn constraint_stage(
         pivots += sol.stats.pivots;
         pgs_iterations += sol.stats.pgs_iterations;
         fallbacks += sol.stats.fallbacks;
+        newton_iterations += sol.stats.newton_iterations;
         first_stats.get_or_insert(sol.stats);
         let v_next = &v_free + dv;
         // Waiting contacts that the solution closes join the LCP, solved again (each such
@@ -1037,18 +1153,18 @@ pub(crate) fn constraint_stage(
                 waits[c] = false;
             }
             contact_resolves += 1;
-            previous_pass = Some((asm.rows.clone(), sol.states));
+            previous_pass = Some((asm.rows.clone(), sol.states, sol.f));
             continue;
         }
         // No accurate solution with the recovery biases: the rows ask for separations that
         // no motion gives (an infeasible set: no exact solution), or that only impulses so
         // large that their rounding leaves a row violated give (a nearly infeasible set);
         // solved again without them (see the module docs).
-        let inaccurate = sol.stats.residual > options.lcp.tolerance
-            || violates_rows(&asm, v_free.as_slice(), v_next.as_slice(), sol.f.as_slice());
+        let inaccurate = sol.stats.residual > options.solve_tolerance()
+            || violates_rows(&asm, v_free.as_slice(), v_next.as_slice(), sol.f.as_slice(), ncp);
         if !relaxed && passes < MAX_LIMIT_PASSES + contact_resolves && inaccurate && asm.bias.iter().any(|&b| b < 0.0) {
             relaxed = true;
-            previous_pass = Some((asm.rows.clone(), sol.states));
+            previous_pass = Some((asm.rows.clone(), sol.states, sol.f));
             continue;
         }
         let mut missing = missing_limit_rows(model, q, v_next.as_slice(), h, &asm.rows, true);
@@ -1068,8 +1184,9 @@ pub(crate) fn constraint_stage(
             break (sol, v_next, correction);
         }
         added.extend(missing);
-        previous_pass = Some((asm.rows.clone(), sol.states));
+        previous_pass = Some((asm.rows.clone(), sol.states, sol.f));
     };
+    let mut sol = sol;
     v_out.copy_from_slice(v_next.as_slice());
     let mut limit_violations = limit_violations(model, q, v_free.as_slice(), v_next.as_slice(), h, options);
     let first = first_stats.expect("at least one solve");
@@ -1077,6 +1194,7 @@ pub(crate) fn constraint_stage(
         pivots,
         pgs_iterations,
         fallbacks,
+        newton_iterations,
         warm_start_attempted: first.warm_start_attempted,
         warm_start_hit: first.warm_start_hit,
         ..sol.stats
@@ -1089,6 +1207,20 @@ pub(crate) fn constraint_stage(
         position_limit_violations(model, q, p.v_position.as_slice(), h, &asm.rows, &mut limit_violations);
     }
     ws.previous = Some((asm.contacts.clone(), asm.rows.clone(), sol.states.clone()));
+    ws.previous_forces.clone_from(&sol.f);
+    // The sliding cones, turned into their slip frames for the record (the backward
+    // pass's linearization; [`ConeFrame`]).
+    let cone_frames = cone_frames(&asm, &sliding)?;
+    turn_cones(&mut asm, &mut crow, &cone_frames);
+    for cf in &cone_frames {
+        let [t1, t2] = [3 * cf.contact + 1, 3 * cf.contact + 2];
+        for x in [&mut sol.f, &mut sol.w] {
+            let (a, b) = (x[t1], x[t2]);
+            (x[t1], x[t2]) = (cf.cos * a + cf.sin * b, -cf.sin * a + cf.cos * b);
+        }
+        sol.f[t2] = 0.0;
+        (sol.states[t1], sol.states[t2]) = (RowState::AtBound { sign: -1 }, RowState::Clamping);
+    }
     let record = ConstraintRecord {
         contacts: std::mem::take(&mut asm.contacts),
         info: std::mem::take(&mut asm.info),
@@ -1107,6 +1239,7 @@ pub(crate) fn constraint_stage(
         limit_violations,
         relaxed,
         correction_dropped,
+        cone_frames,
     };
     (ws.assembly, ws.contact_rows, ws.inertia) = (asm, crow, inertia);
     Ok(Some(record))
@@ -1149,7 +1282,7 @@ fn position_stage(
             regularization: &regularization,
             waiting: &row_waits,
         };
-        let out = solve_islands(trees, inertia, &system, &options.lcp, None)?;
+        let out = solve_islands(trees, inertia, &system, IslandSolver::Lcp { options: &options.lcp, guess: None })?;
         let mut closed = false;
         for (k, wait) in row_waits.iter_mut().enumerate() {
             if *wait && out.lcp.w[k] < 0.0 {
@@ -1249,11 +1382,13 @@ pub const RELAX_TOLERANCE: f64 = 1e-6;
 /// tolerance can still do so when its impulses are huge (a nearly singular row set: the
 /// rounding of `A f` is then large in velocity), or when the solver's result is a
 /// spurious one of a set without a solution (a pendulum jammed by friction).
-fn violates_rows(asm: &Assembly, v_free: &[f64], v_next: &[f64], f: &[f64]) -> bool {
+fn violates_rows(asm: &Assembly, v_free: &[f64], v_next: &[f64], f: &[f64], cones: bool) -> bool {
     let eps = RELAX_TOLERANCE * velocity_scale(v_free, v_next);
     (0..asm.rows.len()).any(|r| {
         let (lo, hi) = match asm.bounds[r] {
             RowBound::Box { lo, hi } => (lo, hi),
+            // A cone's rows are not boxes: the NCP solver's residual covers them.
+            RowBound::Friction { .. } if cones => return false,
             RowBound::Friction { normal, mu } => (-mu * f[normal].max(0.0), mu * f[normal].max(0.0)),
         };
         let size = [lo, hi, f[r]].iter().filter(|x| x.is_finite()).fold(0.0f64, |m, x| m.max(x.abs()));
@@ -1442,13 +1577,28 @@ fn row_index(rows: &[RowKind]) -> HashMap<RowKind, usize> {
     index
 }
 
-/// The previous step's classification carried to this step's rows: contacts by
-/// identity, joint rows by kind; unmatched rows are guessed separating.
+/// The previous step's forces carried to this step's rows (the NCP solver's warm
+/// start; [`carry_over`]); unmatched rows start at zero.
+fn warm_start_forces(ws: &ConstraintWorkspace, asm: &Assembly) -> Option<Vec<f64>> {
+    let (_, prev_rows, _) = ws.previous.as_ref()?;
+    (ws.previous_forces.len() == prev_rows.len()).then(|| carry_over(ws, asm, ws.previous_forces.as_slice(), 0.0))?
+}
+
+/// The previous step's classification carried to this step's rows ([`carry_over`]);
+/// unmatched rows are guessed separating.
 fn warm_start_guess(ws: &ConstraintWorkspace, asm: &Assembly) -> Option<Vec<RowState>> {
-    let (prev_contacts, prev_rows, prev_states) = ws.previous.as_ref()?;
+    let (_, _, prev_states) = ws.previous.as_ref()?;
+    carry_over(ws, asm, prev_states, RowState::Separating)
+}
+
+/// Per row of `asm`, the value in `values` (one per row of the previous step) of the
+/// previous step's same row: contacts by identity, joint rows by kind; `missing` for the
+/// rows without one.
+fn carry_over<T: Copy>(ws: &ConstraintWorkspace, asm: &Assembly, values: &[T], missing: T) -> Option<Vec<T>> {
+    let (prev_contacts, prev_rows, _) = ws.previous.as_ref()?;
     let map = match_contacts(prev_contacts, &asm.contacts);
     let index = row_index(prev_rows);
-    let lookup = |kind: &RowKind| index.get(kind).map(|&i| prev_states[i]);
+    let lookup = |kind: &RowKind| index.get(kind).map(|&i| values[i]);
     let guess = asm
         .rows
         .iter()
@@ -1462,7 +1612,7 @@ fn warm_start_guess(ws: &ConstraintWorkspace, asm: &Assembly) -> Option<Vec<RowS
                 }
                 other => lookup(&other),
             };
-            prev.unwrap_or(RowState::Separating)
+            prev.unwrap_or(missing)
         })
         .collect();
     Some(guess)

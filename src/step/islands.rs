@@ -21,7 +21,9 @@ use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
 
 use crate::constraint::SparseRows;
 use crate::error::{Error, Result};
-use crate::solver::lcp::{solve_validated, BoxedLcp, LcpOptions, LcpSolution, LcpStats, RowBound, RowState};
+use crate::solver::lcp::{solve_validated, BoxedLcp, LcpOptions, LcpSolution, LcpStats, RowBound, RowState, SolvePath};
+use crate::solver::ncp::mode::SlidingCone;
+use crate::solver::ncp::NcpSolver;
 use crate::Model;
 
 /// The trees of a model: the tree of each dof (the topmost moving ancestor of its body,
@@ -310,6 +312,19 @@ pub(crate) struct IslandSolution {
     pub lcp: LcpSolution,
     /// `Δv`.
     pub dv: DVector<f64>,
+    /// The NCP solver's sliding cones (their rows numbered over all rows; empty for the
+    /// LCP).
+    pub sliding: Vec<SlidingCone>,
+}
+
+/// The solver of each island of a [`RowSystem`].
+#[derive(Clone, Copy)]
+pub(crate) enum IslandSolver<'a> {
+    /// The boxed LCP, with optional warm-start states over all rows.
+    Lcp { options: &'a LcpOptions, guess: Option<&'a [RowState]> },
+    /// The non-smooth Newton NCP solver (isotropic friction cones), started from the
+    /// given forces over all rows (zero when `None`).
+    Ncp { solver: &'a NcpSolver, start: Option<&'a [f64]> },
 }
 
 /// Solves `system` island by island with `M̃ = inertia` (by trees). `guess`: warm-start
@@ -322,21 +337,25 @@ pub(crate) fn solve_islands(
     trees: &Trees,
     inertia: &TreeInertia,
     system: &RowSystem,
-    options: &LcpOptions,
-    guess: Option<&[RowState]>,
+    solver: IslandSolver,
 ) -> Result<IslandSolution> {
+    let guess = match solver {
+        IslandSolver::Lcp { guess, .. } => guess,
+        IslandSolver::Ncp { .. } => None,
+    };
     let (m, nv) = system.j.shape();
     let mut f = DVector::zeros(m);
     let mut w = DVector::zeros(m);
     let mut states = vec![RowState::Separating; m];
     let mut dv = DVector::zeros(nv);
     let mut stats = LcpStats {
-        warm_start_attempted: guess.is_some(),
+        warm_start_attempted: guess.is_some() || matches!(solver, IslandSolver::Ncp { start: Some(_), .. }),
         warm_start_hit: guess.is_some(),
         standardized: true,
         ..LcpStats::default()
     };
     let mut local = vec![usize::MAX; m];
+    let mut sliding = vec![];
     // The column of each dof in the current island's `J_RD` (`usize::MAX`: not in it).
     let mut column = vec![usize::MAX; nv];
     for island in islands(trees, system.row_trees, system.bounds, system.waiting) {
@@ -397,12 +416,41 @@ pub(crate) fn solve_islands(
                 other => other,
             })
             .collect();
-        let island_guess: Option<Vec<RowState>> = guess.map(|g| rows.iter().map(|&r| g[r]).collect());
-        let mut problem = BoxedLcp::new(a, b, bounds)?;
-        if let Some(l) = factor {
-            problem = problem.with_factor(l)?;
-        }
-        let sol = solve_validated(&problem, options, island_guess.as_deref())?;
+        let sol = match solver {
+            IslandSolver::Lcp { options, .. } => {
+                let island_guess: Option<Vec<RowState>> = guess.map(|g| rows.iter().map(|&r| g[r]).collect());
+                let mut problem = BoxedLcp::new(a, b, bounds)?;
+                if let Some(l) = factor {
+                    problem = problem.with_factor(l)?;
+                }
+                solve_validated(&problem, options, island_guess.as_deref())?
+            }
+            IslandSolver::Ncp { solver, start } => {
+                let island_start = start.map(|s| DVector::from_iterator(k, rows.iter().map(|&r| s[r])));
+                let out = solver.solve_dense(&a, &b, &bounds, island_start.as_ref())?;
+                sliding.extend(out.sliding.iter().map(|c| SlidingCone {
+                    normal: rows[c.normal],
+                    rows: c.rows.map(|t| rows[t]),
+                    ..*c
+                }));
+                let warm = island_start.is_some();
+                LcpSolution {
+                    stats: LcpStats {
+                        path: SolvePath::Newton,
+                        islands: 1,
+                        residual: out.residual,
+                        warm_start_attempted: warm,
+                        warm_start_hit: warm,
+                        standardized: out.standardized,
+                        newton_iterations: out.iterations,
+                        ..LcpStats::default()
+                    },
+                    f: out.f,
+                    w: out.w,
+                    states: out.states,
+                }
+            }
+        };
         for (p, &r) in rows.iter().enumerate() {
             f[r] = sol.f[p];
             w[r] = sol.w[p];
@@ -420,7 +468,7 @@ pub(crate) fn solve_islands(
     for r in (0..m).filter(|&r| system.waiting.get(r).copied().unwrap_or(false)) {
         w[r] = system.j.dot(r, dv.as_slice()) + system.b[r];
     }
-    Ok(IslandSolution { lcp: LcpSolution { f, w, states, stats }, dv })
+    Ok(IslandSolution { lcp: LcpSolution { f, w, states, stats }, dv, sliding })
 }
 
 /// Folds an island's statistics into the step's: the worst path, sums of islands, pivots,
@@ -436,6 +484,7 @@ fn merge_stats(total: &mut LcpStats, island: &LcpStats) {
     total.residual = total.residual.max(island.residual);
     total.warm_start_hit &= island.warm_start_hit;
     total.standardized &= island.standardized;
+    total.newton_iterations += island.newton_iterations;
 }
 
 #[cfg(test)]
@@ -536,7 +585,8 @@ mod tests {
             waiting: &[],
         };
         let options = LcpOptions::default();
-        let out = solve_islands(&trees, &blocks, &system, &options, None).unwrap();
+        let out =
+            solve_islands(&trees, &blocks, &system, IslandSolver::Lcp { options: &options, guess: None }).unwrap();
         let chol = Cholesky::new(inertia.clone()).unwrap();
         let y = chol.solve(&j.transpose());
         let a = &j * &y + DMatrix::from_diagonal(&DVector::from_column_slice(&regularization));
@@ -552,7 +602,8 @@ mod tests {
         // Row 4 waiting: no force, in no island, its w from the others' Δv.
         let waiting = [false, false, false, false, true];
         let system = RowSystem { waiting: &waiting, ..system };
-        let out = solve_islands(&trees, &blocks, &system, &options, None).unwrap();
+        let out =
+            solve_islands(&trees, &blocks, &system, IslandSolver::Lcp { options: &options, guess: None }).unwrap();
         assert_eq!(out.lcp.f[4], 0.0);
         assert_eq!(out.lcp.states[4], RowState::Separating);
         let w4 = j.row(4).iter().zip(out.dv.iter()).map(|(a, b)| a * b).sum::<f64>() + b[4];
@@ -584,14 +635,19 @@ mod tests {
             regularization: &[0.0],
             waiting: &[],
         };
-        let err = solve_islands(&trees, &blocks, &system, &LcpOptions::default(), None).err().expect("an error");
+        let err =
+            solve_islands(&trees, &blocks, &system, IslandSolver::Lcp { options: &LcpOptions::default(), guess: None })
+                .err()
+                .expect("an error");
         assert!(err.to_string().contains("not positive definite"), "{err}");
         // The singular block belongs to a tree no row touches: solved.
         let mut j2 = DMatrix::zeros(1, nv);
         j2[(0, 5)] = 1.0;
         let j2 = SparseRows::from_dense(&j2);
         let system = RowSystem { j: &j2, row_trees: &[[2, usize::MAX]], ..system };
-        let out = solve_islands(&trees, &blocks, &system, &LcpOptions::default(), None).unwrap();
+        let out =
+            solve_islands(&trees, &blocks, &system, IslandSolver::Lcp { options: &LcpOptions::default(), guess: None })
+                .unwrap();
         assert!((out.lcp.f[0] - 1.0).abs() < 1e-14 && (out.dv[5] - 1.0).abs() < 1e-14);
     }
 }

@@ -49,10 +49,10 @@ use crate::math::{
 use crate::model::{placement_direction, ParamKind, ParamSpec};
 use crate::solver::lcp::{RowBound, RowState, FACTORED_MIN_ROWS};
 use crate::step::contact::{
-    assemble_into, effective_inertia_blocks, regularization_sides, subtree_mass, Assembly, RowKind,
+    assemble_into, effective_inertia_blocks, regularization_sides, subtree_mass, turn_cones, Assembly, RowKind,
 };
 use crate::step::islands::{join, root, ColumnMajor, TreeCholesky, TreeInertia, Trees};
-use crate::step::{BounceGradients, ConstraintRecord, PenetrationRecovery};
+use crate::step::{BounceGradients, ConstraintRecord, ContactModel, PenetrationRecovery};
 use crate::Model;
 use nalgebra::{DMatrix, DVector};
 
@@ -524,6 +524,8 @@ impl StepGeometry {
             &c.added_rows,
             c.relaxed,
         )?;
+        // The NCP solver's sliding cones, in the slip frames the record holds them in.
+        turn_cones(&mut self.asm, &mut self.rows, &c.cone_frames);
         effective_inertia_blocks(model, &mut self.data, h, &self.trees, &mut self.tree_inertia);
         self.chol.refactor(&self.tree_inertia)?;
         self.rd.rebuild(model, &self.data, &c.contacts, &self.rows)?;
@@ -850,7 +852,7 @@ impl<'a> StageView<'a> {
             RowKind::ContactFriction { contact, .. } => {
                 // Viscous rows: w = J v⁺ + f/(h μ_v); d(1/(h μ_v))/dμ_v = −1/(h μ_v²).
                 let mu_v = c.info[contact].viscous_friction;
-                if asm.regularization[r] > 0.0 {
+                if asm.regularization[r] > 0.0 && c.options.model == ContactModel::Viscous {
                     let h = self.rec.dt;
                     for (col, w) in material_weights(model, params, ParamKind::ViscousFriction, &c.contacts[contact]) {
                         add(col, w * self.f[r] / (h * mu_v * mu_v));

@@ -73,6 +73,9 @@ pub enum SolvePath {
     Lemke,
     /// Projected Gauss–Seidel.
     Pgs,
+    /// The non-smooth Newton NCP solver ([`crate::solver::ncp::NcpSolver`]; the step's
+    /// contacts have isotropic friction cones, not a boxed LCP).
+    Newton,
 }
 
 impl SolvePath {
@@ -85,6 +88,7 @@ impl SolvePath {
             SolvePath::Dantzig => 3,
             SolvePath::Lemke => 4,
             SolvePath::Pgs => 5,
+            SolvePath::Newton => 6,
         }
     }
 }
@@ -109,8 +113,12 @@ pub struct LcpStats {
     /// Times a method failed and the next one was tried (a warm-start miss is not counted here; see
     /// `warm_start_hit`).
     pub fallbacks: usize,
-    /// The returned solution is the App. A.1 standardized one on every island.
+    /// The returned solution is the App. A.1 standardized one on every island (for the
+    /// NCP solver: the minimum-norm forces of its contact mode).
     pub standardized: bool,
+    /// Non-smooth Newton iterations of the NCP solver, summed over islands (0 for the
+    /// LCP solvers).
+    pub newton_iterations: usize,
 }
 
 /// Options of [`solve`].

@@ -37,6 +37,7 @@
 //! stick/slide switch) are not differentiable: the derivative is the recorded side's.
 
 use super::functions::{delassus_scales, friction_compliance, FrictionCompliance, NcpFunction};
+use super::mode::{cones, Cone, Mode, SlidingCone};
 use super::newton::{newton_step, LinearSolve};
 use crate::error::{Error, Result};
 use crate::math::min_norm_solve;
@@ -79,177 +80,290 @@ impl Default for NcpSolver {
     }
 }
 
-/// The friction rows that follow one normal row: one isotropic cone.
-struct Cone {
-    /// The normal row.
-    normal: usize,
-    /// Its friction rows.
-    rows: Vec<usize>,
-    /// Their friction coefficient.
-    mu: f64,
+/// Undamped Newton steps taken after convergence while they lower the residual
+/// ([`NcpSolver`]'s `newton`).
+const POLISH_STEPS: usize = 4;
+
+/// The residual (velocity units) to which the simulator's NCP solve first iterates
+/// before it tries the iterate's contact mode.
+pub const COARSE_TOLERANCE: f64 = 1e-8;
+
+/// The Newton step's system at one iterate (`NcpSolver::linearize`).
+struct Linearization {
+    c: Vec<f64>,
+    e: DVector<f64>,
+    known: Vec<Option<f64>>,
 }
 
-/// The cones of a problem: its friction rows grouped by the normal they follow.
-fn cones(bounds: &[RowBound]) -> Result<Vec<Cone>> {
-    let mut cones: Vec<Cone> = vec![];
-    for (i, b) in bounds.iter().enumerate() {
-        if let RowBound::Friction { normal, mu } = *b {
-            if normal >= bounds.len() || !bounds[normal].is_unilateral() {
-                return Err(Error::InvalidInput(format!(
-                    "NCP solver: friction row {i} follows row {normal}, which is not a unilateral normal row"
-                )));
-            }
-            match cones.iter_mut().find(|c| c.normal == normal) {
-                Some(c) if c.mu == mu => c.rows.push(i),
-                Some(_) => {
-                    return Err(Error::InvalidInput(format!(
-                        "NCP solver: the friction rows of normal row {normal} disagree on μ"
-                    )))
-                }
-                None => cones.push(Cone { normal, rows: vec![i], mu }),
-            }
-        }
+impl Linearization {
+    fn new(m: usize) -> Linearization {
+        Linearization { c: vec![0.0; m], e: DVector::zeros(m), known: vec![None; m] }
     }
-    Ok(cones)
 }
 
 impl NcpSolver {
-    /// The Newton iteration; returns `(f, iterations, residual)`.
+    /// The Newton iteration from `start` (zero when `None`) to `tolerance`; returns
+    /// `(f, iterations, residual)`. With `polish`, once the damped iteration meets it, up to
+    /// [`POLISH_STEPS`] undamped steps are taken while they lower the residual: inside the
+    /// solution's contact mode Newton's method converges quadratically, so the returned
+    /// forces are exact to round-off rather than to the tolerance (a solution that moves
+    /// smoothly with the problem, as its finite differences need).
+    #[allow(clippy::too_many_arguments)]
     fn newton(
         &self,
         a: &DMatrix<f64>,
         b: &DVector<f64>,
         bounds: &[RowBound],
         cones: &[Cone],
+        start: Option<&DVector<f64>>,
+        tolerance: f64,
+        polish: bool,
     ) -> Result<(DVector<f64>, usize, f64)> {
         let m = b.len();
         let r = if self.preconditioner { delassus_scales(a) } else { vec![1.0; m] };
-        let mut f = DVector::zeros(m);
-        let (mut c, mut e) = (vec![0.0; m], DVector::zeros(m));
-        let mut known: Vec<Option<f64>> = vec![None; m];
+        let mut f = match start {
+            Some(s) if s.len() == m && s.iter().all(|x| x.is_finite()) => s.clone(),
+            _ => DVector::zeros(m),
+        };
+        let mut lin = Linearization::new(m);
         let mut iterations = 0;
-        loop {
-            let w = a * &f + b;
-            let mut residual: f64 = 0.0;
-            for i in 0..m {
-                known[i] = None;
-                match bounds[i] {
-                    RowBound::Friction { .. } => {}
-                    RowBound::Box { lo, hi } if lo == 0.0 && hi == f64::INFINITY => {
-                        let v = self.function.eval(w[i], f[i], r[i]);
-                        residual = residual.max(v.value.abs());
-                        if v.da > 1e-12 {
-                            c[i] = v.db / v.da;
-                            e[i] = v.value / v.da;
-                        } else {
-                            known[i] = Some(-v.value / v.db);
-                        }
-                    }
-                    RowBound::Box { lo, hi } if lo == f64::NEG_INFINITY && hi == f64::INFINITY => {
-                        residual = residual.max(w[i].abs());
-                        c[i] = 0.0;
-                        e[i] = w[i];
-                    }
-                    RowBound::Box { lo, hi } => {
-                        let trial = f[i] - r[i] * w[i];
-                        if trial > lo && trial < hi {
-                            residual = residual.max(w[i].abs());
-                            c[i] = 0.0;
-                            e[i] = w[i];
-                        } else {
-                            let bound = if trial <= lo { lo } else { hi };
-                            residual = residual.max((f[i] - bound).abs() / r[i]);
-                            known[i] = Some(bound - f[i]);
-                        }
-                    }
-                }
-            }
-            for Cone { normal: n, rows: ts, mu } in cones {
-                let slip = ts.iter().map(|&t| w[t] * w[t]).sum::<f64>().sqrt();
-                let force = ts.iter().map(|&t| f[t] * f[t]).sum::<f64>().sqrt();
-                let rt = ts.iter().map(|&t| r[t]).fold(0.0, f64::max);
-                match friction_compliance(self.function, slip, force, mu * f[*n].max(0.0), rt) {
-                    FrictionCompliance::Active(wc) => {
-                        for &t in ts {
-                            c[t] = wc;
-                            e[t] = w[t] + wc * f[t];
-                            residual = residual.max(e[t].abs());
-                        }
-                    }
-                    FrictionCompliance::Inactive => {
-                        for &t in ts {
-                            known[t] = Some(-f[t]);
-                            residual = residual.max(f[t].abs() / r[t]);
-                        }
-                    }
-                }
-            }
-            if residual <= self.tolerance || iterations >= self.max_iterations {
-                return Ok((f, iterations, residual));
-            }
-            let df = newton_step(a, &c, &-&e, &known, self.linear, self.shift)?;
+        let mut residual = self.linearize(a, b, bounds, cones, &r, &f, &mut lin);
+        while residual > tolerance && iterations < self.max_iterations {
+            let df = newton_step(a, &lin.c, &-&lin.e, &lin.known, self.linear, self.shift)?;
             f += df * self.damping;
             iterations += 1;
+            residual = self.linearize(a, b, bounds, cones, &r, &f, &mut lin);
         }
+        if polish && residual <= tolerance {
+            for _ in 0..POLISH_STEPS {
+                if residual == 0.0 {
+                    break;
+                }
+                let df = newton_step(a, &lin.c, &-&lin.e, &lin.known, self.linear, self.shift)?;
+                let trial = &f + df;
+                let mut trial_lin = Linearization::new(m);
+                let trial_residual = self.linearize(a, b, bounds, cones, &r, &trial, &mut trial_lin);
+                if trial_residual.is_nan() || trial_residual >= residual {
+                    break;
+                }
+                (f, lin, residual) = (trial, trial_lin, trial_residual);
+                iterations += 1;
+            }
+        }
+        Ok((f, iterations, residual))
     }
 
-    /// `(Q, P)` of the contact mode at `(f, w)` (module notes), dense.
-    fn mode_jacobians(
+    /// The residual of the NCP at `f` (velocity units, the largest over the rows), and
+    /// the Newton step's system there in `lin` (per row: the compliance `c`, the scaled
+    /// residual `e`, or the step fixed by the row's own force in `known`).
+    #[allow(clippy::too_many_arguments)]
+    fn linearize(
         &self,
+        a: &DMatrix<f64>,
+        b: &DVector<f64>,
         bounds: &[RowBound],
         cones: &[Cone],
-        f: &DVector<f64>,
-        w: &DVector<f64>,
         r: &[f64],
-    ) -> (DMatrix<f64>, DMatrix<f64>) {
-        let m = f.len();
-        let (mut q, mut p) = (DMatrix::zeros(m, m), DMatrix::zeros(m, m));
-        // A force below this is zero for the mode (the forward pass's tolerance, in force).
-        let f_tol = |i: usize| self.tolerance.max(1e-14) / r[i];
+        f: &DVector<f64>,
+        lin: &mut Linearization,
+    ) -> f64 {
+        let m = b.len();
+        let w = a * f + b;
+        let Linearization { c, e, known } = lin;
+        let mut residual: f64 = 0.0;
         for i in 0..m {
+            known[i] = None;
             match bounds[i] {
                 RowBound::Friction { .. } => {}
                 RowBound::Box { lo, hi } if lo == 0.0 && hi == f64::INFINITY => {
-                    if f[i] > f_tol(i) {
-                        p[(i, i)] = 1.0;
+                    let v = self.function.eval(w[i], f[i], r[i]);
+                    residual = residual.max(v.value.abs());
+                    if v.da > 1e-12 {
+                        c[i] = v.db / v.da;
+                        e[i] = v.value / v.da;
                     } else {
-                        q[(i, i)] = 1.0;
+                        known[i] = Some(-v.value / v.db);
                     }
                 }
+                RowBound::Box { lo, hi } if lo == f64::NEG_INFINITY && hi == f64::INFINITY => {
+                    residual = residual.max(w[i].abs());
+                    c[i] = 0.0;
+                    e[i] = w[i];
+                }
                 RowBound::Box { lo, hi } => {
-                    let inside = f[i] > lo + f_tol(i) && f[i] < hi - f_tol(i);
-                    if inside || (lo == f64::NEG_INFINITY && hi == f64::INFINITY) {
-                        p[(i, i)] = 1.0;
+                    let trial = f[i] - r[i] * w[i];
+                    if trial > lo && trial < hi {
+                        residual = residual.max(w[i].abs());
+                        c[i] = 0.0;
+                        e[i] = w[i];
                     } else {
-                        q[(i, i)] = 1.0;
+                        let bound = if trial <= lo { lo } else { hi };
+                        residual = residual.max((f[i] - bound).abs() / r[i]);
+                        known[i] = Some(bound - f[i]);
                     }
                 }
             }
         }
         for Cone { normal: n, rows: ts, mu } in cones {
             let slip = ts.iter().map(|&t| w[t] * w[t]).sum::<f64>().sqrt();
-            if *mu == 0.0 || f[*n] <= f_tol(*n) {
-                for &t in ts {
-                    q[(t, t)] = 1.0;
+            let force = ts.iter().map(|&t| f[t] * f[t]).sum::<f64>().sqrt();
+            let rt = ts.iter().map(|&t| r[t]).fold(0.0, f64::max);
+            match friction_compliance(self.function, slip, force, mu * f[*n].max(0.0), rt) {
+                // A compliance beyond 1e12 times the rows' scale (a cone whose force
+                // vanishes) holds the force at zero instead: its Newton row would overflow.
+                FrictionCompliance::Active(wc) if wc.is_finite() && wc <= 1e12 * rt => {
+                    for &t in ts {
+                        c[t] = wc;
+                        e[t] = w[t] + wc * f[t];
+                        residual = residual.max(e[t].abs());
+                    }
                 }
-            } else if slip <= self.tolerance.max(1e-14) * 10.0 {
-                for &t in ts {
-                    p[(t, t)] = 1.0;
-                }
-            } else {
-                // f_t + μ f_n ŵ = 0.
-                for (a_i, &t) in ts.iter().enumerate() {
-                    q[(t, t)] = 1.0;
-                    q[(t, *n)] = mu * w[t] / slip;
-                    for (b_i, &s) in ts.iter().enumerate() {
-                        let delta = if a_i == b_i { 1.0 } else { 0.0 };
-                        p[(t, s)] = mu * f[*n] * (delta - w[t] * w[s] / (slip * slip)) / slip;
+                _ => {
+                    for &t in ts {
+                        known[t] = Some(-f[t]);
+                        residual = residual.max(f[t].abs() / r[t]);
                     }
                 }
             }
         }
-        (q, p)
+        residual
     }
+
+    /// Solves `w = A f + b` (dense) from `start` (the previous step's forces, or zero) and
+    /// returns the minimum-norm forces of the solution's contact mode
+    /// ([`Mode::min_norm_forces`]) when they solve the NCP to the tolerance.
+    ///
+    /// The Newton iteration first runs to [`COARSE_TOLERANCE`] (or the tolerance, if
+    /// looser); the mode of that iterate is tried, with tied unilateral rows (zero force,
+    /// zero velocity: a redundant contact) active and then separating. If neither mode's
+    /// minimum-norm forces solve the NCP, the iteration goes on to the tolerance and the
+    /// modes of its result are tried. Failing those, the Newton iterate itself is
+    /// returned (`standardized: false`).
+    ///
+    /// Errors: a problem whose friction rows do not follow unilateral normal rows, or a
+    /// Newton step that cannot be solved.
+    pub(crate) fn solve_dense(
+        &self,
+        a: &DMatrix<f64>,
+        b: &DVector<f64>,
+        bounds: &[RowBound],
+        start: Option<&DVector<f64>>,
+    ) -> Result<DenseNcpSolution> {
+        let cones = cones(bounds)?;
+        let m = b.len();
+        let r = delassus_scales(a);
+        let scaled = if self.preconditioner { r.clone() } else { vec![1.0; m] };
+        let coarse = self.tolerance.max(COARSE_TOLERANCE);
+        let (mut f, mut iterations, mut residual) = self.newton(a, b, bounds, &cones, start, coarse, false)?;
+        let mut tol = coarse;
+        loop {
+            if residual <= tol {
+                if let Some(out) = self.standardized(a, b, bounds, &cones, &r, &scaled, &f, tol) {
+                    return Ok(DenseNcpSolution { iterations, ..out });
+                }
+            }
+            if tol <= self.tolerance {
+                break;
+            }
+            tol = self.tolerance;
+            let (f1, more, res1) = self.newton(a, b, bounds, &cones, Some(&f), tol, true)?;
+            (f, residual) = (f1, res1);
+            iterations += more;
+        }
+        if let Some((index, &value)) = f.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+            return Err(Error::NonFinite { what: "NCP solver forces", index, value });
+        }
+        let w = a * &f + b;
+        let mode = Mode::classify(bounds, &cones, &f, &w, &r, self.tolerance, false);
+        Ok(DenseNcpSolution {
+            states: mode.states(bounds, &cones, &f),
+            sliding: mode.sliding(&cones, &f, &w),
+            f,
+            w,
+            iterations,
+            residual,
+            converged: residual <= self.tolerance,
+            standardized: false,
+        })
+    }
+}
+
+impl NcpSolver {
+    /// The minimum-norm forces of the contact mode of the iterate `f` (tolerance `tol`),
+    /// when they solve the NCP to the solver's tolerance: the mode with tied rows active,
+    /// then with them separating. The forces found are classified again (tied rows now
+    /// separating: a redundant contact that took a share of the load is no longer tied)
+    /// and that mode's minimum-norm forces are the result when they solve the NCP. The
+    /// states returned are those of the mode the forces were computed in (the mode the
+    /// backward pass differentiates).
+    #[allow(clippy::too_many_arguments)]
+    fn standardized(
+        &self,
+        a: &DMatrix<f64>,
+        b: &DVector<f64>,
+        bounds: &[RowBound],
+        cones: &[Cone],
+        r: &[f64],
+        scaled: &[f64],
+        f: &DVector<f64>,
+        tol: f64,
+    ) -> Option<DenseNcpSolution> {
+        let m = b.len();
+        let residual = |x: &DVector<f64>| self.linearize(a, b, bounds, cones, scaled, x, &mut Linearization::new(m));
+        let w = a * f + b;
+        for tied_active in [true, false] {
+            let mode = Mode::classify(bounds, cones, f, &w, r, tol, tied_active);
+            let Some(f1) = mode.min_norm_forces(a, b, cones, f, &w) else { continue };
+            if residual(&f1) > self.tolerance {
+                continue;
+            }
+            let w1 = a * &f1 + b;
+            let mode2 = Mode::classify(bounds, cones, &f1, &w1, r, self.tolerance, false);
+            let (mode, f, w) = match mode2.min_norm_forces(a, b, cones, &f1, &w1) {
+                Some(f2) if residual(&f2) <= self.tolerance => {
+                    let w2 = a * &f2 + b;
+                    (mode2, f2, w2)
+                }
+                _ => (mode, f1, w1),
+            };
+            let sliding = mode.sliding(cones, &f, &w);
+            if sliding.iter().any(|c| !(c.compliance.is_finite() && c.compliance > 0.0)) {
+                continue;
+            }
+            return Some(DenseNcpSolution {
+                states: mode.states(bounds, cones, &f),
+                sliding,
+                residual: residual(&f),
+                f,
+                w,
+                iterations: 0,
+                converged: true,
+                standardized: true,
+            });
+        }
+        None
+    }
+}
+
+/// A solution of [`NcpSolver::solve_dense`].
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct DenseNcpSolution {
+    /// The forces (impulses).
+    pub f: DVector<f64>,
+    /// `w = A f + b`.
+    pub w: DVector<f64>,
+    /// The rows' states ([`Mode::states`]).
+    pub states: Vec<RowState>,
+    /// The sliding two-row cones.
+    pub sliding: Vec<SlidingCone>,
+    /// Newton iterations, polishing steps included.
+    pub iterations: usize,
+    /// The residual of the returned forces (velocity units).
+    pub residual: f64,
+    /// The residual meets the tolerance.
+    pub converged: bool,
+    /// The forces are the minimum-norm ones of their contact mode.
+    pub standardized: bool,
 }
 
 impl ConstraintSolver for NcpSolver {
@@ -259,36 +373,17 @@ impl ConstraintSolver for NcpSolver {
 
     fn solve(&self, problem: &ConstraintProblem, _warm_start: Option<&[RowState]>) -> Result<ConstraintSolution> {
         problem.check()?;
-        let cones = cones(problem.bounds)?;
         let a = problem.delassus.dense();
-        let (f, _iterations, residual) = self.newton(&a, problem.b, problem.bounds, &cones)?;
-        let w = &a * &f + problem.b;
-        let r = delassus_scales(&a);
-        let (q, _) = self.mode_jacobians(problem.bounds, &cones, &f, &w, &r);
-        // The mode as row states (reporting): a row held at zero force separates, a
-        // sliding cone's rows are at their bound (the sign of their force), every other
-        // row holds its velocity (clamping).
-        let states = (0..f.len())
-            .map(|i| {
-                let sliding = matches!(problem.bounds[i], RowBound::Friction { normal, .. } if q[(i, normal)] != 0.0);
-                if sliding {
-                    RowState::AtBound { sign: if f[i] < 0.0 { -1 } else { 1 } }
-                } else if q[(i, i)] == 1.0 {
-                    RowState::Separating
-                } else {
-                    RowState::Clamping
-                }
-            })
-            .collect();
+        let out = self.solve_dense(&a, problem.b, problem.bounds, None)?;
         Ok(ConstraintSolution {
-            f,
-            w,
-            states,
+            f: out.f,
+            w: out.w,
+            states: out.states,
             report: SolveReport {
                 solver: self.name(),
                 fallbacks: 0,
-                residual,
-                converged: residual <= self.tolerance,
+                residual: out.residual,
+                converged: out.converged,
                 lcp: None,
             },
         })
@@ -308,7 +403,8 @@ impl ConstraintSolver for NcpSolver {
         let cones = cones(problem.bounds)?;
         let a = problem.delassus.dense();
         let r = delassus_scales(&a);
-        let (q, p) = self.mode_jacobians(problem.bounds, &cones, &solution.f, &solution.w, &r);
+        let mode = Mode::classify(problem.bounds, &cones, &solution.f, &solution.w, &r, self.tolerance, false);
+        let (q, p) = mode.jacobians(&cones, &solution.f, &solution.w);
         let k = &q + &p * &a;
         let y: DVector<f64> = match k.transpose().lu().solve(grad_f) {
             Some(y)

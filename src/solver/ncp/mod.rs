@@ -12,16 +12,18 @@
 //! - [`dual`]: the same iteration on a constraint stage's problem `w = A f + b`
 //!   ([`NcpSolver`], a [`super::ConstraintSolver`]: usable by a [`crate::world::World`]),
 //!   with friction rows grouped into isotropic cones and its backward pass by the
-//!   implicit-function theorem in the solution's contact mode.
+//!   implicit-function theorem in the solution's contact mode;
+//! - `mode`: the contact mode of a solution and its minimum-norm forces.
 //!
-//! Its place in the simulator's own step pipeline comes next (issue #20).
+//! The simulator's constraint stage uses it with [`crate::step::ContactSolver::Ncp`].
 
 pub mod dual;
 pub mod functions;
+pub(crate) mod mode;
 pub mod newton;
 pub mod pcr;
 
-pub use dual::NcpSolver;
+pub use dual::{NcpSolver, COARSE_TOLERANCE};
 pub use functions::{complementarity_scale, friction_compliance, FrictionCompliance, NcpFunction, NcpValue};
 pub use newton::{solve_ncp, LinearSolve, NcpOptions, NcpProblem, NcpSolution};
 pub use pcr::{pcr_solve, PcrOptions, PcrReport, SchurOperator};
