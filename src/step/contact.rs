@@ -587,9 +587,19 @@ pub struct ConstraintWorkspace {
     trees: Trees,
     /// `M̃` of the last step, by trees (its storage reused).
     inertia: TreeInertia,
-    previous: Option<(Vec<Contact>, Vec<RowKind>, Vec<RowState>)>,
-    /// The previous step's forces on its rows (the NCP solver's warm start).
-    previous_forces: DVector<f64>,
+    /// The previous step's solve, for the warm start of the next.
+    previous: Option<PreviousSolve>,
+}
+
+/// What a step's warm start takes from the previous step's constraint solve.
+#[derive(Clone, Debug)]
+struct PreviousSolve {
+    contacts: Vec<Contact>,
+    rows: Vec<RowKind>,
+    /// The rows' classification (the LCP solvers' warm start).
+    states: Vec<RowState>,
+    /// The rows' forces, in the contacts' own tangent bases (the NCP solver's).
+    forces: Vec<f64>,
 }
 
 impl ConstraintWorkspace {
@@ -602,7 +612,6 @@ impl ConstraintWorkspace {
             trees: Trees::new(model),
             inertia: TreeInertia::default(),
             previous: None,
-            previous_forces: DVector::zeros(0),
         }
     }
     /// Forgets the previous step (no warm start on the next one).
@@ -1206,18 +1215,20 @@ pub(crate) fn constraint_stage(
     if let Some(p) = &correction {
         position_limit_violations(model, q, p.v_position.as_slice(), h, &asm.rows, &mut limit_violations);
     }
-    ws.previous = Some((asm.contacts.clone(), asm.rows.clone(), sol.states.clone()));
-    ws.previous_forces.clone_from(&sol.f);
+    ws.previous = Some(PreviousSolve {
+        contacts: asm.contacts.clone(),
+        rows: asm.rows.clone(),
+        states: sol.states.clone(),
+        forces: sol.f.as_slice().to_vec(),
+    });
     // The sliding cones, turned into their slip frames for the record (the backward
     // pass's linearization; [`ConeFrame`]).
     let cone_frames = cone_frames(&asm, &sliding)?;
     turn_cones(&mut asm, &mut crow, &cone_frames);
     for cf in &cone_frames {
+        // In the slip frame: `f_∥ = −μ f_n` at its bound, `f_⊥ = 0` with `w_⊥ = 0`.
         let [t1, t2] = [3 * cf.contact + 1, 3 * cf.contact + 2];
-        for x in [&mut sol.f, &mut sol.w] {
-            let (a, b) = (x[t1], x[t2]);
-            (x[t1], x[t2]) = (cf.cos * a + cf.sin * b, -cf.sin * a + cf.cos * b);
-        }
+        sol.f[t1] = cf.cos * sol.f[t1] + cf.sin * sol.f[t2];
         sol.f[t2] = 0.0;
         (sol.states[t1], sol.states[t2]) = (RowState::AtBound { sign: -1 }, RowState::Clamping);
     }
@@ -1580,27 +1591,25 @@ fn row_index(rows: &[RowKind]) -> HashMap<RowKind, usize> {
 /// The previous step's forces carried to this step's rows (the NCP solver's warm
 /// start; [`carry_over`]); unmatched rows start at zero.
 fn warm_start_forces(ws: &ConstraintWorkspace, asm: &Assembly) -> Option<Vec<f64>> {
-    let (_, prev_rows, _) = ws.previous.as_ref()?;
-    (ws.previous_forces.len() == prev_rows.len()).then(|| carry_over(ws, asm, ws.previous_forces.as_slice(), 0.0))?
+    let prev = ws.previous.as_ref()?;
+    Some(carry_over(prev, asm, &prev.forces, 0.0))
 }
 
 /// The previous step's classification carried to this step's rows ([`carry_over`]);
 /// unmatched rows are guessed separating.
 fn warm_start_guess(ws: &ConstraintWorkspace, asm: &Assembly) -> Option<Vec<RowState>> {
-    let (_, _, prev_states) = ws.previous.as_ref()?;
-    carry_over(ws, asm, prev_states, RowState::Separating)
+    let prev = ws.previous.as_ref()?;
+    Some(carry_over(prev, asm, &prev.states, RowState::Separating))
 }
 
 /// Per row of `asm`, the value in `values` (one per row of the previous step) of the
 /// previous step's same row: contacts by identity, joint rows by kind; `missing` for the
 /// rows without one.
-fn carry_over<T: Copy>(ws: &ConstraintWorkspace, asm: &Assembly, values: &[T], missing: T) -> Option<Vec<T>> {
-    let (prev_contacts, prev_rows, _) = ws.previous.as_ref()?;
-    let map = match_contacts(prev_contacts, &asm.contacts);
-    let index = row_index(prev_rows);
+fn carry_over<T: Copy>(prev: &PreviousSolve, asm: &Assembly, values: &[T], missing: T) -> Vec<T> {
+    let map = match_contacts(&prev.contacts, &asm.contacts);
+    let index = row_index(&prev.rows);
     let lookup = |kind: &RowKind| index.get(kind).map(|&i| values[i]);
-    let guess = asm
-        .rows
+    asm.rows
         .iter()
         .map(|kind| {
             let prev = match *kind {
@@ -1614,6 +1623,5 @@ fn carry_over<T: Copy>(ws: &ConstraintWorkspace, asm: &Assembly, values: &[T], m
             };
             prev.unwrap_or(missing)
         })
-        .collect();
-    Some(guess)
+        .collect()
 }

@@ -394,8 +394,8 @@ pub(crate) fn solve_islands(
             a = &ji * &solved;
             y = Some(solved);
             // More rows than dofs and no regularization: A = L Lᵀ with L = J_RD C⁻ᵀ
-            // (M̃_DD = C Cᵀ), which the standardized solves of large clamping sets use.
-            if k > n && !regularized {
+            // (M̃_DD = C Cᵀ), which the LCP's standardized solves of large clamping sets use.
+            if k > n && !regularized && matches!(solver, IslandSolver::Lcp { .. }) {
                 let mut lt = ji.transpose();
                 if chol.l_dirty().solve_lower_triangular_mut(&mut lt) {
                     factor = Some(lt.transpose());

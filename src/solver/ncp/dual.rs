@@ -101,6 +101,38 @@ impl Linearization {
     }
 }
 
+/// One dense problem `w = A f + b` as the solver works on it.
+struct Dense<'a> {
+    a: &'a DMatrix<f64>,
+    b: &'a DVector<f64>,
+    bounds: &'a [RowBound],
+    /// The friction rows grouped into cones.
+    cones: Vec<Cone>,
+    /// `A_ii` per row: the scales of the mode's tolerances.
+    r: Vec<f64>,
+    /// The NCP rows' scales: `r` with the complementarity preconditioner, 1 without.
+    scaled: Vec<f64>,
+}
+
+impl<'a> Dense<'a> {
+    /// Errors: friction rows that do not follow unilateral normal rows ([`cones`]).
+    fn new(solver: &NcpSolver, a: &'a DMatrix<f64>, b: &'a DVector<f64>, bounds: &'a [RowBound]) -> Result<Self> {
+        let r = delassus_scales(a);
+        let scaled = if solver.preconditioner { r.clone() } else { vec![1.0; b.len()] };
+        Ok(Dense { a, b, bounds, cones: cones(bounds)?, r, scaled })
+    }
+
+    /// `w = A f + b`.
+    fn w(&self, f: &DVector<f64>) -> DVector<f64> {
+        self.a * f + self.b
+    }
+
+    /// The mode of `(f, w)` ([`Mode::classify`]).
+    fn mode(&self, f: &DVector<f64>, w: &DVector<f64>, tol: f64, tied_active: bool) -> Mode {
+        Mode::classify(self.bounds, &self.cones, f, w, &self.r, tol, tied_active)
+    }
+}
+
 impl NcpSolver {
     /// The Newton iteration from `start` (zero when `None`) to `tolerance`; returns
     /// `(f, iterations, residual)`. With `polish`, once the damped iteration meets it, up to
@@ -108,45 +140,40 @@ impl NcpSolver {
     /// solution's contact mode Newton's method converges quadratically, so the returned
     /// forces are exact to round-off rather than to the tolerance (a solution that moves
     /// smoothly with the problem, as its finite differences need).
-    #[allow(clippy::too_many_arguments)]
     fn newton(
         &self,
-        a: &DMatrix<f64>,
-        b: &DVector<f64>,
-        bounds: &[RowBound],
-        cones: &[Cone],
+        p: &Dense,
         start: Option<&DVector<f64>>,
         tolerance: f64,
         polish: bool,
     ) -> Result<(DVector<f64>, usize, f64)> {
-        let m = b.len();
-        let r = if self.preconditioner { delassus_scales(a) } else { vec![1.0; m] };
+        let m = p.b.len();
         let mut f = match start {
             Some(s) if s.len() == m && s.iter().all(|x| x.is_finite()) => s.clone(),
             _ => DVector::zeros(m),
         };
         let mut lin = Linearization::new(m);
         let mut iterations = 0;
-        let mut residual = self.linearize(a, b, bounds, cones, &r, &f, &mut lin);
+        let mut residual = self.linearize(p, &f, &mut lin);
         while residual > tolerance && iterations < self.max_iterations {
-            let df = newton_step(a, &lin.c, &-&lin.e, &lin.known, self.linear, self.shift)?;
+            let df = newton_step(p.a, &lin.c, &-&lin.e, &lin.known, self.linear, self.shift)?;
             f += df * self.damping;
             iterations += 1;
-            residual = self.linearize(a, b, bounds, cones, &r, &f, &mut lin);
+            residual = self.linearize(p, &f, &mut lin);
         }
         if polish && residual <= tolerance {
+            let mut trial_lin = Linearization::new(m);
             for _ in 0..POLISH_STEPS {
                 if residual == 0.0 {
                     break;
                 }
-                let df = newton_step(a, &lin.c, &-&lin.e, &lin.known, self.linear, self.shift)?;
-                let trial = &f + df;
-                let mut trial_lin = Linearization::new(m);
-                let trial_residual = self.linearize(a, b, bounds, cones, &r, &trial, &mut trial_lin);
+                let trial = &f + newton_step(p.a, &lin.c, &-&lin.e, &lin.known, self.linear, self.shift)?;
+                let trial_residual = self.linearize(p, &trial, &mut trial_lin);
                 if trial_residual.is_nan() || trial_residual >= residual {
                     break;
                 }
-                (f, lin, residual) = (trial, trial_lin, trial_residual);
+                (f, residual) = (trial, trial_residual);
+                std::mem::swap(&mut lin, &mut trial_lin);
                 iterations += 1;
             }
         }
@@ -156,22 +183,12 @@ impl NcpSolver {
     /// The residual of the NCP at `f` (velocity units, the largest over the rows), and
     /// the Newton step's system there in `lin` (per row: the compliance `c`, the scaled
     /// residual `e`, or the step fixed by the row's own force in `known`).
-    #[allow(clippy::too_many_arguments)]
-    fn linearize(
-        &self,
-        a: &DMatrix<f64>,
-        b: &DVector<f64>,
-        bounds: &[RowBound],
-        cones: &[Cone],
-        r: &[f64],
-        f: &DVector<f64>,
-        lin: &mut Linearization,
-    ) -> f64 {
-        let m = b.len();
-        let w = a * f + b;
+    fn linearize(&self, p: &Dense, f: &DVector<f64>, lin: &mut Linearization) -> f64 {
+        let (bounds, r) = (p.bounds, &p.scaled);
+        let w = p.w(f);
         let Linearization { c, e, known } = lin;
         let mut residual: f64 = 0.0;
-        for i in 0..m {
+        for i in 0..f.len() {
             known[i] = None;
             match bounds[i] {
                 RowBound::Friction { .. } => {}
@@ -204,7 +221,7 @@ impl NcpSolver {
                 }
             }
         }
-        for Cone { normal: n, rows: ts, mu } in cones {
+        for Cone { normal: n, rows: ts, mu } in &p.cones {
             let slip = ts.iter().map(|&t| w[t] * w[t]).sum::<f64>().sqrt();
             let force = ts.iter().map(|&t| f[t] * f[t]).sum::<f64>().sqrt();
             let rt = ts.iter().map(|&t| r[t]).fold(0.0, f64::max);
@@ -229,6 +246,11 @@ impl NcpSolver {
         residual
     }
 
+    /// The residual of the NCP at `f` ([`Self::linearize`] without its system).
+    fn residual(&self, p: &Dense, f: &DVector<f64>) -> f64 {
+        self.linearize(p, f, &mut Linearization::new(f.len()))
+    }
+
     /// Solves `w = A f + b` (dense) from `start` (the previous step's forces, or zero) and
     /// returns the minimum-norm forces of the solution's contact mode
     /// ([`Mode::min_norm_forces`]) when they solve the NCP to the tolerance.
@@ -240,8 +262,8 @@ impl NcpSolver {
     /// modes of its result are tried. Failing those, the Newton iterate itself is
     /// returned (`standardized: false`).
     ///
-    /// Errors: a problem whose friction rows do not follow unilateral normal rows, or a
-    /// Newton step that cannot be solved.
+    /// Errors: a problem whose friction rows do not follow unilateral normal rows, a
+    /// Newton step that cannot be solved, non-finite forces.
     pub(crate) fn solve_dense(
         &self,
         a: &DMatrix<f64>,
@@ -249,16 +271,13 @@ impl NcpSolver {
         bounds: &[RowBound],
         start: Option<&DVector<f64>>,
     ) -> Result<DenseNcpSolution> {
-        let cones = cones(bounds)?;
-        let m = b.len();
-        let r = delassus_scales(a);
-        let scaled = if self.preconditioner { r.clone() } else { vec![1.0; m] };
+        let p = Dense::new(self, a, b, bounds)?;
         let coarse = self.tolerance.max(COARSE_TOLERANCE);
-        let (mut f, mut iterations, mut residual) = self.newton(a, b, bounds, &cones, start, coarse, false)?;
+        let (mut f, mut iterations, mut residual) = self.newton(&p, start, coarse, false)?;
         let mut tol = coarse;
         loop {
             if residual <= tol {
-                if let Some(out) = self.standardized(a, b, bounds, &cones, &r, &scaled, &f, tol) {
+                if let Some(out) = self.standardized(&p, &f, tol) {
                     return Ok(DenseNcpSolution { iterations, ..out });
                 }
             }
@@ -266,18 +285,18 @@ impl NcpSolver {
                 break;
             }
             tol = self.tolerance;
-            let (f1, more, res1) = self.newton(a, b, bounds, &cones, Some(&f), tol, true)?;
+            let (f1, more, res1) = self.newton(&p, Some(&f), tol, true)?;
             (f, residual) = (f1, res1);
             iterations += more;
         }
         if let Some((index, &value)) = f.iter().enumerate().find(|(_, x)| !x.is_finite()) {
             return Err(Error::NonFinite { what: "NCP solver forces", index, value });
         }
-        let w = a * &f + b;
-        let mode = Mode::classify(bounds, &cones, &f, &w, &r, self.tolerance, false);
+        let w = p.w(&f);
+        let mode = p.mode(&f, &w, self.tolerance, false);
         Ok(DenseNcpSolution {
-            states: mode.states(bounds, &cones, &f),
-            sliding: mode.sliding(&cones, &f, &w),
+            states: mode.states(bounds, &p.cones, &f),
+            sliding: mode.sliding(&p.cones, &f, &w),
             f,
             w,
             iterations,
@@ -286,9 +305,7 @@ impl NcpSolver {
             standardized: false,
         })
     }
-}
 
-impl NcpSolver {
     /// The minimum-norm forces of the contact mode of the iterate `f` (tolerance `tol`),
     /// when they solve the NCP to the solver's tolerance: the mode with tied rows active,
     /// then with them separating. The forces found are classified again (tied rows now
@@ -296,32 +313,20 @@ impl NcpSolver {
     /// and that mode's minimum-norm forces are the result when they solve the NCP. The
     /// states returned are those of the mode the forces were computed in (the mode the
     /// backward pass differentiates).
-    #[allow(clippy::too_many_arguments)]
-    fn standardized(
-        &self,
-        a: &DMatrix<f64>,
-        b: &DVector<f64>,
-        bounds: &[RowBound],
-        cones: &[Cone],
-        r: &[f64],
-        scaled: &[f64],
-        f: &DVector<f64>,
-        tol: f64,
-    ) -> Option<DenseNcpSolution> {
-        let m = b.len();
-        let residual = |x: &DVector<f64>| self.linearize(a, b, bounds, cones, scaled, x, &mut Linearization::new(m));
-        let w = a * f + b;
+    fn standardized(&self, p: &Dense, f: &DVector<f64>, tol: f64) -> Option<DenseNcpSolution> {
+        let cones = &p.cones;
+        let w = p.w(f);
         for tied_active in [true, false] {
-            let mode = Mode::classify(bounds, cones, f, &w, r, tol, tied_active);
-            let Some(f1) = mode.min_norm_forces(a, b, cones, f, &w) else { continue };
-            if residual(&f1) > self.tolerance {
+            let mode = p.mode(f, &w, tol, tied_active);
+            let Some(f1) = mode.min_norm_forces(p.a, p.b, cones, f, &w) else { continue };
+            if self.residual(p, &f1) > self.tolerance {
                 continue;
             }
-            let w1 = a * &f1 + b;
-            let mode2 = Mode::classify(bounds, cones, &f1, &w1, r, self.tolerance, false);
-            let (mode, f, w) = match mode2.min_norm_forces(a, b, cones, &f1, &w1) {
-                Some(f2) if residual(&f2) <= self.tolerance => {
-                    let w2 = a * &f2 + b;
+            let w1 = p.w(&f1);
+            let mode2 = p.mode(&f1, &w1, self.tolerance, false);
+            let (mode, f, w) = match mode2.min_norm_forces(p.a, p.b, cones, &f1, &w1) {
+                Some(f2) if self.residual(p, &f2) <= self.tolerance => {
+                    let w2 = p.w(&f2);
                     (mode2, f2, w2)
                 }
                 _ => (mode, f1, w1),
@@ -331,9 +336,9 @@ impl NcpSolver {
                 continue;
             }
             return Some(DenseNcpSolution {
-                states: mode.states(bounds, cones, &f),
+                states: mode.states(p.bounds, cones, &f),
                 sliding,
-                residual: residual(&f),
+                residual: self.residual(p, &f),
                 f,
                 w,
                 iterations: 0,
@@ -400,11 +405,10 @@ impl ConstraintSolver for NcpSolver {
         if grad_f.len() != m {
             return Err(Error::Dimension { what: "∂ℓ/∂f", expected: m, got: grad_f.len() });
         }
-        let cones = cones(problem.bounds)?;
         let a = problem.delassus.dense();
-        let r = delassus_scales(&a);
-        let mode = Mode::classify(problem.bounds, &cones, &solution.f, &solution.w, &r, self.tolerance, false);
-        let (q, p) = mode.jacobians(&cones, &solution.f, &solution.w);
+        let dense = Dense::new(self, &a, problem.b, problem.bounds)?;
+        let mode = dense.mode(&solution.f, &solution.w, self.tolerance, false);
+        let (q, p) = mode.jacobians(&dense.cones, &solution.f, &solution.w);
         let k = &q + &p * &a;
         let y: DVector<f64> = match k.transpose().lu().solve(grad_f) {
             Some(y)

@@ -75,6 +75,19 @@ pub(crate) fn cones(bounds: &[RowBound]) -> Result<Vec<Cone>> {
     Ok(cones)
 }
 
+/// Turns rows and columns `t1, t2` of `a` and entries of `b` by `(c, s)`: `T A Tᵀ`, `T b`
+/// with `T` the identity but for `[[c, s], [−s, c]]` on `t1, t2`.
+fn turn(a: &mut DMatrix<f64>, b: &mut DVector<f64>, [t1, t2]: [usize; 2], c: f64, s: f64) {
+    let pair = |x: f64, y: f64| (c * x + s * y, -s * x + c * y);
+    for k in 0..a.ncols() {
+        (a[(t1, k)], a[(t2, k)]) = pair(a[(t1, k)], a[(t2, k)]);
+    }
+    for k in 0..a.nrows() {
+        (a[(k, t1)], a[(k, t2)]) = pair(a[(k, t1)], a[(k, t2)]);
+    }
+    (b[t1], b[t2]) = pair(b[t1], b[t2]);
+}
+
 /// What a row other than a friction row does in a mode.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum RowMode {
@@ -265,8 +278,10 @@ impl Mode {
         w: &DVector<f64>,
     ) -> Option<DVector<f64>> {
         let m = f.len();
-        // The turn into the slip frames (rows of T) and each row's role.
-        let mut t = DMatrix::<f64>::identity(m, m);
+        // `A` and `b` turned into the slip frames (`T A Tᵀ`, `T b`), each turn applied to
+        // its two rows and columns in place; each row's role.
+        let (mut at, mut bt) = (a.clone(), b.clone());
+        let mut turns: Vec<([usize; 2], f64, f64)> = vec![];
         let mut reg = vec![0.0; m];
         let mut holds: Vec<bool> = self.rows.iter().map(|x| *x == RowMode::Holds).collect();
         let mut fixed: Vec<Option<f64>> =
@@ -279,10 +294,8 @@ impl Mode {
                 (ConeMode::Sticking, rows) => rows.iter().for_each(|&i| holds[i] = true),
                 (ConeMode::Sliding { slip }, &[t1, t2]) => {
                     let (c, s) = (w[t1] / slip, w[t2] / slip);
-                    t[(t1, t1)] = c;
-                    t[(t1, t2)] = s;
-                    t[(t2, t1)] = -s;
-                    t[(t2, t2)] = c;
+                    turn(&mut at, &mut bt, [t1, t2], c, s);
+                    turns.push(([t1, t2], c, s));
                     along.push((t1, cone.normal, -cone.mu));
                     // Across the slip: the compliance at the iterate's normal force; a tied
                     // normal (no force yet) holds the row at zero force instead.
@@ -296,8 +309,6 @@ impl Mode {
                 (ConeMode::Sliding { .. }, _) => return None,
             }
         }
-        let at = &t * a * t.transpose();
-        let bt = &t * b;
         let c_rows: Vec<usize> = (0..m).filter(|&i| holds[i]).collect();
         let mut position = vec![usize::MAX; m];
         for (k, &i) in c_rows.iter().enumerate() {
@@ -330,7 +341,12 @@ impl Mode {
         for &(u, n, e) in &along {
             ft[u] = e * ft[n];
         }
-        let out = t.transpose() * ft;
+        // Back from the slip frames: `f = Tᵀ f'`.
+        let mut out = ft;
+        for &([t1, t2], c, s) in &turns {
+            let (x, y) = (out[t1], out[t2]);
+            (out[t1], out[t2]) = (c * x - s * y, s * x + c * y);
+        }
         out.iter().all(|x| x.is_finite()).then_some(out)
     }
 }
