@@ -4,7 +4,8 @@
 //! recorded contacts) or on finite-difference Jacobians, with a world-space terminal cost
 //! on the box centre (`PointCost`, x and y) plus small control and terminal velocity terms.
 //!
-//! Run: `cargo run --release --example box_push`.
+//! Run: `cargo run --release --example box_push`. It also runs the push through NCP
+//! contact (`ContactSolver::Ncp`: the box's friction as isotropic cones, docs/ncp.md).
 //!
 //! dt = 10 ms, T = 1.5 s (150 steps), pusher forces within ±10 N, box joint "torques"
 //! fixed at zero. The initial control guess pushes +x with 4 N for 0.6 s (the box starts
@@ -22,6 +23,7 @@ use stiction::optim::{
     ilqr, BodyPoint, ControlBounds, IlqrOptions, IlqrProgress, IlqrStop, JacobianSource, PointCost, QuadraticCost,
     SumCost,
 };
+use stiction::step::ContactSolver;
 use stiction::{Joint, Model, ModelBuilder, SimOptions, Simulator, State};
 
 /// Time step (s).
@@ -135,8 +137,18 @@ pub fn initial_controls(model: &Model) -> Vec<DVector<f64>> {
         .collect()
 }
 
-/// Runs iLQR with `jacobians`.
+/// Runs iLQR with `jacobians` and the default contact solver (the boxed LCP).
 pub fn solve(jacobians: JacobianSource, progress: Option<&mut dyn FnMut(&IlqrProgress)>) -> stiction::Result<Push> {
+    solve_with(jacobians, ContactSolver::Auto, progress)
+}
+
+/// Runs iLQR with `jacobians` and the contact solver `solver` (`ContactSolver::Ncp`: the
+/// box's friction as isotropic cones, docs/ncp.md).
+pub fn solve_with(
+    jacobians: JacobianSource,
+    solver: ContactSolver,
+    progress: Option<&mut dyn FnMut(&IlqrProgress)>,
+) -> stiction::Result<Push> {
     let model = push_model()?;
     let nv = model.nv();
     let x0 = initial_state(&model);
@@ -148,7 +160,9 @@ pub fn solve(jacobians: JacobianSource, progress: Option<&mut dyn FnMut(&IlqrPro
         upper[k] = FORCE_LIMIT;
     }
     let bounds = ControlBounds::new(DVector::from_vec(lower), DVector::from_vec(upper));
-    let mut sim = Simulator::new(model.clone(), SimOptions { dt: DT, ..Default::default() })?;
+    let mut options = SimOptions { dt: DT, ..Default::default() };
+    options.contact.solver = solver;
+    let mut sim = Simulator::new(model.clone(), options)?;
     let options = IlqrOptions { bounds: Some(bounds), jacobians, max_iterations: 100, ..Default::default() };
     let r = ilqr(&mut sim, &x0, &initial_controls(&model), &cost, &options, progress)?;
     let last = r.states.last().expect("a final state");
@@ -179,10 +193,14 @@ fn main() -> stiction::Result<()> {
         STEPS as f64 * DT,
         DT
     );
-    for jacobians in [JacobianSource::Analytic, JacobianSource::FiniteDifference] {
-        println!("iLQR, {jacobians:?} Jacobians:");
+    for (jacobians, solver) in [
+        (JacobianSource::Analytic, ContactSolver::Auto),
+        (JacobianSource::FiniteDifference, ContactSolver::Auto),
+        (JacobianSource::Analytic, ContactSolver::Ncp),
+    ] {
+        println!("iLQR, {jacobians:?} Jacobians, contact solver {}:", solver.name());
         let mut log = |p: &IlqrProgress| progress::print_ilqr(p, 5);
-        let p = solve(jacobians, Some(&mut log))?;
+        let p = solve_with(jacobians, solver, Some(&mut log))?;
         println!(
             "  {} iterations ({:?}), cost {:.4e} -> {:.4e}, wall time {:.3} s (Jacobians {:.3} s)",
             p.iterations,
@@ -200,7 +218,7 @@ fn main() -> stiction::Result<()> {
             p.goal_error * 1e3,
             p.max_force
         );
-        if jacobians == JacobianSource::Analytic {
+        if jacobians == JacobianSource::Analytic && solver == ContactSolver::Auto {
             let rows: Vec<Vec<f64>> = p
                 .states
                 .iter()

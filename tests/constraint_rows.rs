@@ -536,6 +536,45 @@ fn contact_frames_are_orthonormal_with_exact_tangent_derivatives() {
     assert!(ContactFrame::try_new(&Vec3::new(f64::NAN, 0.0, 1.0)).is_err());
 }
 
+/// A frame turned by a constant angle (the slip frame of a sliding contact under the NCP
+/// solver, `ContactFrame::turned`): still orthonormal and right-handed, turns compose,
+/// and its tangent derivatives are those of the turned seed construction (Ridders, 1e-9).
+#[test]
+fn turned_contact_frames_have_exact_tangent_derivatives() {
+    let mut rng = SplitMix64::new(9);
+    for _ in 0..100 {
+        let n = random_unit(&mut rng);
+        if (n.x.abs() - 0.9).abs() < 0.02 {
+            continue;
+        }
+        let (a1, a2) = (rng.range(-3.0, 3.0), rng.range(-3.0, 3.0));
+        let f = ContactFrame::new(&n).turned(a1.cos(), a1.sin()).turned(a2.cos(), a2.sin());
+        let once = ContactFrame::new(&n).turned((a1 + a2).cos(), (a1 + a2).sin());
+        assert!((f.t1 - once.t1).norm() < 1e-14 && (f.t2 - once.t2).norm() < 1e-14, "turns compose");
+        assert!(f.t1.dot(&n).abs() < 1e-14 && f.t2.dot(&n).abs() < 1e-14 && f.t1.dot(&f.t2).abs() < 1e-14);
+        assert!((f.t1.cross(&f.t2) - n).norm() < 1e-14, "right-handed");
+        let base = ContactFrame::new(&n);
+        let dn = Matrix3xX::from_fn(3, |_, _| rng.range(-1.0, 1.0));
+        let (dt1, dt2) = f.tangent_derivatives(&dn);
+        let (bt1, _) = base.tangent_derivatives(&dn);
+        let mut differs = false;
+        for c in 0..3 {
+            let d = dn.column(c).into_owned();
+            let at = |e: f64| {
+                let fe = ContactFrame::new(&(n + d * e)).turned((a1 + a2).cos(), (a1 + a2).sin());
+                Ok(DVector::from_iterator(6, fe.t1.iter().chain(fe.t2.iter()).copied()))
+            };
+            let fd = ridders(&at, 1e-3).unwrap().derivative;
+            let an = DVector::from_iterator(6, dt1.column(c).iter().chain(dt2.column(c).iter()).copied());
+            let e = (&fd - &an).amax() / an.amax().max(1.0);
+            assert!(e < 1e-9, "n = {n:?}: turned tangent derivative error {e:.2e}");
+            differs |= (dt1.column(c) - bt1.column(c)).amax() > 1e-3;
+        }
+        // The check can fail: the unturned derivatives are not the turned frame's.
+        assert!(differs || (a1 + a2).sin().abs() < 1e-2);
+    }
+}
+
 #[test]
 fn bad_inputs_are_typed_errors() {
     let m = bodies_on_plane(2, RestingShape::Box);

@@ -16,7 +16,7 @@ use nalgebra::DVector;
 use stiction::dynamics::{kinetic_energy, potential_energy, Data};
 use stiction::math::{Inertia, SplitMix64, Vec3};
 use stiction::model::{samples, Geometry};
-use stiction::step::PenetrationRecovery;
+use stiction::step::{ContactSolver, PenetrationRecovery};
 use stiction::{Control, Model, ModelBuilder, SimOptions, Simulator, State};
 
 const R: f64 = 0.1;
@@ -58,11 +58,23 @@ fn centre_velocity(s: &State) -> Vec3 {
     Vec3::new(s.v[3], s.v[4], s.v[5])
 }
 
+/// The constraint solvers the energy checks run with: the default (boxed LCP) and the NCP
+/// solver's isotropic cones.
+const SOLVERS: [ContactSolver; 2] = [ContactSolver::Auto, ContactSolver::Ncp];
+
+fn with_solver(mut options: SimOptions, solver: ContactSolver) -> SimOptions {
+    options.contact.solver = solver;
+    options
+}
+
 #[test]
 fn rolling_ball_keeps_its_energy() {
-    for (dt, recovery) in [1e-3, 1e-2].into_iter().flat_map(|dt| [(dt, false), (dt, true)]) {
+    for (dt, recovery, solver) in
+        [1e-3, 1e-2].into_iter().flat_map(|dt| [(dt, false), (dt, true)]).flat_map(|(d, r)| SOLVERS.map(|x| (d, r, x)))
+    {
         let model = ball(0.5);
         let options = if recovery { split(dt) } else { SimOptions { dt, ..Default::default() } };
+        let options = with_solver(options, solver);
         let mut sim = Simulator::new(model.clone(), options).unwrap();
         let mut data = Data::new(&model);
         let mut s = start(&model, 2.0, 2.0 / R);
@@ -74,7 +86,7 @@ fn rolling_ball_keeps_its_energy() {
             s = sim.step(&s, &control).unwrap();
             worst = worst.max((energy(&model, &mut data, &s) - e0) / e0);
         }
-        assert!(worst <= 1e-9, "dt {dt}: energy rose by {worst:e} (relative)");
+        assert!(worst <= 1e-9, "dt {dt} {solver:?}: energy rose by {worst:e} (relative)");
         // Still rolling at 2 m/s, on the plane.
         let vc = centre_velocity(&s);
         assert!((vc.x - 2.0).abs() < 1e-6 && vc.z.abs() < 1e-6, "dt {dt}: centre velocity {vc:?}");
@@ -228,18 +240,65 @@ fn overlapping_spawns_separate_gently() {
     }
 }
 
+/// The isotropic cone of the NCP solver: a ball launched sliding at 30° to the contact
+/// frame's tangents (no spin) keeps its direction to round-off while it slides, and rolls
+/// at 5/7 of its start velocity once its contact point sticks (the angular momentum
+/// about the contact point is conserved by every contact impulse, so this holds for the
+/// pyramid too); under the boxed LCP's pyramid it turns while it slides. Energy never
+/// rises, step after step.
+#[test]
+fn ncp_sliding_ball_reaches_five_sevenths_along_its_launch_direction() {
+    let angle = 30f64.to_radians();
+    let dir = Vec3::new(angle.cos(), angle.sin(), 0.0);
+    let mut turned = vec![];
+    for solver in SOLVERS {
+        let dt = 1e-3;
+        let model = ball(0.5);
+        let mut sim = Simulator::new(model.clone(), with_solver(split(dt), solver)).unwrap();
+        let mut data = Data::new(&model);
+        let mut s = start(&model, 0.0, 0.0);
+        s.v[3] = 3.0 * dir.x;
+        s.v[4] = 3.0 * dir.y;
+        let control = Control::torques(DVector::zeros(model.nv()));
+        let mut e = energy(&model, &mut data, &s);
+        for k in 0..2000 {
+            s = sim.step(&s, &control).unwrap();
+            let e1 = energy(&model, &mut data, &s);
+            assert!(e1 <= e * (1.0 + 1e-12), "{solver:?}: energy rose {e} -> {e1}");
+            e = e1;
+            if k == 50 {
+                // Still sliding (for 2 v0/(7 μ g) = 0.17 s).
+                let vc = centre_velocity(&s);
+                turned.push(vc.y.atan2(vc.x) - angle);
+            }
+        }
+        let vc = centre_velocity(&s);
+        let want = dir * (5.0 / 7.0 * 3.0);
+        assert!((vc - want).norm() < 1e-3 * want.norm(), "{solver:?}: rolling velocity {vc:?} against {want:?}");
+        if solver == ContactSolver::Ncp {
+            assert!(turned[1].abs() < 1e-12, "the cone turned the ball by {:e} rad", turned[1]);
+            assert_eq!(sim.stats().ncp_solves, 2000);
+        }
+    }
+    assert!(turned[0].abs() > 1e-3, "the pyramid did not turn the ball: {:e}", turned[0]);
+}
+
 /// The contract of docs/contact.md: without restitution the constraint stage never
 /// raises the kinetic energy, `½ v⁺ᵀ M̃ v⁺ ≤ ½ v_fᵀ M̃ v_f` (here M̃ = M: no damping, no
-/// armature), over random-torque rollouts of four boxes, spheres or capsules.
+/// armature), over random-torque rollouts of four boxes, spheres or capsules, with the
+/// boxed LCP and with the NCP solver.
 #[test]
 fn constraint_stage_never_adds_kinetic_energy() {
-    for shape in [samples::RestingShape::Box, samples::RestingShape::Sphere, samples::RestingShape::Capsule] {
+    for (shape, solver) in [samples::RestingShape::Box, samples::RestingShape::Sphere, samples::RestingShape::Capsule]
+        .into_iter()
+        .flat_map(|s| SOLVERS.map(|x| (s, x)))
+    {
         let model = samples::bodies_on_plane(4, shape);
         let mut data = Data::new(&model);
         let mut rng = SplitMix64::new(11);
         let mut checked = 0;
         for _ in 0..5 {
-            let mut sim = Simulator::new(model.clone(), split(1e-3)).unwrap();
+            let mut sim = Simulator::new(model.clone(), with_solver(split(1e-3), solver)).unwrap();
             let mut s = State::neutral(&model);
             for _ in 0..300 {
                 let tau = DVector::from_fn(model.nv(), |_, _| rng.range(-1.0, 1.0) * 6.0);
@@ -249,7 +308,7 @@ fn constraint_stage_never_adds_kinetic_energy() {
                     let q = rec.inputs().0;
                     let before = kinetic_energy(&model, &mut data, q.as_slice(), c.v_free.as_slice()).unwrap();
                     let after = kinetic_energy(&model, &mut data, q.as_slice(), next.v.as_slice()).unwrap();
-                    assert!(after <= before * (1.0 + 1e-9) + 1e-12, "{shape:?}: KE {before} -> {after}");
+                    assert!(after <= before * (1.0 + 1e-9) + 1e-12, "{shape:?} {solver:?}: KE {before} -> {after}");
                     checked += 1;
                 }
                 s = next;

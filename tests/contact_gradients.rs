@@ -839,6 +839,36 @@ fn step_vjp_by_adjoints_is_the_transposed_jacobians_product() {
     println!("{checked} VJPs; worst {:e} at {}", worst.0, worst.1);
 }
 
+/// A 0.5 kg ball (radius 5 cm) sliding at 1 m/s, 30° from x, on top of a 5 kg box that
+/// sticks on the ground on its four corners (μ 0.8), both pressed 0.2 mm in; the ball–box
+/// friction is μ = 0.5 (the mean of 0.2 and 0.8). The ball's contact normal is the box's top face, so it turns with
+/// the box's orientation: the sliding cone's slip frame moves with q (the derivatives of
+/// its turned tangents, `ContactFrame::turned`).
+fn ball_sliding_on_box_scene() -> Scene {
+    let mut b = ModelBuilder::new("ball_sliding_on_box");
+    ground(&mut b, material(0.8, 0.0), 0.0);
+    let h = Vec3::new(0.2, 0.15, 0.05);
+    free_body(&mut b, "box", Geometry::Box { half_extents: h }, Inertia::solid_box(5.0, h * 2.0), material(0.8, 0.0));
+    let r = 0.05;
+    free_body(&mut b, "ball", Geometry::Sphere { radius: r }, Inertia::solid_sphere(0.5, r), material(0.2, 0.0));
+    let model = b.build().unwrap();
+    let mut q = pose_q(&model, Vec3::new(0.0, 0.0, h.z - 2e-4), Vec3::z(), 0.2);
+    let top = 2.0 * h.z - 2e-4 + r - 2e-4;
+    q.rows_mut(7, 7).copy_from_slice(&[0.03, -0.02, top, 1.0, 0.0, 0.0, 0.0]);
+    let mut v = DVector::zeros(12);
+    let angle = 30f64.to_radians();
+    (v[9], v[10]) = (angle.cos(), angle.sin());
+    Scene {
+        name: "ball_sliding_on_box",
+        model,
+        options: options(),
+        state: State { q, v },
+        tau: DVector::zeros(12),
+        params: vec!["mass:ball".into(), "mass:box".into(), "friction:ball".into(), "inertia:box".into()],
+        spread: (2e-5, 2e-3),
+    }
+}
+
 /// The scenes of the NCP solver's Jacobian checks ([`ncp_step_jacobians_match_finite_differences`]).
 fn ncp_scenes() -> Vec<Scene> {
     let names = [
@@ -856,6 +886,7 @@ fn ncp_scenes() -> Vec<Scene> {
         "edge_on_edge",
     ];
     let mut out: Vec<Scene> = scenes().into_iter().filter(|s| names.contains(&s.name)).collect();
+    out.push(ball_sliding_on_box_scene());
     for s in &mut out {
         s.options.contact.solver = stiction::step::ContactSolver::Ncp;
     }
@@ -864,8 +895,8 @@ fn ncp_scenes() -> Vec<Scene> {
 
 /// The NCP solver's steps (isotropic friction cones, docs/ncp.md) against Ridders finite
 /// differences, every block to 1e-6 relative, at 10 states per scene inside one contact
-/// mode: sliding contacts (a ball, a ball on a gantry) whose friction rows are linearized
-/// in their slip frames, sticking boxes on four corners (a
+/// mode: sliding contacts (a ball, a ball on a gantry, a ball on a box whose top face
+/// turns with q) whose friction rows are linearized in their slip frames, sticking boxes on four corners (a
 /// redundant set: the minimum-norm forces of the mode), a stack of unequal masses, a
 /// sphere stack, the worm's arch, a slab on 36 spheres, a bouncing block, a joint limit,
 /// an edge–edge contact.

@@ -50,6 +50,31 @@ fn box_push_ends_within_a_centimetre_of_the_goal() {
     assert!(p.costs.1 < 1e-3 * p.costs.0);
 }
 
+/// The same push through NCP contact (issue #20): the box's friction as isotropic cones,
+/// iLQR on the NCP step's analytic Jacobians. It converges (31 iterations, the control
+/// tolerance; cost 96 → 0.84, the box 2 mm from the goal). Its cost falls less far than
+/// with the boxed LCP (below 1e-3 of its start); why is not yet traced (issue #20's note).
+#[test]
+fn box_push_through_ncp_contact_ends_within_a_centimetre_of_the_goal() {
+    use stiction::optim::JacobianSource;
+    use stiction::step::ContactSolver;
+    let p = box_push::solve_with(JacobianSource::Analytic, ContactSolver::Ncp, None).unwrap();
+    println!(
+        "NCP push: {} iterations ({:?}), cost {:e} -> {:e}, {:.2} mm from the goal, {:.2} s",
+        p.iterations,
+        p.stop,
+        p.costs.0,
+        p.costs.1,
+        p.goal_error * 1e3,
+        p.wall_time.as_secs_f64()
+    );
+    assert!(p.goal_error < 0.01, "box {:?}, {} m from the goal", p.box_position, p.goal_error);
+    assert!(p.monotone, "the iLQR cost history decreases strictly");
+    assert!(p.max_force <= box_push::FORCE_LIMIT + 1e-12);
+    assert!((p.box_position.z - box_push::HALF[2]).abs() < 2e-3, "box height {}", p.box_position.z);
+    assert!(p.costs.1 < 1e-2 * p.costs.0);
+}
+
 #[test]
 fn arm_reaches_around_the_obstacle() {
     let p = arm_reach::problem().unwrap();

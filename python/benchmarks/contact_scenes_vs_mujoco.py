@@ -258,10 +258,12 @@ def run_mujoco(name, seconds):
             "contacts": ncon}
 
 
-def stiction_in_child(name, seconds, budget):
+def in_child(target, args, budget):
+    """Runs ``target(*args, queue)`` in a forked child under a wall-clock budget; returns what
+    it put in the queue, or None when it did not finish."""
     ctx = mp.get_context("fork")
     out = ctx.Queue()
-    p = ctx.Process(target=run_stiction, args=(name, seconds, budget, out))
+    p = ctx.Process(target=target, args=(*args, out))
     p.start()
     p.join(budget + 60)
     if p.is_alive():
@@ -269,6 +271,23 @@ def stiction_in_child(name, seconds, budget):
         p.join()
         return None
     return out.get() if not out.empty() else None
+
+
+def stiction_in_child(name, seconds, budget):
+    return in_child(run_stiction, (name, seconds, budget), budget)
+
+
+def write_section(marker, text):
+    """Replaces the text between ``<!-- marker:begin -->`` and ``<!-- marker:end -->`` in
+    docs/benchmarks.md."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "benchmarks.md")
+    doc = open(path).read()
+    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
+    if begin not in doc:
+        raise SystemExit(f"docs/benchmarks.md has no {begin} marker")
+    head, rest = doc.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    open(path, "w").write(head + begin + "\n" + text + end + tail)
 
 
 def fmt_t(x):
@@ -313,15 +332,7 @@ def main():
     print()
     print(text)
     if args.write:
-        path = os.path.join(docs, "benchmarks.md")
-        doc = open(path).read()
-        begin, end = "<!-- contact-vs-mujoco:begin -->", "<!-- contact-vs-mujoco:end -->"
-        if begin not in doc:
-            raise SystemExit(f"docs/benchmarks.md has no {begin} marker")
-        head, rest = doc.split(begin, 1)
-        _, tail = rest.split(end, 1)
-        open(path, "w").write(head + begin + "\n" + text + end + tail)
-
+        write_section("contact-vs-mujoco", text)
 
 if __name__ == "__main__":
     main()

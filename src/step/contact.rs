@@ -1097,12 +1097,7 @@ pub(crate) fn constraint_stage(
             return Ok(None);
         }
         let b = asm.velocities_plus_bias(v_free.as_slice());
-        // The NCP solver takes every contact: its normal rows are position-level, so a
-        // speculative contact costs it nothing but rows.
-        let waits = waiting.get_or_insert_with(|| match ncp {
-            true => vec![false; asm.contacts.len()],
-            false => open_contacts(&asm, v_free.as_slice(), h),
-        });
+        let waits = waiting.get_or_insert_with(|| open_contacts(&asm, v_free.as_slice(), h));
         let mut closed = vec![];
         let (sol, dv) = match (!ncp).then(|| pivoting_rows(&asm, options)).flatten() {
             Some(kinds) => solve_pivoting(&asm, &kinds, inertia.to_dense(&ws.trees), &b, options)?,

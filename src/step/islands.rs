@@ -394,8 +394,8 @@ pub(crate) fn solve_islands(
             a = &ji * &solved;
             y = Some(solved);
             // More rows than dofs and no regularization: A = L Lᵀ with L = J_RD C⁻ᵀ
-            // (M̃_DD = C Cᵀ), which the LCP's standardized solves of large clamping sets use.
-            if k > n && !regularized && matches!(solver, IslandSolver::Lcp { .. }) {
+            // (M̃_DD = C Cᵀ), which the minimum-norm solves of large clamping sets use.
+            if k > n && !regularized {
                 let mut lt = ji.transpose();
                 if chol.l_dirty().solve_lower_triangular_mut(&mut lt) {
                     factor = Some(lt.transpose());
@@ -427,7 +427,7 @@ pub(crate) fn solve_islands(
             }
             IslandSolver::Ncp { solver, start } => {
                 let island_start = start.map(|s| DVector::from_iterator(k, rows.iter().map(|&r| s[r])));
-                let out = solver.solve_dense(&a, &b, &bounds, island_start.as_ref())?;
+                let out = solver.solve_dense(&a, &b, &bounds, island_start.as_ref(), factor.as_ref())?;
                 sliding.extend(out.sliding.iter().map(|c| SlidingCone {
                     normal: rows[c.normal],
                     rows: c.rows.map(|t| rows[t]),
@@ -440,7 +440,8 @@ pub(crate) fn solve_islands(
                         islands: 1,
                         residual: out.residual,
                         warm_start_attempted: warm,
-                        warm_start_hit: warm,
+                        // Hit: the start's contact mode was the solution's (no Newton step).
+                        warm_start_hit: warm && out.iterations == 0,
                         standardized: out.standardized,
                         newton_iterations: out.iterations,
                         ..LcpStats::default()

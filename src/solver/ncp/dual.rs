@@ -106,6 +106,8 @@ struct Dense<'a> {
     a: &'a DMatrix<f64>,
     b: &'a DVector<f64>,
     bounds: &'a [RowBound],
+    /// A tall factor `L` with `A = L Lᵀ`, when the caller has one (the minimum-norm solves).
+    factor: Option<&'a DMatrix<f64>>,
     /// The friction rows grouped into cones.
     cones: Vec<Cone>,
     /// `A_ii` per row: the scales of the mode's tolerances.
@@ -119,7 +121,7 @@ impl<'a> Dense<'a> {
     fn new(solver: &NcpSolver, a: &'a DMatrix<f64>, b: &'a DVector<f64>, bounds: &'a [RowBound]) -> Result<Self> {
         let r = delassus_scales(a);
         let scaled = if solver.preconditioner { r.clone() } else { vec![1.0; b.len()] };
-        Ok(Dense { a, b, bounds, cones: cones(bounds)?, r, scaled })
+        Ok(Dense { a, b, bounds, factor: None, cones: cones(bounds)?, r, scaled })
     }
 
     /// `w = A f + b`.
@@ -251,8 +253,8 @@ impl NcpSolver {
         self.linearize(p, f, &mut Linearization::new(f.len()))
     }
 
-    /// Solves `w = A f + b` (dense) from `start` (the previous step's forces, or zero) and
-    /// returns the minimum-norm forces of the solution's contact mode
+    /// Solves `w = A f + b` (dense; `factor`: an optional tall `L` with `A = L Lᵀ`) from
+    /// `start` (the previous step's forces, or zero) and returns the minimum-norm forces of the solution's contact mode
     /// ([`Mode::min_norm_forces`]) when they solve the NCP to the tolerance.
     ///
     /// The Newton iteration first runs to [`COARSE_TOLERANCE`] (or the tolerance, if
@@ -270,8 +272,9 @@ impl NcpSolver {
         b: &DVector<f64>,
         bounds: &[RowBound],
         start: Option<&DVector<f64>>,
+        factor: Option<&DMatrix<f64>>,
     ) -> Result<DenseNcpSolution> {
-        let p = Dense::new(self, a, b, bounds)?;
+        let p = Dense { factor, ..Dense::new(self, a, b, bounds)? };
         let coarse = self.tolerance.max(COARSE_TOLERANCE);
         let (mut f, mut iterations, mut residual) = self.newton(&p, start, coarse, false)?;
         let mut tol = coarse;
@@ -318,13 +321,13 @@ impl NcpSolver {
         let w = p.w(f);
         for tied_active in [true, false] {
             let mode = p.mode(f, &w, tol, tied_active);
-            let Some(f1) = mode.min_norm_forces(p.a, p.b, cones, f, &w) else { continue };
+            let Some(f1) = mode.min_norm_forces(p.a, p.b, cones, f, &w, p.factor) else { continue };
             if self.residual(p, &f1) > self.tolerance {
                 continue;
             }
             let w1 = p.w(&f1);
             let mode2 = p.mode(&f1, &w1, self.tolerance, false);
-            let (mode, f, w) = match mode2.min_norm_forces(p.a, p.b, cones, &f1, &w1) {
+            let (mode, f, w) = match mode2.min_norm_forces(p.a, p.b, cones, &f1, &w1, p.factor) {
                 Some(f2) if self.residual(p, &f2) <= self.tolerance => {
                     let w2 = p.w(&f2);
                     (mode2, f2, w2)
@@ -379,7 +382,7 @@ impl ConstraintSolver for NcpSolver {
     fn solve(&self, problem: &ConstraintProblem, _warm_start: Option<&[RowState]>) -> Result<ConstraintSolution> {
         problem.check()?;
         let a = problem.delassus.dense();
-        let out = self.solve_dense(&a, problem.b, problem.bounds, None)?;
+        let out = self.solve_dense(&a, problem.b, problem.bounds, None, None)?;
         Ok(ConstraintSolution {
             f: out.f,
             w: out.w,

@@ -34,8 +34,8 @@
 //! matrix), and the one that moves smoothly with the problem.
 
 use crate::error::{Error, Result};
-use crate::math::min_norm_solve;
-use crate::solver::lcp::{RowBound, RowState, RANK_RTOL};
+use crate::math::{min_norm_solve, min_norm_solve_factored};
+use crate::solver::lcp::{RowBound, RowState, FACTORED_MIN_ROWS, RANK_RTOL};
 use nalgebra::{DMatrix, DVector};
 
 /// The friction rows that follow one normal row: one isotropic cone.
@@ -78,14 +78,18 @@ pub(crate) fn cones(bounds: &[RowBound]) -> Result<Vec<Cone>> {
 /// Turns rows and columns `t1, t2` of `a` and entries of `b` by `(c, s)`: `T A Tᵀ`, `T b`
 /// with `T` the identity but for `[[c, s], [−s, c]]` on `t1, t2`.
 fn turn(a: &mut DMatrix<f64>, b: &mut DVector<f64>, [t1, t2]: [usize; 2], c: f64, s: f64) {
-    let pair = |x: f64, y: f64| (c * x + s * y, -s * x + c * y);
-    for k in 0..a.ncols() {
-        (a[(t1, k)], a[(t2, k)]) = pair(a[(t1, k)], a[(t2, k)]);
-    }
+    turn_rows(a, [t1, t2], c, s);
     for k in 0..a.nrows() {
-        (a[(k, t1)], a[(k, t2)]) = pair(a[(k, t1)], a[(k, t2)]);
+        (a[(k, t1)], a[(k, t2)]) = (c * a[(k, t1)] + s * a[(k, t2)], -s * a[(k, t1)] + c * a[(k, t2)]);
     }
-    (b[t1], b[t2]) = pair(b[t1], b[t2]);
+    (b[t1], b[t2]) = (c * b[t1] + s * b[t2], -s * b[t1] + c * b[t2]);
+}
+
+/// Turns rows `t1, t2` of `x` by `(c, s)`: `T X`.
+fn turn_rows(x: &mut DMatrix<f64>, [t1, t2]: [usize; 2], c: f64, s: f64) {
+    for k in 0..x.ncols() {
+        (x[(t1, k)], x[(t2, k)]) = (c * x[(t1, k)] + s * x[(t2, k)], -s * x[(t1, k)] + c * x[(t2, k)]);
+    }
 }
 
 /// What a row other than a friction row does in a mode.
@@ -269,6 +273,13 @@ impl Mode {
     /// The mode's minimum-norm forces (module notes) from the solution `(f, w)` that
     /// defines the slip frames; `None` when the mode has a sliding cone of other than two
     /// rows or the solve fails.
+    ///
+    /// `factor`: a tall `L` (`m × d`) with `A = L Lᵀ` (the island's rows in a basis of its
+    /// `d` dofs). From [`FACTORED_MIN_ROWS`] rows that hold, more than `d`, none with a
+    /// compliance, the reduced matrix is used in its factored form `L_C N_Cᵀ`
+    /// (`N_C = L_C + E`'s rows of `L_U`; [`min_norm_solve_factored`], `O(k d²)`), as the
+    /// boxed LCP's standardized solves do.
+    #[allow(clippy::too_many_arguments)]
     pub fn min_norm_forces(
         &self,
         a: &DMatrix<f64>,
@@ -276,6 +287,7 @@ impl Mode {
         cones: &[Cone],
         f: &DVector<f64>,
         w: &DVector<f64>,
+        factor: Option<&DMatrix<f64>>,
     ) -> Option<DVector<f64>> {
         let m = f.len();
         // `A` and `b` turned into the slip frames (`T A Tᵀ`, `T b`), each turn applied to
@@ -315,20 +327,46 @@ impl Mode {
             position[i] = k;
         }
         let k = c_rows.len();
-        let mut ahat = DMatrix::from_fn(k, k, |i, j| at[(c_rows[i], c_rows[j])]);
         let mut rhs = DVector::from_fn(k, |i, _| -bt[c_rows[i]]);
         for (i, &ci) in c_rows.iter().enumerate() {
-            ahat[(i, i)] += reg[ci];
-            for &(u, n, e) in &along {
-                ahat[(i, position[n])] += at[(ci, u)] * e;
-            }
             for (j, v) in fixed.iter().enumerate() {
                 if let Some(v) = v {
                     rhs[i] -= at[(ci, j)] * v;
                 }
             }
         }
-        let fc = min_norm_solve(&ahat, &rhs, RANK_RTOL)?;
+        let factored =
+            factor.filter(|l| k >= FACTORED_MIN_ROWS && l.ncols() < k && c_rows.iter().all(|&i| reg[i] == 0.0));
+        let fc = match factored {
+            Some(l) => {
+                // The factor's rows turned alike (`T L`), then `L_C` and `N_C`.
+                let mut lt = l.clone();
+                for &(rows, c, s) in &turns {
+                    turn_rows(&mut lt, rows, c, s);
+                }
+                let lc = lt.select_rows(c_rows.iter());
+                let nc = (!along.is_empty()).then(|| {
+                    let mut nc = lc.clone();
+                    for &(u, n, e) in &along {
+                        let row = lt.row(u) * e;
+                        let mut target = nc.row_mut(position[n]);
+                        target += row;
+                    }
+                    nc
+                });
+                min_norm_solve_factored(&lc, nc.as_ref(), &rhs, RANK_RTOL)?
+            }
+            None => {
+                let mut ahat = DMatrix::from_fn(k, k, |i, j| at[(c_rows[i], c_rows[j])]);
+                for (i, &ci) in c_rows.iter().enumerate() {
+                    ahat[(i, i)] += reg[ci];
+                    for &(u, n, e) in &along {
+                        ahat[(i, position[n])] += at[(ci, u)] * e;
+                    }
+                }
+                min_norm_solve(&ahat, &rhs, RANK_RTOL)?
+            }
+        };
         let mut ft = DVector::zeros(m);
         for (i, &ci) in c_rows.iter().enumerate() {
             ft[ci] = fc[i];
