@@ -161,6 +161,84 @@ pub enum LoadError {
     },
 }
 
+/// Errors in a soft body's mesh, material or options (the element or vertex named).
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum SoftError {
+    /// The mesh has no tetrahedra.
+    #[error("the tetrahedral mesh has no elements")]
+    Empty,
+    /// A vertex position is NaN or infinite.
+    #[error("vertex {vertex} has a non-finite position {position:?}")]
+    NonFiniteVertex {
+        /// The vertex.
+        vertex: usize,
+        /// Its position.
+        position: [f64; 3],
+    },
+    /// A tetrahedron names a vertex that does not exist.
+    #[error("tet {tet} names vertex {vertex}, but the mesh has {vertices} vertices")]
+    VertexOutOfRange {
+        /// The element.
+        tet: usize,
+        /// The missing vertex.
+        vertex: usize,
+        /// The number of vertices.
+        vertices: usize,
+    },
+    /// A tetrahedron names the same vertex twice.
+    #[error("tet {tet} names vertex {vertex} twice")]
+    RepeatedVertex {
+        /// The element.
+        tet: usize,
+        /// The repeated vertex.
+        vertex: usize,
+    },
+    /// A tetrahedron has (almost) no volume.
+    #[error("tet {tet} is degenerate: rest volume {volume:e} (at most {threshold:e} for its edge lengths)")]
+    DegenerateTet {
+        /// The element.
+        tet: usize,
+        /// Its signed rest volume.
+        volume: f64,
+        /// The smallest accepted volume for its edges.
+        threshold: f64,
+    },
+    /// A tetrahedron is inverted at rest (negative signed volume).
+    #[error("tet {tet} is inverted: signed rest volume {volume:e} (vertices {vertices:?}; swap two of them)")]
+    InvertedTet {
+        /// The element.
+        tet: usize,
+        /// Its signed rest volume.
+        volume: f64,
+        /// Its vertices in the given order.
+        vertices: [usize; 4],
+    },
+    /// A vertex belongs to no tetrahedron.
+    #[error("vertex {vertex} belongs to no tet (unused vertices have no mass)")]
+    UnusedVertex {
+        /// The vertex.
+        vertex: usize,
+    },
+    /// Two vertices sit at the same position.
+    #[error("vertices {first} and {second} coincide at {position:?} (merge them)")]
+    DuplicateVertex {
+        /// The first vertex.
+        first: usize,
+        /// The second vertex.
+        second: usize,
+        /// Their position.
+        position: [f64; 3],
+    },
+    /// A material value is out of its domain.
+    #[error("material of {region}: {reason}")]
+    InvalidMaterial {
+        /// The region (or element) it applies to.
+        region: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
 /// The crate-wide error type.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum Error {
@@ -170,6 +248,9 @@ pub enum Error {
     /// Loading a model file failed.
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// A soft body's mesh, material or options are invalid.
+    #[error(transparent)]
+    Soft(#[from] SoftError),
     /// An input vector has the wrong length.
     #[error("{what} has length {got}, expected {expected}")]
     Dimension {

@@ -22,12 +22,13 @@ pub mod math;
 pub mod model;
 pub mod optim;
 pub mod sim;
+pub mod soft;
 pub mod solver;
 pub mod step;
 pub mod tape;
 pub mod world;
 
 pub use dynamics::Data;
-pub use error::{Error, LoadError, ModelError, Result};
+pub use error::{Error, LoadError, ModelError, Result, SoftError};
 pub use model::{Body, Joint, JointType, Model, ModelBuilder};
 pub use sim::{Control, SimOptions, Simulator, State};

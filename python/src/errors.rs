@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! StictionError(Exception)
-//! ├── ModelError        invalid model (builder, JSON, URDF contents)
+//! ├── ModelError        invalid model (builder, JSON, URDF contents, soft-body meshes and materials)
 //! ├── LoadError         unreadable or malformed model files
 //! ├── NumericalError    singular matrices, non-finite results
 //! └── InputError        also a ValueError: wrong lengths, NaN, unknown names
@@ -76,7 +76,7 @@ pub fn to_py(e: Error) -> PyErr {
     let msg = e.to_string();
     // The class is that of the underlying error; the message keeps the context (e.g. the step).
     match e.root() {
-        Error::Model(_) => ModelError::new_err(msg),
+        Error::Model(_) | Error::Soft(_) => ModelError::new_err(msg),
         Error::Load(_) => LoadError::new_err(msg),
         Error::Numerical { .. } | Error::Diverged { .. } => NumericalError::new_err(msg),
         Error::Dimension { .. } | Error::NonFinite { .. } | Error::InvalidInput(_) | Error::Serde(_) => {

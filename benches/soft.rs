@@ -1,0 +1,66 @@
+//! Criterion benches of the soft body's implicit step (issue #21): one backward-Euler
+//! step of a stable Neo-Hookean block clamped at its base and swaying (dt = 10 ms), its
+//! VJP, and the step's growth with the number of tets (1k to 50k). Before measuring,
+//! each size prints its Newton iterations and the step's time split (assembly,
+//! factorization, solves, line search). Run: `cargo bench --bench soft -- --noplot`.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use nalgebra::DVector;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Duration;
+use stiction::math::Vec3;
+use stiction::soft::generate::box_mesh;
+use stiction::soft::{step, MaterialModel, SoftBody, SoftMaterial, SoftOptions, SoftState};
+
+/// A block of `c × c × c` cells (6 tets each) of side 0.2 m, clamped at z = 0, moving
+/// with the shear velocity field `v = (2 z, 0, 0)`.
+fn scene(c: usize) -> (Arc<SoftBody>, SoftState, DVector<f64>, DVector<f64>) {
+    let mesh = box_mesh([c, c, c], Vec3::new(0.2, 0.2, 0.2), Vec3::zeros()).unwrap();
+    let base: Vec<usize> = (0..mesh.num_vertices()).filter(|&v| mesh.vertices()[v].z == 0.0).collect();
+    let body = SoftBody::builder(mesh, SoftMaterial::new(MaterialModel::StableNeoHookean, 1e5, 0.3, 1000.0))
+        .pin_vertices(&base)
+        .build()
+        .unwrap();
+    let mut state = SoftState::rest(&body);
+    for i in 0..body.mesh().num_vertices() {
+        state.v[3 * i] = 2.0 * state.x[3 * i + 2];
+    }
+    let targets = DVector::from_iterator(body.pinned_dofs().len(), body.pinned_dofs().iter().map(|&d| state.x[d]));
+    let u = DVector::zeros(body.ndof());
+    (Arc::new(body), state, u, targets)
+}
+
+fn bench(c: &mut Criterion) {
+    let options = SoftOptions { dt: 1e-2, ..Default::default() };
+    let mut group = c.benchmark_group("soft");
+    group.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(4)).sample_size(10);
+    // 6 c³ tets: 1,296 · 4,374 · 10,368 · 24,576 · 48,000.
+    for cells in [6, 9, 12, 16, 20] {
+        let (body, state, u, targets) = scene(cells);
+        let tets = body.mesh().num_tets();
+        let rec = step(&body, &state, &u, &targets, &options).unwrap();
+        let r = rec.report();
+        eprintln!(
+            "soft step, {tets} tets, {} dofs: {} Newton iterations; assembly {:.2} ms, factorization {:.2} ms, solves {:.2} ms, line search {:.2} ms",
+            body.ndof(),
+            r.iterations,
+            1e3 * r.timings.assembly,
+            1e3 * r.timings.factorization,
+            1e3 * r.timings.solve,
+            1e3 * r.timings.line_search
+        );
+        group.bench_function(BenchmarkId::new("step", tets), |b| {
+            b.iter(|| black_box(step(&body, &state, &u, &targets, &options).unwrap()))
+        });
+        if cells == 12 {
+            let gx = DVector::from_element(body.ndof(), 1.0);
+            let gv = DVector::from_element(body.ndof(), 0.5);
+            group.bench_function(BenchmarkId::new("vjp", tets), |b| b.iter(|| black_box(rec.vjp(&gx, &gv).unwrap())));
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

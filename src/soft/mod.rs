@@ -1,0 +1,32 @@
+//! Soft bodies: tetrahedral finite elements with hyperelastic materials, stepped by
+//! backward Euler as an energy minimisation, with the adjoint of the implicit step
+//! (issue #21; docs/soft.md).
+//!
+//! * [`mesh`] — [`TetMesh`]: the validated rest mesh, volumes, shape-function gradients.
+//! * [`generate`] — box and rod meshes.
+//! * [`surface`] — the boundary triangles of a mesh (collision, output).
+//! * [`io`] — Gmsh `.msh` 4.1, VTK unstructured grids, TetGen `.node`/`.ele`; VTK output
+//!   of trajectories.
+//! * [`material`] — [`MaterialModel`]: energy, stress, tangent and Lamé derivatives.
+
+mod adjoint;
+pub mod body;
+mod damping;
+pub mod generate;
+pub mod implicit;
+pub mod io;
+pub mod material;
+pub mod mesh;
+mod potential;
+pub mod rollout;
+mod sparse;
+pub mod surface;
+pub mod sysid;
+
+pub use adjoint::{SoftGradients, SoftJacobians};
+pub use body::{SoftBody, SoftBodyBuilder, SoftDamping, SoftMaterial, SoftRegion};
+pub use implicit::{static_equilibrium, step, NewtonReport, NewtonTimings, SoftOptions, SoftState, SoftStepRecord};
+pub use material::{Lame, MaterialModel};
+pub use mesh::TetMesh;
+pub use rollout::{rollout, SoftRollout, SoftRolloutGradients};
+pub use sysid::{identify, SoftFit, SoftFitOptions, SoftTrajectory};

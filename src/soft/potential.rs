@@ -1,0 +1,232 @@
+//! The incremental potential of one backward-Euler step of a soft body, whose minimiser
+//! over the free degrees of freedom is the end-of-step configuration `y = x⁺`:
+//!
+//! ```text
+//! Φ(y) = Σ_i m_i [ |y_i − x_i − h v_i|² / (2h²) + α |y_i − x_i|² / (2h) − (g · y_i) ]
+//!        − u · y + Σ_e V_e [Ψ(F_e(y)) + Ψ_d(F_e(y), F_e(x))],
+//! ```
+//!
+//! with the lumped masses `m_i`, mass damping α, gravity g, vertex forces u, the
+//! material's energy density Ψ and the viscous potential Ψ_d of `damping.rs`. Its
+//! gradient `∇Φ = 0` is backward Euler, `M (v⁺ − v)/h = f(x⁺) − α M v⁺ + M g + u`, with
+//! `v⁺ = (x⁺ − x)/h`; its Hessian is `M (1/h² + α/h) + Σ_e V_e Bₑᵀ (∂P/∂F + ∂P_d/∂F) Bₑ`
+//! (`Bₑ = ∂vec(F_e)/∂x_e`), assembled into the lower triangle of the free-free block
+//! ([`super::sparse::HessianPattern`]), optionally with every element's tangent projected
+//! onto the PSD cone.
+
+use super::body::SoftBody;
+use super::damping;
+use super::material::{project_psd, Mat9};
+use super::sparse::{local_entry, NONE};
+use crate::math::{Mat3, Vec3};
+
+/// One step's data that does not change over Newton iterations.
+#[derive(Clone, Debug)]
+pub(crate) struct StepPotential<'a> {
+    pub body: &'a SoftBody,
+    pub h: f64,
+    pub x: &'a [f64],
+    pub v: &'a [f64],
+    pub u: &'a [f64],
+    /// Whether inertia and damping are in (a step) or not (static equilibrium).
+    pub dynamic: bool,
+    /// The start-of-step Green strain of every element (empty without stiffness damping).
+    pub start_strains: Vec<Mat3>,
+}
+
+/// What an evaluation of Φ holds.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Evaluation {
+    /// Φ(y).
+    pub energy: f64,
+    /// ∇Φ over all degrees of freedom (pinned ones included).
+    pub gradient: Vec<f64>,
+    /// The Hessian's lower-triangular values over the free ones (empty when not asked).
+    pub hessian: Vec<f64>,
+    /// Elements with `det F ≤ 0`.
+    pub inverted: usize,
+    /// Elements whose tangent was changed by the PSD projection.
+    pub projected: usize,
+}
+
+/// The positions of vertex `i` in a state vector.
+#[inline]
+pub(crate) fn vertex(y: &[f64], i: usize) -> Vec3 {
+    Vec3::new(y[3 * i], y[3 * i + 1], y[3 * i + 2])
+}
+
+/// `F = Σ_a y_a ⊗ ∇N_a` of tet `t`.
+#[inline]
+pub(crate) fn deformation_gradient(body: &SoftBody, t: usize, y: &[f64]) -> Mat3 {
+    body.mesh().deformation_gradient_of(t, y)
+}
+
+/// `V Bᵀ C B` of a tet with shape gradients `g`, as a dense 12 × 12 (rows `3a + k`).
+pub(crate) fn element_matrix(g: &[Vec3; 4], c: &Mat9, volume: f64) -> [[f64; 12]; 12] {
+    // T_a[k][col] = Σ_j g_a[j] C[k + 3j, col]
+    let mut t = [[[0.0; 9]; 3]; 4];
+    for (a, ga) in g.iter().enumerate() {
+        for k in 0..3 {
+            for col in 0..9 {
+                t[a][k][col] = ga[0] * c[(k, col)] + ga[1] * c[(k + 3, col)] + ga[2] * c[(k + 6, col)];
+            }
+        }
+    }
+    let mut out = [[0.0; 12]; 12];
+    for a in 0..4 {
+        for k in 0..3 {
+            for (b, gb) in g.iter().enumerate() {
+                for l in 0..3 {
+                    let ta = &t[a][k];
+                    out[3 * a + k][3 * b + l] = volume * (ta[l] * gb[0] + ta[l + 3] * gb[1] + ta[l + 6] * gb[2]);
+                }
+            }
+        }
+    }
+    out
+}
+
+impl<'a> StepPotential<'a> {
+    /// The step from `(x, v)` under forces `u` with time step `h`.
+    pub fn new(body: &'a SoftBody, h: f64, x: &'a [f64], v: &'a [f64], u: &'a [f64]) -> Self {
+        let start_strains = if body.damping().stiffness > 0.0 {
+            (0..body.mesh().num_tets()).map(|t| damping::green_strain(&deformation_gradient(body, t, x))).collect()
+        } else {
+            Vec::new()
+        };
+        StepPotential { body, h, x, v, u, dynamic: true, start_strains }
+    }
+
+    /// The potential of static equilibrium under gravity and forces `u`: Φ without the
+    /// inertial and damping terms (`x` and `v` unused).
+    pub fn statics(body: &'a SoftBody, x: &'a [f64], u: &'a [f64]) -> Self {
+        StepPotential { body, h: 1.0, x, v: x, u, dynamic: false, start_strains: Vec::new() }
+    }
+
+    /// The viscous coefficient `β/h`.
+    pub fn viscous(&self) -> f64 {
+        self.body.damping().stiffness / self.h
+    }
+
+    /// The first Piola–Kirchhoff stress of tet `t` at gradient `f`, damping included.
+    pub fn stress(&self, t: usize, f: &Mat3) -> Mat3 {
+        let region = &self.body.regions()[self.body.element_regions()[t]];
+        let mut p = region.material.model.stress(f, &region.lame);
+        if !self.start_strains.is_empty() {
+            p += damping::stress(f, &self.start_strains[t], &region.lame, self.viscous());
+        }
+        p
+    }
+
+    /// The tangent `∂P/∂F` of tet `t` at `f`, damping included, unprojected.
+    pub fn tangent(&self, t: usize, f: &Mat3) -> Mat9 {
+        let region = &self.body.regions()[self.body.element_regions()[t]];
+        let mut c = region.material.model.tangent(f, &region.lame);
+        if !self.start_strains.is_empty() {
+            c += damping::tangent(f, &self.start_strains[t], &region.lame, self.viscous());
+        }
+        c
+    }
+
+    /// Φ at `y` (all degrees of freedom), with its gradient, and with the Hessian when
+    /// `hessian` is set (its element tangents projected onto the PSD cone when
+    /// `project` is set).
+    pub fn evaluate(&self, y: &[f64], hessian: bool, project: bool) -> Evaluation {
+        let body = self.body;
+        let mesh = body.mesh();
+        let pattern = body.pattern();
+        let (h, alpha) = (self.h, body.damping().mass);
+        let mut ev = Evaluation { gradient: vec![0.0; y.len()], ..Default::default() };
+        if hessian {
+            ev.hessian = vec![0.0; pattern.nnz()];
+        }
+        ev.energy = self.inertial_energy(y, Some(&mut ev.gradient));
+        if hessian && self.dynamic {
+            let diag = 1.0 / (h * h) + alpha / h;
+            for (d, &free) in pattern.free_index.iter().enumerate() {
+                if free != NONE {
+                    ev.hessian[pattern.diagonal[free]] += body.masses()[d / 3] * diag;
+                }
+            }
+        }
+        for t in 0..mesh.num_tets() {
+            let f = deformation_gradient(body, t, y);
+            let volume = mesh.volumes()[t];
+            if f.determinant() <= 0.0 {
+                ev.inverted += 1;
+            }
+            ev.energy += volume * self.element_energy(t, &f);
+            let p = self.stress(t, &f);
+            let grads = mesh.shape_gradients(t);
+            for (a, &v) in mesh.tets()[t].iter().enumerate() {
+                let fa = p * grads[a] * volume;
+                for k in 0..3 {
+                    ev.gradient[3 * v + k] += fa[k];
+                }
+            }
+            if hessian {
+                let mut c = self.tangent(t, &f);
+                if project && project_psd(&mut c) {
+                    ev.projected += 1;
+                }
+                let ke = element_matrix(grads, &c, volume);
+                let slots = &pattern.element_slots[t];
+                for i in 0..12 {
+                    for j in i..12 {
+                        let s = slots[local_entry(i, j)];
+                        if s != NONE {
+                            ev.hessian[s] += ke[i][j];
+                        }
+                    }
+                }
+            }
+        }
+        ev
+    }
+
+    /// Φ at `y` alone (for the line search).
+    pub fn energy(&self, y: &[f64]) -> f64 {
+        let mesh = self.body.mesh();
+        let elastic: f64 = (0..mesh.num_tets())
+            .map(|t| mesh.volumes()[t] * self.element_energy(t, &deformation_gradient(self.body, t, y)))
+            .sum();
+        self.inertial_energy(y, None) + elastic
+    }
+
+    /// The energy density of tet `t` at gradient `f`, damping included.
+    fn element_energy(&self, t: usize, f: &Mat3) -> f64 {
+        let region = &self.body.regions()[self.body.element_regions()[t]];
+        let mut psi = region.material.model.energy(f, &region.lame);
+        if !self.start_strains.is_empty() {
+            psi += damping::energy(f, &self.start_strains[t], &region.lame, self.viscous());
+        }
+        psi
+    }
+
+    /// The vertex terms of Φ (inertia, mass damping, gravity, forces); their gradient is
+    /// written into `gradient` when given.
+    fn inertial_energy(&self, y: &[f64], mut gradient: Option<&mut Vec<f64>>) -> f64 {
+        let body = self.body;
+        let (h, alpha, g) = (self.h, body.damping().mass, body.gravity());
+        let mut e = 0.0;
+        for (i, &m) in body.masses().iter().enumerate() {
+            for k in 0..3 {
+                let d = 3 * i + k;
+                if !self.dynamic {
+                    e -= (m * g[k] + self.u[d]) * y[d];
+                    if let Some(grad) = gradient.as_deref_mut() {
+                        grad[d] = -m * g[k] - self.u[d];
+                    }
+                    continue;
+                }
+                let (dx, inertial) = (y[d] - self.x[d], y[d] - self.x[d] - h * self.v[d]);
+                e += m * (inertial * inertial / (2.0 * h * h) + alpha * dx * dx / (2.0 * h) - g[k] * y[d])
+                    - self.u[d] * y[d];
+                if let Some(grad) = gradient.as_deref_mut() {
+                    grad[d] = m * (inertial / (h * h) + alpha * dx / h - g[k]) - self.u[d];
+                }
+            }
+        }
+        e
+    }
+}
