@@ -8,8 +8,8 @@ use std::sync::Arc;
 use stiction::gradcheck::fd::ridders;
 use stiction::math::{SplitMix64, Vec3};
 use stiction::soft::{
-    identify, rollout, step, MaterialModel, SoftBody, SoftDamping, SoftFitOptions, SoftMaterial, SoftOptions,
-    SoftState, SoftTrajectory, TetMesh,
+    identify, rollout, step, MaterialModel, SoftBody, SoftDamping, SoftFitOptions, SoftIntegrator, SoftMaterial,
+    SoftOptions, SoftState, SoftTrajectory, TetMesh,
 };
 use stiction::Result;
 
@@ -156,6 +156,9 @@ fn two_region_scene(model: MaterialModel) -> Scene {
 fn check_model(model: MaterialModel) {
     check_scene(model, scene(model, 7), "small strain");
     check_scene(model, two_region_scene(model), "two regions, large strain");
+    let mut midpoint = two_region_scene(model);
+    midpoint.options.integrator = SoftIntegrator::ImplicitMidpoint;
+    check_scene(model, midpoint, "two regions, implicit midpoint");
 }
 
 fn check_scene(model: MaterialModel, s: Scene, label: &str) {

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use stiction::math::{Mat3, SplitMix64, Vec3};
 use stiction::soft::generate::box_mesh;
 use stiction::soft::{
-    static_equilibrium, step, MaterialModel, NewtonReport, SoftBody, SoftDamping, SoftMaterial, SoftOptions, SoftState,
-    TetMesh,
+    static_equilibrium, step, MaterialModel, NewtonReport, SoftBody, SoftDamping, SoftIntegrator, SoftMaterial,
+    SoftOptions, SoftState, TetMesh,
 };
 use stiction::{Error, SoftError};
 
@@ -30,6 +30,22 @@ fn equilibrium(body: &SoftBody, u: &DVector<f64>, targets: &DVector<f64>) -> (DV
     static_equilibrium(body, &body.rest_positions(), u, targets, &SoftOptions::default()).unwrap()
 }
 
+/// The body deformed by noise, translating and spinning at `omega` about the origin, with
+/// velocity noise.
+fn tumbling(body: &SoftBody, seed: u64, omega: Vec3) -> SoftState {
+    let mut rng = SplitMix64::new(seed);
+    let mut s = SoftState::rest(body);
+    for i in 0..body.mesh().num_vertices() {
+        let x = Vec3::new(s.x[3 * i], s.x[3 * i + 1], s.x[3 * i + 2]);
+        let v = Vec3::new(0.3, -0.1, 0.2) + omega.cross(&x);
+        for k in 0..3 {
+            s.x[3 * i + k] += 0.003 * (rng.uniform() - 0.5);
+            s.v[3 * i + k] = v[k] + 0.05 * (rng.uniform() - 0.5);
+        }
+    }
+    s
+}
+
 fn momenta(body: &SoftBody, s: &SoftState) -> (Vec3, Vec3) {
     let (mut p, mut l) = (Vec3::zeros(), Vec3::zeros());
     for (i, &m) in body.masses().iter().enumerate() {
@@ -49,17 +65,7 @@ fn a_free_body_keeps_its_linear_momentum_and_its_angular_momentum_drifts_as_back
     for model in ROTATION_INVARIANT {
         let mesh = box_mesh([2, 2, 2], Vec3::new(0.2, 0.1, 0.1), Vec3::zeros()).unwrap();
         let body = Arc::new(SoftBody::builder(mesh, material(model)).gravity(Vec3::zeros()).build().unwrap());
-        let mut rng = SplitMix64::new(11);
-        let mut s = SoftState::rest(&body);
-        let omega = Vec3::new(1.0, -2.0, 3.0);
-        for i in 0..body.mesh().num_vertices() {
-            let x = Vec3::new(s.x[3 * i], s.x[3 * i + 1], s.x[3 * i + 2]);
-            let v = Vec3::new(0.3, -0.1, 0.2) + omega.cross(&x);
-            for k in 0..3 {
-                s.x[3 * i + k] += 0.003 * (rng.uniform() - 0.5);
-                s.v[3 * i + k] = v[k] + 0.05 * (rng.uniform() - 0.5);
-            }
-        }
+        let mut s = tumbling(&body, 11, Vec3::new(1.0, -2.0, 3.0));
         let (p0, _) = momenta(&body, &s);
         let zero = DVector::zeros(body.ndof());
         let options = SoftOptions { dt: 1e-3, ..Default::default() };
@@ -339,4 +345,74 @@ fn solve_order(e1: f64, e2: f64, e3: f64, n: [f64; 3]) -> f64 {
         }
     }
     0.5 * (lo + hi)
+}
+
+/// The implicit midpoint rule keeps a free, undamped body's linear and angular momentum to
+/// 1e-10 (every rotation-invariant material; under gravity, exactly as its impulse and
+/// torque about the origin change them), and the total energy of a linear-elastic
+/// body exactly (its energy is quadratic), while backward Euler loses energy.
+#[test]
+fn implicit_midpoint_keeps_momentum_and_the_energy_of_a_quadratic_material() {
+    for model in ROTATION_INVARIANT.into_iter().chain([MaterialModel::LinearElastic]) {
+        let mesh = box_mesh([2, 2, 2], Vec3::new(0.2, 0.1, 0.1), Vec3::zeros()).unwrap();
+        let body =
+            Arc::new(SoftBody::builder(mesh, material(model)).gravity(Vec3::new(0.0, 0.0, -9.81)).build().unwrap());
+        let omega = if model == MaterialModel::LinearElastic { Vec3::zeros() } else { Vec3::new(1.0, -2.0, 3.0) };
+        let mut s = tumbling(&body, 13, omega);
+        let energy = |st: &SoftState| {
+            let kinetic: f64 = (0..body.ndof()).map(|d| 0.5 * body.masses()[d / 3] * st.v[d] * st.v[d]).sum();
+            let gravity: f64 = (0..body.mesh().num_vertices()).map(|i| body.masses()[i] * 9.81 * st.x[3 * i + 2]).sum();
+            kinetic + gravity + body.elastic_energy(&st.x).unwrap()
+        };
+        let zero = DVector::zeros(body.ndof());
+        let (p0, l0) = momenta(&body, &s);
+        let e0 = energy(&s);
+        let g = Vec3::new(0.0, 0.0, -9.81) * body.total_mass();
+        let com = |st: &SoftState| -> Vec3 {
+            (0..body.mesh().num_vertices())
+                .map(|i| Vec3::new(st.x[3 * i], st.x[3 * i + 1], st.x[3 * i + 2]) * body.masses()[i])
+                .sum()
+        };
+        let options = SoftOptions { dt: 1e-3, integrator: SoftIntegrator::ImplicitMidpoint, ..Default::default() };
+        let mut t = 0.0;
+        for _ in 0..100 {
+            let c0 = com(&s);
+            let rec = step(&body, &s, &zero, &DVector::zeros(0), &options).unwrap();
+            let next = rec.next_state().clone();
+            t += options.dt;
+            let (p1, l1) = momenta(&body, &next);
+            // Gravity changes P by M g t; its torque about the origin changes L by
+            // h (x_mid_com × M g) per step.
+            let expect_p = p0 + g * t;
+            assert!((p1 - expect_p).norm() <= 1e-10 * p0.norm(), "{model:?}: linear momentum {p1:?} vs {expect_p:?}");
+            let mid = (c0 + com(&next)) / (2.0 * body.total_mass());
+            let (_, l_before) = momenta(&body, &s);
+            let expect_l = l_before + mid.cross(&g) * options.dt;
+            // Linear elasticity is not rotation invariant: its internal forces have a torque.
+            assert!(
+                model == MaterialModel::LinearElastic || (l1 - expect_l).norm() <= 1e-10 * l0.norm().max(p0.norm()),
+                "{model:?}: angular momentum {l1:?} vs {expect_l:?}"
+            );
+            s = next;
+        }
+        if model == MaterialModel::LinearElastic {
+            let e1 = energy(&s);
+            assert!((e1 - e0).abs() <= 1e-10 * e0.abs(), "energy {e0} -> {e1}");
+            let mut be = SoftState::rest(&body);
+            be.x.copy_from(&s.x);
+            be.v.copy_from(&s.v);
+            let eb0 = energy(&be);
+            for _ in 0..100 {
+                be = step(&body, &be, &zero, &DVector::zeros(0), &SoftOptions { dt: 1e-3, ..Default::default() })
+                    .unwrap()
+                    .next_state()
+                    .clone();
+            }
+            assert!(
+                energy(&be) < eb0 - 1e-6 * eb0.abs(),
+                "backward Euler should lose energy: {eb0} -> {}",
+                energy(&be)
+            );
+        }
+    }
 }

@@ -17,6 +17,7 @@ mod optim;
 mod params;
 mod samples;
 mod simulator;
+mod soft;
 mod sysid;
 mod tape;
 mod world;
@@ -46,6 +47,10 @@ fn _stiction(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<world::PyStaticGeometry>()?;
     m.add_class::<world::PyWorldStepRecord>()?;
     m.add_class::<world::PyWorldTape>()?;
+    m.add_class::<soft::PyTetMesh>()?;
+    m.add_class::<soft::PySoftBody>()?;
+    m.add_class::<soft::PySoftStepRecord>()?;
+    m.add_class::<soft::PySoftRollout>()?;
     m.add_function(wrap_pyfunction!(gradcheck::gradcheck, m)?)?;
     m.add_function(wrap_pyfunction!(gradcheck::load_scene, m)?)?;
     m.add_function(wrap_pyfunction!(model::load_mjcf, m)?)?;

@@ -1033,6 +1033,348 @@ class WorldTape:
         :raises InputError: an empty tape, wrong shapes or non-finite values.
         """
 
+class TetMesh:
+    """A tetrahedral mesh at rest (immutable): vertex positions, positively oriented linear
+    tets (``(X1 − X0) · ((X2 − X0) × (X3 − X0)) > 0``) and a region tag per tet
+    (materials are given per region).
+
+    Validated on construction: non-finite positions, indices out of range, a vertex named
+    twice by a tet, degenerate or inverted tets, unused and coinciding vertices raise
+    :class:`ModelError` naming the tet or vertex.
+    """
+
+    def __init__(self, vertices: ArrayLike, tets: ArrayLike, regions: Optional[ArrayLike] = None) -> None:
+        """:param vertices: rest positions, shape (n, 3).
+        :param tets: vertex indices, shape (m, 4), positively oriented.
+        :param regions: a region tag (integer >= 0) per tet, shape (m,); default all 0.
+        :raises InputError: bad shapes or non-integer indices.
+        :raises ModelError: an invalid mesh (the message names the tet or vertex).
+        """
+    @staticmethod
+    def box(cells: Sequence[int], extent: ArrayLike, origin: Optional[ArrayLike] = None) -> "TetMesh":
+        """The axis-aligned box ``[origin, origin + extent]`` (origin default 0) split into
+        ``cells = (nx, ny, nz)`` hexahedral cells of six tets each (conforming, all of the
+        same volume), in region 0. Vertex ``(i, j, k)`` has index ``i + (nx+1)(j + (ny+1)k)``.
+
+        :raises InputError: a zero cell count or a non-positive extent.
+        """
+    @staticmethod
+    def rod(cells_along: int, cells_across: int, length: float, width: float) -> "TetMesh":
+        """A bar of square cross-section along +x: ``x ∈ [0, length]``, ``y, z ∈ [−width/2,
+        width/2]``, ``cells_along`` cells along x and ``cells_across`` along y and z.
+
+        :raises InputError: zero cells or a non-positive length or width.
+        """
+    @staticmethod
+    def load(path: PathLike) -> "TetMesh":
+        """Loads a mesh file by its extension: Gmsh ``.msh`` 4.1, or a VTK unstructured grid
+        (``.vtk`` legacy, ``.vtu`` ASCII XML). Only linear tets make the mesh; region tags come
+        from the file's physical groups or ``region`` cell array.
+
+        :raises LoadError: a missing or malformed file, or another extension.
+        :raises ModelError: an invalid mesh.
+        """
+    @staticmethod
+    def load_tetgen(node_path: PathLike, ele_path: PathLike) -> "TetMesh":
+        """Loads a TetGen mesh from its ``.node`` and ``.ele`` files.
+
+        :raises LoadError: a missing or malformed file.
+        :raises ModelError: an invalid mesh.
+        """
+    @property
+    def vertices(self) -> Matrix:
+        """The rest positions, shape (n, 3)."""
+    @property
+    def tets(self) -> npt.NDArray[np.int64]:
+        """The tets, shape (m, 4), int64 vertex indices."""
+    @property
+    def regions(self) -> npt.NDArray[np.int64]:
+        """The region tag of every tet, shape (m,), int64."""
+    @property
+    def volumes(self) -> Vector:
+        """The rest volume of every tet (m³), shape (m,)."""
+    @property
+    def num_vertices(self) -> int:
+        """The number of vertices n."""
+    @property
+    def num_tets(self) -> int:
+        """The number of tets m."""
+    def __len__(self) -> int:
+        """The number of tets m."""
+    def surface(self) -> npt.NDArray[np.int64]:
+        """The boundary triangles, shape (k, 3), int64, ordered so that the right-hand normal
+        points out of the body."""
+    def write_vtu(
+        self,
+        path: PathLike,
+        positions: Optional[ArrayLike] = None,
+        cell_data: Optional[Mapping[str, ArrayLike]] = None,
+        point_data: Optional[Mapping[str, ArrayLike]] = None,
+    ) -> None:
+        """Writes the mesh as an ASCII XML ``.vtu`` file (ParaView) at ``positions`` (shape
+        (n, 3) or a flat state (3n,); default the rest positions), with the region tags,
+        ``cell_data`` (name → one value per tet) and ``point_data`` (name → shape (n, 3)).
+        Numbers read back exactly with :meth:`load`.
+
+        :raises InputError: wrong shapes, non-finite values, a bad or repeated array name
+            (``region`` is taken), or a file that cannot be written.
+        """
+    def vertices_where(self, predicate: Any) -> List[int]:
+        """The indices (ascending) of the rest vertices for which ``predicate(p)`` (``p`` of
+        shape (3,)) is true, e.g. ``mesh.vertices_where(lambda p: p[0] <= 1e-9)``."""
+
+class SoftBody:
+    """A soft body (immutable): a :class:`TetMesh` with a material per region, lumped vertex
+    masses, damping, gravity and pinned degrees of freedom, stepped by backward Euler as an
+    energy minimisation (Newton, sparse Cholesky).
+
+    The state is the vertex positions ``x`` and velocities ``v``, flat vectors of 3
+    coordinates per vertex (``x[3i + k]``, ``ndof = 3n``); the controls ``u`` are vertex
+    forces (N); each pinned degree of freedom follows a target (its position at the end of
+    the step, in the order of :attr:`pinned_dofs`). The differentiable parameters θ are named
+    by :attr:`param_names`.
+    """
+
+    def __init__(
+        self,
+        mesh: TetMesh,
+        material: str = "neo_hookean",
+        youngs_modulus: float = 1e5,
+        poisson: float = 0.3,
+        density: float = 1000.0,
+        regions: Optional[Mapping[int, Mapping[str, Union[str, float]]]] = None,
+        damping: Optional[ArrayLike] = (0.0, 0.0),
+        gravity: Optional[ArrayLike] = None,
+        pin_vertices: Optional[Sequence[int]] = None,
+        pin_dofs: Optional[Sequence[Tuple[int, int]]] = None,
+    ) -> None:
+        """:param material: ``"linear"``, ``"corotated"``, ``"stvk"`` or ``"neo_hookean"``
+            (stable Neo-Hookean), for every region.
+        :param youngs_modulus: E (Pa); ``poisson``: ν in (−1, 0.5); ``density``: ρ (kg/m³).
+        :param regions: per-region overrides ``{tag: {"material", "youngs_modulus",
+            "poisson", "density"}}``; missing keys keep the body-wide values.
+        :param damping: ``(α, β)``: mass-proportional (1/s) and stiffness-proportional (s).
+        :param gravity: m/s², default ``(0, 0, −9.81)``.
+        :param pin_vertices: vertices whose three coordinates are pinned.
+        :param pin_dofs: single ``(vertex, axis)`` pins.
+        :raises InputError: an unknown material name, a region the mesh lacks, negative
+            damping, non-finite gravity, a pin out of range.
+        :raises ModelError: an invalid material (E ≤ 0, ν outside (−1, 0.5), ρ ≤ 0).
+        """
+    @property
+    def mesh(self) -> TetMesh:
+        """The rest mesh."""
+    @property
+    def ndof(self) -> int:
+        """The number of degrees of freedom, 3 per vertex."""
+    @property
+    def num_vertices(self) -> int:
+        """The number of vertices."""
+    @property
+    def masses(self) -> Vector:
+        """The lumped vertex masses (kg), shape (n,)."""
+    @property
+    def total_mass(self) -> float:
+        """The total mass (kg)."""
+    @property
+    def pinned_dofs(self) -> List[int]:
+        """The pinned degrees of freedom ``3·vertex + axis``, ascending (the targets' order)."""
+    @property
+    def param_names(self) -> List[str]:
+        """The names of θ: per region ``youngs_modulus:TAG``, ``poisson:TAG``,
+        ``density:TAG``; then ``damping_mass``, ``damping_stiffness``."""
+    @property
+    def param_values(self) -> Vector:
+        """θ, in the order of :attr:`param_names`."""
+    @property
+    def rest_positions(self) -> Vector:
+        """The rest positions as a state vector, shape (ndof,)."""
+    @property
+    def gravity(self) -> Vector:
+        """The gravity (m/s²), shape (3,)."""
+    @property
+    def damping(self) -> Tuple[float, float]:
+        """``(α, β)``: the mass- and stiffness-proportional damping coefficients."""
+    def with_params(self, values: ArrayLike) -> "SoftBody":
+        """The same body with θ ``values`` (in the order of :attr:`param_names`).
+
+        :raises InputError: a wrong length or negative damping.
+        :raises ModelError: an invalid material value.
+        """
+    def elastic_forces(self, x: ArrayLike) -> Vector:
+        """The elastic forces ``−∂E/∂x`` at positions ``x`` (N), shape (ndof,)."""
+    def elastic_energy(self, x: ArrayLike) -> float:
+        """The elastic energy ``Σ_e V_e Ψ(F_e)`` at positions ``x`` (J)."""
+    @overload
+    def step(
+        self,
+        x: ArrayLike,
+        v: ArrayLike,
+        u: Optional[ArrayLike] = None,
+        targets: Optional[ArrayLike] = None,
+        dt: float = 1e-3,
+        tolerance: float = 1e-10,
+        max_iterations: int = 50,
+        line_search: bool = True,
+        record: Literal[False] = False,
+        integrator: str = "backward_euler",
+    ) -> Tuple[Vector, Vector]: ...
+    @overload
+    def step(
+        self,
+        x: ArrayLike,
+        v: ArrayLike,
+        u: Optional[ArrayLike] = None,
+        targets: Optional[ArrayLike] = None,
+        dt: float = 1e-3,
+        tolerance: float = 1e-10,
+        max_iterations: int = 50,
+        line_search: bool = True,
+        *,
+        record: Literal[True],
+        integrator: str = "backward_euler",
+    ) -> "SoftStepRecord": ...
+    def step(
+        self,
+        x: ArrayLike,
+        v: ArrayLike,
+        u: Optional[ArrayLike] = None,
+        targets: Optional[ArrayLike] = None,
+        dt: float = 1e-3,
+        tolerance: float = 1e-10,
+        max_iterations: int = 50,
+        line_search: bool = True,
+        record: bool = False,
+        integrator: str = "backward_euler",
+    ) -> Union[Tuple[Vector, Vector], "SoftStepRecord"]:
+        """One implicit step (``integrator``: ``"backward_euler"`` or ``"implicit_midpoint"``) from ``(x, v)`` under vertex forces ``u`` (None: zero), the
+        pins moving to ``targets`` (None: where ``x`` has them). Newton stops when its step is
+        at most ``tolerance`` times the rest mesh's diagonal. Returns ``(x_next, v_next)``, or
+        a :class:`SoftStepRecord` with ``record=True``.
+
+        :raises InputError: wrong lengths, NaN or invalid options.
+        :raises NumericalError: no convergence within ``max_iterations``.
+        """
+    def static_equilibrium(
+        self,
+        x: Optional[ArrayLike] = None,
+        u: Optional[ArrayLike] = None,
+        targets: Optional[ArrayLike] = None,
+        tolerance: float = 1e-10,
+        max_iterations: int = 50,
+    ) -> Tuple[Vector, Dict[str, Any]]:
+        """The static equilibrium under gravity and forces ``u``, pins at ``targets`` (None:
+        where ``x`` has them), by Newton from ``x`` (None: the rest positions). Returns
+        ``(x, report)`` (the report as :attr:`SoftStepRecord.report`).
+
+        :raises InputError: wrong lengths or NaN.
+        :raises NumericalError: no convergence, or a body not held by enough pins.
+        """
+    def rollout(
+        self,
+        x: ArrayLike,
+        v: ArrayLike,
+        controls: ArrayLike,
+        targets: Optional[ArrayLike] = None,
+        dt: float = 1e-3,
+        tolerance: float = 1e-10,
+        max_iterations: int = 50,
+        line_search: bool = True,
+        integrator: str = "backward_euler",
+    ) -> "SoftRollout":
+        """``N`` recorded steps under the vertex forces ``controls`` (shape (N, ndof)) with
+        the pin ``targets`` of each step (shape (N, len(pinned_dofs)); None: held where ``x``
+        has them). A failing step's error names it."""
+    def identify(
+        self,
+        initial_x: ArrayLike,
+        initial_v: ArrayLike,
+        controls: ArrayLike,
+        observed: Mapping[int, ArrayLike],
+        free: Sequence[str],
+        targets: Optional[ArrayLike] = None,
+        dt: float = 1e-3,
+        max_iterations: int = 50,
+        tolerance: float = 1e-12,
+        integrator: str = "backward_euler",
+    ) -> Dict[str, Any]:
+        """Fits the parameters named ``free`` to positions ``observed`` (``{k: x_k}`` after
+        step k, 1 ≤ k ≤ N) of the experiment ``(initial_x, initial_v, controls, targets)``
+        by Levenberg–Marquardt on exact residual Jacobians, from this body's values. Returns
+        ``{"names", "values", "body", "initial_cost", "cost", "iterations"}``.
+
+        :raises InputError: unknown names or inconsistent data.
+        :raises NumericalError: a step that fails.
+        """
+
+class SoftStepRecord:
+    """One recorded soft-body step (:meth:`SoftBody.step` with ``record=True``, or an entry
+    of a :class:`SoftRollout`): inputs, result, Newton's report, VJP and Jacobians.
+    Self-contained."""
+
+    @property
+    def x_next(self) -> Vector:
+        """The positions after the step, shape (ndof,)."""
+    @property
+    def v_next(self) -> Vector:
+        """The velocities after the step, shape (ndof,)."""
+    @property
+    def x(self) -> Vector:
+        """The positions before the step, shape (ndof,)."""
+    @property
+    def v(self) -> Vector:
+        """The velocities before the step, shape (ndof,)."""
+    @property
+    def u(self) -> Vector:
+        """The vertex forces of the step, shape (ndof,)."""
+    @property
+    def targets(self) -> Vector:
+        """The pin targets of the step, shape (len(pinned_dofs),)."""
+    @property
+    def dt(self) -> float:
+        """The time step (s)."""
+    @property
+    def report(self) -> Dict[str, Any]:
+        """Newton's report: ``iterations``, ``gradient_norms``, ``step_norms``,
+        ``step_lengths``, ``projected_iterations``, ``inverted_elements`` and ``timings``
+        (seconds in ``assembly``, ``factorization``, ``solve``, ``line_search``)."""
+    def vjp(self, grad_x_next: ArrayLike, grad_v_next: ArrayLike) -> Dict[str, Vector]:
+        """Given ``∂ℓ/∂x⁺`` and ``∂ℓ/∂v⁺`` (ndof each), returns ``{"x", "v", "u", "targets",
+        "theta"}``, the gradients of ℓ with respect to the step's inputs.
+
+        :raises InputError: wrong lengths or NaN.
+        :raises NumericalError: a singular Hessian.
+        """
+    def jacobians(self) -> Dict[str, Matrix]:
+        """The Jacobians of ``(x⁺, v⁺)``: ``"x_x"``, ``"x_v"``, ``"x_u"`` (ndof × ndof),
+        ``"x_targets"`` (ndof × len(pinned_dofs)), ``"x_theta"`` (ndof × len(param_names)),
+        and ``"v_x"``, ... likewise. For small and medium meshes (prefer :meth:`vjp`).
+
+        :raises NumericalError: a singular Hessian.
+        """
+
+class SoftRollout:
+    """A recorded soft-body rollout (:meth:`SoftBody.rollout`)."""
+
+    def __len__(self) -> int:
+        """The number of steps N."""
+    def __getitem__(self, k: int) -> SoftStepRecord:
+        """The record of step ``k`` (negative indices count from the end)."""
+    @property
+    def states(self) -> Tuple[Matrix, Matrix]:
+        """``(xs, vs)``, shapes (N, ndof): row k is the state after step k."""
+    @property
+    def reports(self) -> List[Dict[str, Any]]:
+        """Newton's report of every step."""
+    def backward(self, grad_x: Optional[ArrayLike] = None, grad_v: Optional[ArrayLike] = None) -> Dict[str, Any]:
+        """Reverse-mode sweep: ``grad_x[k]``, ``grad_v[k]`` (shapes (N, ndof); None: zero) are
+        the partial derivatives of ℓ with respect to row k of :attr:`states`. Returns the total
+        derivatives ``{"x0", "v0" (ndof,), "u" (N, ndof), "targets" (N, len(pinned_dofs)),
+        "theta"}``.
+
+        :raises InputError: an empty rollout, wrong shapes or NaN.
+        """
+
 class GradReport:
     """The result of :func:`gradcheck`; ``str(report)`` is a table of the blocks."""
 

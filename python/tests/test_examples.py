@@ -151,6 +151,29 @@ def test_splitmix_matches_the_rust_generator():
     assert [rng.next_u64() for _ in range(3)] == [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F]
 
 
+def test_soft_cantilever_example(tmp_path, capsys):
+    png = tmp_path / "soft_cantilever.png"
+    out = load("soft_cantilever").main(["--plot", str(png)])
+    eq = out["equilibrium"]["tip_z"]
+    assert eq < -0.1
+    for name, run in out["runs"].items():
+        assert abs(run["tip_z"][-1] - eq) < 1e-4, f"{name}: settled at {run['tip_z'][-1]} vs {eq}"
+        assert run["tip_z"].min() < eq - 0.05, f"{name}: the bar should overshoot while it swings"
+    check_plot(out["plot"], png)
+    assert "static equilibrium" in capsys.readouterr().out
+
+
+def test_soft_sysid_example(tmp_path):
+    png = tmp_path / "soft_sysid.png"
+    out = load("soft_sysid").main(["--plot", str(png)])
+    truth = np.array([2e5, 0.35])
+    clean = (out["fits"]["noise-free"]["values"] - truth) / truth
+    noisy = (out["fits"]["0.1 mm noise"]["values"] - truth) / truth
+    assert np.all(np.abs(clean) < 1e-6), clean
+    assert np.all(np.abs(noisy) < 1e-2), noisy
+    check_plot(out["plot"], png)
+
+
 def load_plot_script():
     path = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "plot_example.py"
     spec = importlib.util.spec_from_file_location("plot_example", path)

@@ -1,29 +1,32 @@
 //! The adjoint of a soft body's implicit step (the implicit-function theorem on
-//! `∇Φ(y; p) = 0`, `potential.rs`).
+//! `∇Φ(y; p) = 0`, `potential.rs`, with its inertia weight c and elastic point
+//! `z = x + w (y − x)`: `c = w = 1` backward Euler, `c = 2, w = 1/2` implicit midpoint).
 //!
 //! With `g(y, p) = ∇_f Φ` over the free degrees of freedom at the step's solution
 //! `y = x⁺`, the exact Hessian `H = ∂g/∂y` (factored once, Cholesky, or LU when it is
 //! indefinite) and the inputs `p = (x, v, u, targets, θ)`, `dy_f/dp = −H⁻¹ ∂g/∂p`. A loss
-//! with cotangents `(ḡ_x⁺, ḡ_v⁺)` and `v⁺ = (x⁺ − x)/h` has `a = ḡ_x⁺ + ḡ_v⁺/h`; one
-//! back-solve `H λ = a_f` gives every input's gradient as `−(∂g/∂p)ᵀ λ`, evaluated
-//! without forming `∂g/∂p`:
+//! with cotangents `(ḡ_x⁺, ḡ_v⁺)` and `v⁺ = c (x⁺ − x)/h − (c − 1) v` has
+//! `a = ḡ_x⁺ + c ḡ_v⁺/h`; one back-solve `H λ = a_f` gives every input's gradient as
+//! `−(∂g/∂p)ᵀ λ`, evaluated without forming `∂g/∂p`:
 //!
-//! * `x`: `m (1/h² + α/h) λ` per degree of freedom, and through the viscous stress's
-//!   start strain `−Σ_e V_e (∂⟨Λ_e, P_d⟩/∂F₀) ∇N_a` with `Λ_e = Σ_a λ_a ⊗ ∇N_a`;
-//! * `v`: `m λ / h`; `u`: `λ` (zero on pinned degrees of freedom);
+//! * `x`: `m (c/h² + α/h) λ` per degree of freedom, `−(1 − w) V_e (C(F_z) : Λ_e) ∇N_a` through
+//!   the elastic point, and through the viscous stress's start strain
+//!   `−Σ_e V_e (∂⟨Λ_e, P_d⟩/∂F₀) ∇N_a`, with `Λ_e = Σ_a λ_a ⊗ ∇N_a`;
+//! * `v`: `c m λ / h`; `u`: `λ` (zero on pinned degrees of freedom);
 //! * targets: `a_p − (H_pf λ)_p`, the coupling of each pinned degree of freedom through
 //!   its elements, `V_e (C_e : Λ_e) ∇N_a`;
 //! * `μ_e, λ_e`: `−V_e ⟨Λ_e, ∂P/∂μ⟩` (`∂P/∂λ`), damping included, then `(E, ν)` of each
 //!   region through `∂(μ, λ)/∂(E, ν)`; `ρ_r`: `−Σ_{e∈r} V_e/4 Σ_a λ_a · w_a` with the
-//!   vertex residual per unit mass `w = (y − x − h v)/h² + α (y − x)/h − g`;
-//!   `α`: `−Σ_i m_i λ_i · (y_i − x_i)/h`; `β`: `−Σ_e V_e ⟨Λ_e, F S_d⟩/h`.
+//!   vertex residual per unit mass `r = c (y − x − h v)/h² + α (y − x)/h − g`;
+//!   `α`: `−Σ_i m_i λ_i · (y_i − x_i)/h`; `β`: `−Σ_e V_e ⟨Λ_e, F S_d⟩/h` (the elastic terms
+//!   at `F(z)`, the viscous ones at `F(y)`).
 //!
 //! [`SoftStepRecord::jacobians`] assembles full blocks from `H⁻¹` (one multi-column
 //! solve) and the same contraction per free output row.
 
 use super::body::SoftBody;
 use super::damping;
-use super::implicit::SoftStepRecord;
+use super::implicit::{SoftIntegrator, SoftStepRecord};
 use super::material::{Lame, Mat9};
 use super::potential::{deformation_gradient, vertex, StepPotential};
 use super::sparse::{Factor, NONE};
@@ -73,11 +76,17 @@ pub struct SoftJacobians {
 
 /// Per element, what the contraction needs at the solution.
 struct ElementTerms {
+    /// `F(y)`, where the viscous stress is evaluated.
     f: Mat3,
+    /// `F(z)`, where the elastic stress is evaluated.
+    fz: Mat3,
     f0: Mat3,
     e0: Mat3,
-    /// The tangent (damping included), for elements that touch a pinned degree of freedom.
+    /// The tangent of Φ (damping included), for elements that touch a pinned degree of
+    /// freedom.
     tangent: Option<Mat9>,
+    /// The elastic tangent at `F(z)` (implicit midpoint only: the coupling to `x`).
+    elastic: Option<Mat9>,
 }
 
 /// The factored Hessian at the solution and the per-element terms.
@@ -85,6 +94,9 @@ struct Linearization<'a> {
     record: &'a SoftStepRecord,
     factor: Factor,
     elements: Vec<ElementTerms>,
+    /// The inertia weight c and the elastic point's weight w of the integrator.
+    inertia: f64,
+    weight: f64,
 }
 
 impl SoftGradients {
@@ -109,13 +121,14 @@ impl SoftStepRecord {
         check_vector("soft grad x_next", grad_x_next.as_slice(), n)?;
         check_vector("soft grad v_next", grad_v_next.as_slice(), n)?;
         let lin = Linearization::new(self)?;
-        let h = self.options.dt;
-        let a: DVector<f64> = grad_x_next + grad_v_next / h;
+        let (h, c) = (self.options.dt, lin.inertia);
+        let a: DVector<f64> = grad_x_next + grad_v_next * (c / h);
         let pattern = self.body.pattern();
         let mut lambda_free: Vec<f64> = pattern.free_dofs.iter().map(|&d| a[d]).collect();
         lin.factor.solve_in_place(&mut lambda_free, 1);
         let mut out = SoftGradients::zeros(&self.body);
-        out.x -= grad_v_next / h;
+        out.x -= grad_v_next * (c / h);
+        out.v -= grad_v_next * (c - 1.0);
         for (p, &d) in self.body.pinned_dofs().iter().enumerate() {
             out.targets[p] += a[d];
         }
@@ -168,12 +181,13 @@ impl SoftStepRecord {
         for (p, &d) in body.pinned_dofs().iter().enumerate() {
             j.x_targets[(d, p)] = 1.0;
         }
-        let h = self.options.dt;
-        j.v_x = (&j.x_x - DMatrix::identity(n, n)) / h;
-        j.v_v = &j.x_v / h;
-        j.v_u = &j.x_u / h;
-        j.v_targets = &j.x_targets / h;
-        j.v_theta = &j.x_theta / h;
+        // v⁺ = c (x⁺ − x)/h − (c − 1) v.
+        let (h, c) = (self.options.dt, lin.inertia);
+        j.v_x = (&j.x_x - DMatrix::identity(n, n)) * (c / h);
+        j.v_v = &j.x_v * (c / h) - DMatrix::identity(n, n) * (c - 1.0);
+        j.v_u = &j.x_u * (c / h);
+        j.v_targets = &j.x_targets * (c / h);
+        j.v_theta = &j.x_theta * (c / h);
         Ok(j)
     }
 }
@@ -182,7 +196,9 @@ impl<'a> Linearization<'a> {
     fn new(record: &'a SoftStepRecord) -> Result<Linearization<'a>> {
         let body = &*record.body;
         let (x, y) = (record.x.as_slice(), record.next.x.as_slice());
-        let potential = StepPotential::new(body, record.options.dt, x, record.v.as_slice(), record.u.as_slice());
+        let midpoint = record.options.integrator == SoftIntegrator::ImplicitMidpoint;
+        let potential =
+            StepPotential::new(body, record.options.dt, x, record.v.as_slice(), record.u.as_slice(), midpoint);
         let ev = potential.evaluate(y, true, false);
         let pattern = body.pattern();
         let factor = match pattern.cholesky(&ev.hessian) {
@@ -192,18 +208,21 @@ impl<'a> Linearization<'a> {
         let pinned = |v: usize| (0..3).any(|k| pattern.free_index[3 * v + k] == NONE);
         let elements = (0..body.mesh().num_tets())
             .map(|t| {
-                let f = deformation_gradient(body, t, y);
+                let (fz, f) = potential.gradients(t, y);
                 let f0 = deformation_gradient(body, t, x);
                 let touches_pin = body.mesh().tets()[t].iter().any(|&v| pinned(v));
+                let region = &body.regions()[body.element_regions()[t]];
                 ElementTerms {
                     f,
+                    fz,
                     f0,
                     e0: damping::green_strain(&f0),
-                    tangent: touches_pin.then(|| potential.tangent(t, &f)),
+                    tangent: touches_pin.then(|| potential.tangent(t, &(fz, f))),
+                    elastic: midpoint.then(|| region.material.model.tangent(&fz, &region.lame)),
                 }
             })
             .collect();
-        Ok(Linearization { record, factor, elements })
+        Ok(Linearization { record, factor, elements, inertia: potential.inertia, weight: potential.weight })
     }
 
     /// Adds `−(∂g/∂p)ᵀ λ` for the free-index vector `lambda_free` to `out`.
@@ -214,6 +233,7 @@ impl<'a> Linearization<'a> {
         let pattern = body.pattern();
         let h = rec.options.dt;
         let (alpha, beta, gravity) = (body.damping().mass, body.damping().stiffness, body.gravity());
+        let (c, weight) = (self.inertia, self.weight);
         let n = body.ndof();
         let mut lambda = vec![0.0; n];
         for (r, &d) in pattern.free_dofs.iter().enumerate() {
@@ -225,10 +245,10 @@ impl<'a> Linearization<'a> {
         let mut alpha_bar = 0.0;
         for d in 0..n {
             let (m, k) = (body.masses()[d / 3], d % 3);
-            out.x[d] += m * (1.0 / (h * h) + alpha / h) * lambda[d];
-            out.v[d] += m * lambda[d] / h;
+            out.x[d] += m * (c / (h * h) + alpha / h) * lambda[d];
+            out.v[d] += c * m * lambda[d] / h;
             out.u[d] += lambda[d];
-            w[d] = (y[d] - x[d] - h * v[d]) / (h * h) + alpha * (y[d] - x[d]) / h - gravity[k];
+            w[d] = c * (y[d] - x[d] - h * v[d]) / (h * h) + alpha * (y[d] - x[d]) / h - gravity[k];
             alpha_bar -= lambda[d] * m * (y[d] - x[d]) / h;
         }
         let nr = body.regions().len();
@@ -249,7 +269,7 @@ impl<'a> Linearization<'a> {
             }
             // Density: −V/4 Σ_a λ_a · w_a.
             out.theta[3 * region + 2] -= volume / 4.0 * lw;
-            let [pm, pl] = model.stress_lame_derivatives(&e.f);
+            let [pm, pl] = model.stress_lame_derivatives(&e.fz);
             let [dm, dl] = damping::lame_parts(&e.f, &e.e0, beta / h);
             lame_bar[region][0] -= volume * big_lambda.dot(&(pm + dm));
             lame_bar[region][1] -= volume * big_lambda.dot(&(pl + dl));
@@ -260,8 +280,16 @@ impl<'a> Linearization<'a> {
                     add_vertex(&mut out.x, vtx, &(-(g0 * grads[a])));
                 }
             }
-            if let Some(c) = &e.tangent {
-                let dp = c * nalgebra::SVector::<f64, 9>::from_column_slice(big_lambda.as_slice());
+            let lambda9 = nalgebra::SVector::<f64, 9>::from_column_slice(big_lambda.as_slice());
+            if let Some(ce) = &e.elastic {
+                // The elastic point z = x + w (y − x) moves with x: −(1 − w) V (C(F_z) : Λ) ∇N_a.
+                let dp = Mat3::from_column_slice((ce * lambda9).as_slice()) * ((1.0 - weight) * volume);
+                for (a, &vtx) in tet.iter().enumerate() {
+                    add_vertex(&mut out.x, vtx, &(-(dp * grads[a])));
+                }
+            }
+            if let Some(ct) = &e.tangent {
+                let dp = ct * lambda9;
                 let dp = Mat3::from_column_slice(dp.as_slice());
                 for (a, &vtx) in tet.iter().enumerate() {
                     let force = dp * grads[a] * volume;

@@ -30,11 +30,32 @@ pub struct SoftOptions {
     pub max_iterations: usize,
     /// Backtracking line search on Φ (default on); off, every Newton step is taken in full.
     pub line_search: bool,
+    /// The time integrator (default backward Euler).
+    pub integrator: SoftIntegrator,
+}
+
+/// The implicit time integrator of a soft-body step; both minimise an incremental
+/// potential (`potential.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SoftIntegrator {
+    /// Backward Euler: first order, strongly damps fast oscillations; keeps linear
+    /// momentum, not angular momentum (it changes by `h Σ m v⁺ × v` per step).
+    #[default]
+    BackwardEuler,
+    /// The implicit midpoint rule: second order, no numerical damping; keeps linear and
+    /// angular momentum (`M (v⁺ − v) = h f((x + x⁺)/2)`, `x⁺ = x + h (v + v⁺)/2`).
+    ImplicitMidpoint,
 }
 
 impl Default for SoftOptions {
     fn default() -> Self {
-        SoftOptions { dt: 1e-3, tolerance: 1e-10, max_iterations: 50, line_search: true }
+        SoftOptions {
+            dt: 1e-3,
+            tolerance: 1e-10,
+            max_iterations: 50,
+            line_search: true,
+            integrator: SoftIntegrator::BackwardEuler,
+        }
     }
 }
 
@@ -177,14 +198,17 @@ pub fn step(
     check_vector("soft u", u.as_slice(), n)?;
     check_vector("soft pin targets", targets.as_slice(), body.pinned_dofs().len())?;
     let h = options.dt;
-    let potential = StepPotential::new(body, h, state.x.as_slice(), state.v.as_slice(), u.as_slice());
+    let midpoint = options.integrator == SoftIntegrator::ImplicitMidpoint;
+    let potential = StepPotential::new(body, h, state.x.as_slice(), state.v.as_slice(), u.as_slice(), midpoint);
     let mut y: Vec<f64> = (0..n).map(|d| state.x[d] + h * state.v[d]).collect();
     for (&d, &t) in body.pinned_dofs().iter().zip(targets.iter()) {
         y[d] = t;
     }
     let report = minimize(&potential, &mut y, options)?;
     let x_next = DVector::from_vec(y);
-    let v_next = (&x_next - &state.x) / h;
+    // v⁺ = c (x⁺ − x)/h − (c − 1) v.
+    let c = potential.inertia;
+    let v_next = (&x_next - &state.x) * (c / h) - &state.v * (c - 1.0);
     Ok(SoftStepRecord {
         body: body.clone(),
         options: *options,

@@ -25,7 +25,9 @@ pub mod sysid;
 
 pub use adjoint::{SoftGradients, SoftJacobians};
 pub use body::{SoftBody, SoftBodyBuilder, SoftDamping, SoftMaterial, SoftRegion};
-pub use implicit::{static_equilibrium, step, NewtonReport, NewtonTimings, SoftOptions, SoftState, SoftStepRecord};
+pub use implicit::{
+    static_equilibrium, step, NewtonReport, NewtonTimings, SoftIntegrator, SoftOptions, SoftState, SoftStepRecord,
+};
 pub use material::{Lame, MaterialModel};
 pub use mesh::TetMesh;
 pub use rollout::{rollout, SoftRollout, SoftRolloutGradients};

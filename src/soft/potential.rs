@@ -1,18 +1,20 @@
-//! The incremental potential of one backward-Euler step of a soft body, whose minimiser
-//! over the free degrees of freedom is the end-of-step configuration `y = x⁺`:
+//! The incremental potential of one implicit step of a soft body, whose minimiser over
+//! the free degrees of freedom is the end-of-step configuration `y = x⁺`:
 //!
 //! ```text
-//! Φ(y) = Σ_i m_i [ |y_i − x_i − h v_i|² / (2h²) + α |y_i − x_i|² / (2h) − (g · y_i) ]
-//!        − u · y + Σ_e V_e [Ψ(F_e(y)) + Ψ_d(F_e(y), F_e(x))],
+//! Φ(y) = Σ_i m_i [ c |y_i − x_i − h v_i|² / (2h²) + α |y_i − x_i|² / (2h) − (g · y_i) ]
+//!        − u · y + Σ_e V_e [Ψ(F_e(z))/w + Ψ_d(F_e(y), F_e(x))],   z = x + w (y − x),
 //! ```
 //!
 //! with the lumped masses `m_i`, mass damping α, gravity g, vertex forces u, the
-//! material's energy density Ψ and the viscous potential Ψ_d of `damping.rs`. Its
-//! gradient `∇Φ = 0` is backward Euler, `M (v⁺ − v)/h = f(x⁺) − α M v⁺ + M g + u`, with
-//! `v⁺ = (x⁺ − x)/h`; its Hessian is `M (1/h² + α/h) + Σ_e V_e Bₑᵀ (∂P/∂F + ∂P_d/∂F) Bₑ`
-//! (`Bₑ = ∂vec(F_e)/∂x_e`), assembled into the lower triangle of the free-free block
-//! ([`super::sparse::HessianPattern`]), optionally with every element's tangent projected
-//! onto the PSD cone.
+//! material's energy density Ψ and the viscous potential Ψ_d of `damping.rs`.
+//! Backward Euler has `c = 1, w = 1`: `∇Φ = 0` is `M (v⁺ − v)/h = f(x⁺) − α M v⁺ + M g + u`
+//! with `v⁺ = (x⁺ − x)/h`. The implicit midpoint rule has `c = 2, w = 1/2`:
+//! `2M (x⁺ − x − h v)/h² = f((x + x⁺)/2) + …`, i.e. `M (v⁺ − v) = h f(x_mid)` with
+//! `v⁺ = 2(x⁺ − x)/h − v`. The Hessian is `M (c/h² + α/h) + Σ_e V_e Bₑᵀ (w ∂P/∂F(z) +
+//! ∂P_d/∂F(y)) Bₑ` (`Bₑ = ∂vec(F_e)/∂x_e`), assembled into the lower triangle of the
+//! free-free block ([`super::sparse::HessianPattern`]), optionally with every element's
+//! tangent projected onto the PSD cone.
 
 use super::body::SoftBody;
 use super::damping;
@@ -30,6 +32,10 @@ pub(crate) struct StepPotential<'a> {
     pub u: &'a [f64],
     /// Whether inertia and damping are in (a step) or not (static equilibrium).
     pub dynamic: bool,
+    /// The inertia weight c (1 backward Euler, 2 implicit midpoint).
+    pub inertia: f64,
+    /// Where the elastic forces are evaluated, `z = x + w (y − x)` (1 or 1/2).
+    pub weight: f64,
     /// The start-of-step Green strain of every element (empty without stiffness damping).
     pub start_strains: Vec<Mat3>,
 }
@@ -88,19 +94,20 @@ pub(crate) fn element_matrix(g: &[Vec3; 4], c: &Mat9, volume: f64) -> [[f64; 12]
 
 impl<'a> StepPotential<'a> {
     /// The step from `(x, v)` under forces `u` with time step `h`.
-    pub fn new(body: &'a SoftBody, h: f64, x: &'a [f64], v: &'a [f64], u: &'a [f64]) -> Self {
+    pub fn new(body: &'a SoftBody, h: f64, x: &'a [f64], v: &'a [f64], u: &'a [f64], midpoint: bool) -> Self {
         let start_strains = if body.damping().stiffness > 0.0 {
             (0..body.mesh().num_tets()).map(|t| damping::green_strain(&deformation_gradient(body, t, x))).collect()
         } else {
             Vec::new()
         };
-        StepPotential { body, h, x, v, u, dynamic: true, start_strains }
+        let (inertia, weight) = if midpoint { (2.0, 0.5) } else { (1.0, 1.0) };
+        StepPotential { body, h, x, v, u, dynamic: true, inertia, weight, start_strains }
     }
 
     /// The potential of static equilibrium under gravity and forces `u`: Φ without the
     /// inertial and damping terms (`x` and `v` unused).
     pub fn statics(body: &'a SoftBody, x: &'a [f64], u: &'a [f64]) -> Self {
-        StepPotential { body, h: 1.0, x, v: x, u, dynamic: false, start_strains: Vec::new() }
+        StepPotential { body, h: 1.0, x, v: x, u, dynamic: false, inertia: 1.0, weight: 1.0, start_strains: Vec::new() }
     }
 
     /// The viscous coefficient `β/h`.
@@ -108,22 +115,34 @@ impl<'a> StepPotential<'a> {
         self.body.damping().stiffness / self.h
     }
 
-    /// The first Piola–Kirchhoff stress of tet `t` at gradient `f`, damping included.
-    pub fn stress(&self, t: usize, f: &Mat3) -> Mat3 {
+    /// The gradients of tet `t` at `y`: `(F(z), F(y))`, where the elastic and the viscous
+    /// stresses are evaluated.
+    pub fn gradients(&self, t: usize, y: &[f64]) -> (Mat3, Mat3) {
+        let fy = deformation_gradient(self.body, t, y);
+        if self.weight == 1.0 {
+            return (fy, fy);
+        }
+        let fx = deformation_gradient(self.body, t, self.x);
+        (fx + (fy - fx) * self.weight, fy)
+    }
+
+    /// `∂Φ/∂F(y)` of tet `t` per unit volume: the elastic stress at `F(z)` and the viscous
+    /// stress at `F(y)`.
+    pub fn stress(&self, t: usize, (fz, fy): &(Mat3, Mat3)) -> Mat3 {
         let region = &self.body.regions()[self.body.element_regions()[t]];
-        let mut p = region.material.model.stress(f, &region.lame);
+        let mut p = region.material.model.stress(fz, &region.lame);
         if !self.start_strains.is_empty() {
-            p += damping::stress(f, &self.start_strains[t], &region.lame, self.viscous());
+            p += damping::stress(fy, &self.start_strains[t], &region.lame, self.viscous());
         }
         p
     }
 
-    /// The tangent `∂P/∂F` of tet `t` at `f`, damping included, unprojected.
-    pub fn tangent(&self, t: usize, f: &Mat3) -> Mat9 {
+    /// `∂²Φ/∂F(y)²` of tet `t` per unit volume, unprojected: `w ∂P/∂F(z) + ∂P_d/∂F(y)`.
+    pub fn tangent(&self, t: usize, (fz, fy): &(Mat3, Mat3)) -> Mat9 {
         let region = &self.body.regions()[self.body.element_regions()[t]];
-        let mut c = region.material.model.tangent(f, &region.lame);
+        let mut c = region.material.model.tangent(fz, &region.lame) * self.weight;
         if !self.start_strains.is_empty() {
-            c += damping::tangent(f, &self.start_strains[t], &region.lame, self.viscous());
+            c += damping::tangent(fy, &self.start_strains[t], &region.lame, self.viscous());
         }
         c
     }
@@ -142,7 +161,7 @@ impl<'a> StepPotential<'a> {
         }
         ev.energy = self.inertial_energy(y, Some(&mut ev.gradient));
         if hessian && self.dynamic {
-            let diag = 1.0 / (h * h) + alpha / h;
+            let diag = self.inertia / (h * h) + alpha / h;
             for (d, &free) in pattern.free_index.iter().enumerate() {
                 if free != NONE {
                     ev.hessian[pattern.diagonal[free]] += body.masses()[d / 3] * diag;
@@ -150,9 +169,9 @@ impl<'a> StepPotential<'a> {
             }
         }
         for t in 0..mesh.num_tets() {
-            let f = deformation_gradient(body, t, y);
+            let f = self.gradients(t, y);
             let volume = mesh.volumes()[t];
-            if f.determinant() <= 0.0 {
+            if f.1.determinant() <= 0.0 {
                 ev.inverted += 1;
             }
             ev.energy += volume * self.element_energy(t, &f);
@@ -187,18 +206,17 @@ impl<'a> StepPotential<'a> {
     /// Φ at `y` alone (for the line search).
     pub fn energy(&self, y: &[f64]) -> f64 {
         let mesh = self.body.mesh();
-        let elastic: f64 = (0..mesh.num_tets())
-            .map(|t| mesh.volumes()[t] * self.element_energy(t, &deformation_gradient(self.body, t, y)))
-            .sum();
+        let elastic: f64 =
+            (0..mesh.num_tets()).map(|t| mesh.volumes()[t] * self.element_energy(t, &self.gradients(t, y))).sum();
         self.inertial_energy(y, None) + elastic
     }
 
-    /// The energy density of tet `t` at gradient `f`, damping included.
-    fn element_energy(&self, t: usize, f: &Mat3) -> f64 {
+    /// The energy density of tet `t` at its gradients, `Ψ(F(z))/w + Ψ_d(F(y))`.
+    fn element_energy(&self, t: usize, (fz, fy): &(Mat3, Mat3)) -> f64 {
         let region = &self.body.regions()[self.body.element_regions()[t]];
-        let mut psi = region.material.model.energy(f, &region.lame);
+        let mut psi = region.material.model.energy(fz, &region.lame) / self.weight;
         if !self.start_strains.is_empty() {
-            psi += damping::energy(f, &self.start_strains[t], &region.lame, self.viscous());
+            psi += damping::energy(fy, &self.start_strains[t], &region.lame, self.viscous());
         }
         psi
     }
@@ -220,10 +238,11 @@ impl<'a> StepPotential<'a> {
                     continue;
                 }
                 let (dx, inertial) = (y[d] - self.x[d], y[d] - self.x[d] - h * self.v[d]);
-                e += m * (inertial * inertial / (2.0 * h * h) + alpha * dx * dx / (2.0 * h) - g[k] * y[d])
+                let c = self.inertia;
+                e += m * (c * inertial * inertial / (2.0 * h * h) + alpha * dx * dx / (2.0 * h) - g[k] * y[d])
                     - self.u[d] * y[d];
                 if let Some(grad) = gradient.as_deref_mut() {
-                    grad[d] = m * (inertial / (h * h) + alpha * dx / h - g[k]) - self.u[d];
+                    grad[d] = m * (c * inertial / (h * h) + alpha * dx / h - g[k]) - self.u[d];
                 }
             }
         }
