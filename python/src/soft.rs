@@ -8,6 +8,7 @@
 
 use crate::convert::{array, count, dvector, matrix, out_owned_mat, out_rows, out_vec, shape_str, vec3, vector};
 use crate::errors::{input_error, IntoPyResult, LoadError};
+use crate::gradcheck::PyGradReport;
 use nalgebra::DVector;
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2};
@@ -15,6 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use std::path::PathBuf;
 use std::sync::Arc;
+use stiction::gradcheck::{check_soft_step, FdMethod, GradcheckConfig};
 use stiction::math::Vec3;
 use stiction::soft::generate::{box_mesh, rod_mesh};
 use stiction::soft::io::{load_msh, load_tetgen, load_vtk, write_vtu};
@@ -809,6 +811,41 @@ impl PySoftBody {
         let opts = options(dt, tolerance, max_iterations, line_search, integrator)?;
         let r = py.detach(|| rollout(&self.inner, &state, &controls, &targets, &opts)).py_err()?;
         Ok(PySoftRollout { rollout: r, ndof: n, npins: np })
+    }
+
+    /// Checks every Jacobian block of one step (`∂(x⁺, v⁺)/∂(x, v, u, targets, θ)`)
+    /// against finite differences: `method` `"ridders"` (default), `"central"` or `"both"`,
+    /// the step `step` (scaled per input: by the largest speed for `v`, the largest vertex
+    /// weight for `u`, `max(|θ_j|, 0.01)` for parameter j), an entry passing when its
+    /// relative error is at most `rel_tol` (the denominator floored at `abs_floor` times the
+    /// block's scale). Other arguments as `step`. Returns a `GradReport`. Raises
+    /// `InputError` for wrong lengths, NaN or invalid settings.
+    #[pyo3(signature = (x, v, u=None, targets=None, dt=1e-3, method="ridders", rel_tol=1e-6, step=1e-3,
+                        abs_floor=1e-5, integrator="backward_euler"))]
+    #[allow(clippy::too_many_arguments)]
+    fn gradcheck(
+        &self,
+        py: Python<'_>,
+        x: &Bound<'_, PyAny>,
+        v: &Bound<'_, PyAny>,
+        u: Option<&Bound<'_, PyAny>>,
+        targets: Option<&Bound<'_, PyAny>>,
+        dt: f64,
+        method: &str,
+        rel_tol: f64,
+        step: f64,
+        abs_floor: f64,
+        integrator: &str,
+    ) -> PyResult<PyGradReport> {
+        let state = SoftState { x: self.positions(x, "x")?, v: self.positions(v, "v")? };
+        let u = self.forces(u)?;
+        let targets = self.targets(targets, &state.x)?;
+        let options = SoftOptions { dt, integrator: integrator_arg(integrator)?, ..SoftOptions::default() };
+        let method = FdMethod::parse(method)
+            .ok_or_else(|| input_error(format!("method must be 'central', 'ridders' or 'both', got '{method}'")))?;
+        let config = GradcheckConfig { method, step, rel_tol, abs_floor };
+        let report = py.detach(|| check_soft_step(&self.inner, &state, &u, &targets, &options, &config)).py_err()?;
+        Ok(PyGradReport::from_report(report))
     }
 
     /// Fits the parameters named `free` (see `param_names`) to observed positions by

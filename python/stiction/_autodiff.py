@@ -126,3 +126,40 @@ def reduce_to(grad: np.ndarray, shape: Sequence[int]) -> np.ndarray:
     if axes:
         grad = grad.sum(axis=axes, keepdims=True)
     return grad.reshape(shape)
+
+
+# Soft bodies (`stiction.SoftBody`): one rollout per call, no batch dimension.
+
+
+def soft_check(body, x0_shape, v0_shape, controls_shape, theta_shape) -> int:
+    """The horizon T of a soft-body rollout; raises ``InputError`` with the expected shapes."""
+    n, npar = body.ndof, len(body.param_names)
+    for name, shape, want in (("x0", x0_shape, (n,)), ("v0", v0_shape, (n,)), ("theta", theta_shape, (npar,))):
+        if tuple(shape) != want:
+            raise InputError(f"{name} must have shape {want}, got {tuple(shape)} (soft rollouts take no batch dimension)")
+    if len(controls_shape) != 2 or controls_shape[1] != n or controls_shape[0] < 1:
+        raise InputError(f"controls must have shape (T, {n}) with T >= 1 (body.ndof vertex forces per step), "
+                         f"got {tuple(controls_shape)}")
+    return int(controls_shape[0])
+
+
+def soft_forward(body, x0, v0, controls, theta, dt, integrator):
+    """Runs the rollout of ``body`` with parameters ``theta`` (the pins held where ``x0`` has
+    them). Returns ``(X, V, rollout)``, the states after each step, shapes ``(T, ndof)``."""
+    stepped = body.with_params(np.asarray(theta, dtype=np.float64))
+    r = stepped.rollout(np.asarray(x0, dtype=np.float64), np.asarray(v0, dtype=np.float64),
+                        np.asarray(controls, dtype=np.float64), dt=dt, integrator=integrator)
+    X, V = r.states
+    return X, V, r
+
+
+def soft_backward(body, rollout, gX, gV):
+    """``(∂ℓ/∂x0, ∂ℓ/∂v0, ∂ℓ/∂controls, ∂ℓ/∂θ)`` for upstream gradients on the states. The pins
+    are held at ``x0``'s pinned coordinates, so their targets' gradients (every step) add to
+    those coordinates of ``∂ℓ/∂x0``."""
+    g = rollout.backward(np.asarray(gX, dtype=np.float64), np.asarray(gV, dtype=np.float64))
+    gx0 = np.array(g["x0"], dtype=np.float64)
+    pins = np.asarray(body.pinned_dofs, dtype=np.int64)
+    if pins.size:
+        gx0[pins] += np.asarray(g["targets"]).sum(axis=0)
+    return gx0, g["v0"], g["u"], g["theta"]

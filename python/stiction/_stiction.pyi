@@ -1285,6 +1285,25 @@ class SoftBody:
         """``N`` recorded steps under the vertex forces ``controls`` (shape (N, ndof)) with
         the pin ``targets`` of each step (shape (N, len(pinned_dofs)); None: held where ``x``
         has them). A failing step's error names it."""
+    def gradcheck(
+        self,
+        x: ArrayLike,
+        v: ArrayLike,
+        u: Optional[ArrayLike] = None,
+        targets: Optional[ArrayLike] = None,
+        dt: float = 1e-3,
+        method: str = "ridders",
+        rel_tol: float = 1e-6,
+        step: float = 1e-3,
+        abs_floor: float = 1e-5,
+        integrator: str = "backward_euler",
+    ) -> "GradReport":
+        """Checks every Jacobian block of one step (``∂(x⁺, v⁺)/∂(x, v, u, targets, θ)``) against
+        finite differences (``method``: ``"ridders"``, ``"central"`` or ``"both"``); returns a
+        :class:`GradReport`.
+
+        :raises InputError: wrong lengths, NaN or invalid settings.
+        """
     def identify(
         self,
         initial_x: ArrayLike,

@@ -33,7 +33,7 @@ except ImportError as e:  # pragma: no cover - exercised by test_optional_import
 
 from . import _autodiff
 
-__all__ = ["rollout", "step"]
+__all__ = ["rollout", "soft_rollout", "step"]
 
 
 def _check_x64():
@@ -138,3 +138,52 @@ def step(sim, q, v, tau, theta=None) -> Tuple[jax.Array, jax.Array]:
     _check_x64()
     Q, V = rollout(sim, q, v, jnp.expand_dims(_array(tau, "tau"), -2), theta)
     return Q[..., 0, :], V[..., 0, :]
+
+
+def _soft_result_shapes(body, controls):
+    shape = (controls.shape[0], body.ndof)
+    return jax.ShapeDtypeStruct(shape, jnp.float64), jax.ShapeDtypeStruct(shape, jnp.float64)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+def _soft_rollout(body, options, x0, v0, controls, theta):
+    def host(x0, v0, controls, theta):
+        X, V, _ = _autodiff.soft_forward(body, x0, v0, controls, theta, *options)
+        return X, V
+
+    return jax.pure_callback(host, _soft_result_shapes(body, controls), x0, v0, controls, theta,
+                             vmap_method="sequential")
+
+
+def _soft_rollout_fwd(body, options, x0, v0, controls, theta):
+    return _soft_rollout(body, options, x0, v0, controls, theta), (x0, v0, controls, theta)
+
+
+def _soft_rollout_bwd(body, options, residuals, cotangents):
+    x0, v0, controls, theta = residuals
+    gX, gV = cotangents
+
+    def host(x0, v0, controls, theta, gX, gV):
+        _, _, r = _autodiff.soft_forward(body, x0, v0, controls, theta, *options)
+        return tuple(np.asarray(g, dtype=np.float64) for g in _autodiff.soft_backward(body, r, gX, gV))
+
+    shapes = tuple(jax.ShapeDtypeStruct(jnp.shape(a), jnp.float64) for a in residuals)
+    return jax.pure_callback(host, shapes, x0, v0, controls, theta, gX, gV, vmap_method="sequential")
+
+
+_soft_rollout.defvjp(_soft_rollout_fwd, _soft_rollout_bwd)
+
+
+def soft_rollout(body, x0, v0, controls, theta=None, dt=1e-3, integrator="backward_euler"):
+    """``T`` steps of a :class:`stiction.SoftBody` from ``(x0, v0)`` under the vertex forces
+    ``controls`` (shape ``(T, ndof)``); returns ``(X, V)``, the states after each step, shapes
+    ``(T, ndof)``. Differentiable (reverse mode) with respect to ``x0``, ``v0``, ``controls`` and
+    ``theta`` (the values of ``body.param_names``; ``None``: the body's own, not differentiated).
+    The pins are held where ``x0`` has them (so they move with it); no batch dimension
+    (``jax.vmap`` runs the rollouts one after the other). Arguments as :func:`stiction.torch.soft_rollout`.
+    """
+    _check_x64()
+    x0, v0, controls = _array(x0, "x0"), _array(v0, "v0"), _array(controls, "controls")
+    theta = _array(np.asarray(body.param_values) if theta is None else theta, "theta")
+    _autodiff.soft_check(body, x0.shape, v0.shape, controls.shape, theta.shape)
+    return _soft_rollout(body, (float(dt), integrator), x0, v0, controls, theta)

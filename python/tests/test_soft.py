@@ -543,3 +543,84 @@ def test_implicit_midpoint_keeps_angular_momentum_and_is_differentiable():
     assert np.abs(jac["v_v"][:, col] - fd).max() <= 1e-6 * np.abs(fd).max()
     with pytest.raises(stiction.InputError, match="integrator"):
         body.step(x, v, integrator="rk4")
+
+
+def _soft_autodiff_scene():
+    mesh = stiction.TetMesh.box((2, 1, 1), (0.2, 0.1, 0.1))
+    clamp = mesh.vertices_where(lambda p: p[0] == 0.0)
+    body = stiction.SoftBody(mesh, material="neo_hookean", youngs_modulus=5e4, damping=(0.2, 0.01), pin_vertices=clamp)
+    rng = np.random.default_rng(5)
+    x0 = body.rest_positions
+    v0 = 0.05 * rng.standard_normal(body.ndof)
+    controls = 0.2 * rng.standard_normal((6, body.ndof))
+    wx = rng.standard_normal((6, body.ndof))
+    wv = 0.01 * rng.standard_normal((6, body.ndof))
+    return body, x0, v0, controls, wx, wv
+
+
+def _soft_loss_fd(body, x0, v0, controls, wx, wv, theta, direction, h):
+    """Central difference of the linear loss along a direction in (x0, v0, controls, theta)."""
+    def loss(s):
+        dx0, dv0, dc, dth = direction
+        r = body.with_params(theta + s * dth).rollout(x0 + s * dx0, v0 + s * dv0, controls + s * dc, dt=5e-3)
+        X, V = r.states
+        return float((wx * X).sum() + (wv * V).sum())
+    return (loss(h) - loss(-h)) / (2 * h)
+
+
+def test_torch_soft_rollout_gradients_match_central_differences():
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    import stiction.torch as st
+
+    body, x0, v0, controls, wx, wv = _soft_autodiff_scene()
+    theta0 = np.asarray(body.param_values)
+    args = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x0, v0, controls, theta0)]
+    X, V = st.soft_rollout(body, *args, dt=5e-3)
+    ((X * torch.tensor(wx)).sum() + (V * torch.tensor(wv)).sum()).backward()
+    rng = np.random.default_rng(9)
+    scale = np.abs(theta0) + 1e-2
+    direction = (rng.standard_normal(x0.shape) * 1e-3, rng.standard_normal(v0.shape), rng.standard_normal(controls.shape),
+                 rng.standard_normal(theta0.shape) * scale)
+    analytic = sum(float((a.grad.numpy() * d).sum()) for a, d in zip(args, direction))
+    fd = _soft_loss_fd(body, x0, v0, controls, wx, wv, theta0, direction, 1e-5)
+    assert abs(analytic - fd) <= 1e-6 * abs(fd)
+
+
+def test_jax_soft_rollout_gradients_match_central_differences():
+    jax = pytest.importorskip("jax", reason="jax is not installed")
+    import jax.numpy as jnp
+    import stiction.jax as sj
+
+    jax.config.update("jax_enable_x64", True)
+    body, x0, v0, controls, wx, wv = _soft_autodiff_scene()
+    theta0 = np.asarray(body.param_values)
+
+    def loss(x0, v0, controls, theta):
+        X, V = sj.soft_rollout(body, x0, v0, controls, theta, dt=5e-3)
+        return (X * wx).sum() + (V * wv).sum()
+
+    grads = jax.grad(loss, argnums=(0, 1, 2, 3))(jnp.asarray(x0), jnp.asarray(v0), jnp.asarray(controls), jnp.asarray(theta0))
+    rng = np.random.default_rng(10)
+    scale = np.abs(theta0) + 1e-2
+    direction = (rng.standard_normal(x0.shape) * 1e-3, rng.standard_normal(v0.shape), rng.standard_normal(controls.shape),
+                 rng.standard_normal(theta0.shape) * scale)
+    analytic = sum(float((np.asarray(g) * d).sum()) for g, d in zip(grads, direction))
+    fd = _soft_loss_fd(body, x0, v0, controls, wx, wv, theta0, direction, 1e-5)
+    assert abs(analytic - fd) <= 1e-6 * abs(fd)
+    with pytest.raises(stiction.InputError, match="no batch"):
+        sj.soft_rollout(body, jnp.zeros((2, body.ndof)), v0, controls)
+
+
+def test_soft_gradcheck_reports_every_block():
+    mesh = stiction.TetMesh.box((2, 1, 1), (0.2, 0.1, 0.1))
+    clamp = mesh.vertices_where(lambda p: p[0] == 0.0)
+    body = stiction.SoftBody(mesh, material="corotated", youngs_modulus=5e4, damping=(0.2, 0.01), pin_vertices=clamp)
+    rng = np.random.default_rng(2)
+    x = body.rest_positions + 0.002 * rng.standard_normal(body.ndof)
+    v = 0.1 * rng.standard_normal(body.ndof)
+    report = body.gradcheck(x, v, dt=1e-2)
+    assert report.passed, str(report)
+    assert len(report.blocks) == 10
+    assert not body.gradcheck(x, v, dt=1e-2, method="central", rel_tol=1e-14).passed
+    with pytest.raises(stiction.InputError, match="method"):
+        body.gradcheck(x, v, method="forward")

@@ -10,6 +10,7 @@
 //!   estimate ([`BlockReport`]) and a report over several blocks ([`GradReport`]);
 //! * [`check_step`] (in `step.rs`): the eight Jacobian blocks of one simulator step;
 //! * [`check_jacobian`] (in `jacobian.rs`): any user function with Euclidean input;
+//! * [`check_soft_step`] (in `soft.rs`): the ten Jacobian blocks of one soft-body step;
 //! * [`scene`]: JSON scene files read by the `stiction gradcheck` command.
 
 pub mod fd;
@@ -17,12 +18,14 @@ mod jacobian;
 pub mod manifold;
 pub mod report;
 pub mod scene;
+mod soft;
 mod step;
 
 pub use fd::{FdEstimate, FdJacobian};
 pub use jacobian::check_jacobian;
 pub use report::{BlockReport, GradReport};
 pub use scene::Scene;
+pub use soft::{check_soft_step, SOFT_STEP_BLOCKS};
 pub use step::{check_step, fd_step_jacobians, STEP_BLOCKS};
 
 use serde::{Deserialize, Serialize};
