@@ -12,7 +12,6 @@
 
 use super::body::SoftBody;
 use super::potential::StepPotential;
-use super::sparse::Factor;
 use crate::error::{check_vector, Error, Result};
 use nalgebra::DVector;
 use serde::{Deserialize, Serialize};
@@ -272,7 +271,7 @@ fn minimize(potential: &StepPotential, y: &mut [f64], options: &SoftOptions) -> 
         let mut d: Vec<f64> = pattern.free_dofs.iter().map(|&k| -ev.gradient[k]).collect();
         report.gradient_norms.push(d.iter().fold(0.0, |m: f64, g| m.max(g.abs())));
         let clock = Instant::now();
-        solve(&factor, &mut d);
+        factor.solve_in_place(&mut d, 1);
         report.timings.solve += clock.elapsed().as_secs_f64();
         if !d.iter().all(|s| s.is_finite()) {
             return Err(Error::Numerical { algorithm: "soft body Newton", detail: "a non-finite Newton step".into() });
@@ -333,11 +332,6 @@ pub fn static_equilibrium(
     }
     let report = minimize(&potential, &mut y, options)?;
     Ok((DVector::from_vec(y), report))
-}
-
-/// `b ← H⁻¹ b` for one right-hand side.
-fn solve(factor: &Factor, b: &mut [f64]) {
-    factor.solve_in_place(b, 1);
 }
 
 /// The diagonal of the rest mesh's bounding box.

@@ -38,6 +38,9 @@ pub(crate) struct StepPotential<'a> {
     pub weight: f64,
     /// The start-of-step Green strain of every element (empty without stiffness damping).
     pub start_strains: Vec<Mat3>,
+    /// The start-of-step gradient `F(x)` of every element (empty unless `w ≠ 1`: the
+    /// elastic point `z` needs it at every evaluation).
+    pub start_gradients: Vec<Mat3>,
 }
 
 /// What an evaluation of Φ holds.
@@ -101,13 +104,29 @@ impl<'a> StepPotential<'a> {
             Vec::new()
         };
         let (inertia, weight) = if midpoint { (2.0, 0.5) } else { (1.0, 1.0) };
-        StepPotential { body, h, x, v, u, dynamic: true, inertia, weight, start_strains }
+        let start_gradients = if midpoint {
+            (0..body.mesh().num_tets()).map(|t| deformation_gradient(body, t, x)).collect()
+        } else {
+            Vec::new()
+        };
+        StepPotential { body, h, x, v, u, dynamic: true, inertia, weight, start_strains, start_gradients }
     }
 
     /// The potential of static equilibrium under gravity and forces `u`: Φ without the
     /// inertial and damping terms (`x` and `v` unused).
     pub fn statics(body: &'a SoftBody, x: &'a [f64], u: &'a [f64]) -> Self {
-        StepPotential { body, h: 1.0, x, v: x, u, dynamic: false, inertia: 1.0, weight: 1.0, start_strains: Vec::new() }
+        StepPotential {
+            body,
+            h: 1.0,
+            x,
+            v: x,
+            u,
+            dynamic: false,
+            inertia: 1.0,
+            weight: 1.0,
+            start_strains: Vec::new(),
+            start_gradients: Vec::new(),
+        }
     }
 
     /// The viscous coefficient `β/h`.
@@ -122,7 +141,7 @@ impl<'a> StepPotential<'a> {
         if self.weight == 1.0 {
             return (fy, fy);
         }
-        let fx = deformation_gradient(self.body, t, self.x);
+        let fx = self.start_gradients[t];
         (fx + (fy - fx) * self.weight, fy)
     }
 
