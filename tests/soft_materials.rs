@@ -146,6 +146,43 @@ fn tangent_is_the_stress_derivative() {
     }
 }
 
+/// `D²P(F)[A, B]` is the derivative along F of `vec(B)ᵀ ∂P/∂F vec(A)` (Ridders, entry by
+/// entry), for random A and B; the corotated model has no closed form and says so.
+#[test]
+fn stress_curvature_is_the_tangent_derivative() {
+    let mut rng = SplitMix64::new(41);
+    for model in MODELS {
+        let mut worst: f64 = 0.0;
+        for lame in lames() {
+            for (name, f) in test_gradients(model, 29) {
+                let a = Mat3::from_fn(|_, _| rng.range(-1.0, 1.0));
+                let b = Mat3::from_fn(|_, _| rng.range(-1.0, 1.0));
+                let Some(k) = model.stress_curvature(&f, &lame, &a, &b) else {
+                    assert_eq!(model, MaterialModel::Corotated, "{model:?} lacks the curvature");
+                    continue;
+                };
+                let contracted = |g: &Mat3| vec9(&b).dot(&(model.tangent(g, &lame) * vec9(&a)));
+                let want = Mat3::from_fn(|i, j| {
+                    let idx = i + 3 * j;
+                    let g = |e: f64| -> Result<DVector<f64>> {
+                        Ok(DVector::from_element(1, contracted(&moved(&f, idx, e))))
+                    };
+                    ridders(&g, 1e-2).unwrap().derivative[0]
+                });
+                let scale = want.amax().max(lame.mu);
+                let err = (k - want).amax() / scale;
+                assert!(err <= 1e-7, "{model:?} {name}: curvature rel err {err:e}\nK = {k}\nfd = {want}");
+                let swapped = model.stress_curvature(&f, &lame, &b, &a).unwrap();
+                assert!((swapped - k).amax() <= 1e-12 * scale, "{model:?} {name}: not symmetric in A, B");
+                worst = worst.max(err);
+            }
+        }
+        if model != MaterialModel::Corotated {
+            eprintln!("{model:?}: worst rel err of the stress curvature {worst:.2e}");
+        }
+    }
+}
+
 #[test]
 fn lame_derivatives_of_the_stress() {
     for model in MODELS {

@@ -75,6 +75,7 @@ pub struct SoftJacobians {
 }
 
 /// Per element, what the contraction needs at the solution.
+#[derive(Debug)]
 struct ElementTerms {
     /// `F(y)`, where the viscous stress is evaluated.
     f: Mat3,
@@ -89,13 +90,14 @@ struct ElementTerms {
     elastic: Option<Mat9>,
 }
 
-/// The factored Hessian at the solution and the per-element terms.
-struct Linearization<'a> {
-    record: &'a SoftStepRecord,
-    factor: Factor,
+/// The factored Hessian at a step's solution and the per-element terms: what every
+/// back-solve of the step's adjoint reuses (kept by a soft body's world step).
+#[derive(Debug)]
+pub(crate) struct Linearization {
+    pub(crate) factor: Factor,
     elements: Vec<ElementTerms>,
     /// The inertia weight c and the elastic point's weight w of the integrator.
-    inertia: f64,
+    pub(crate) inertia: f64,
     weight: f64,
 }
 
@@ -121,6 +123,17 @@ impl SoftStepRecord {
         check_vector("soft grad x_next", grad_x_next.as_slice(), n)?;
         check_vector("soft grad v_next", grad_v_next.as_slice(), n)?;
         let lin = Linearization::new(self)?;
+        Ok(self.vjp_linearized(&lin, grad_x_next, grad_v_next))
+    }
+
+    /// [`SoftStepRecord::vjp`] with the step's [`Linearization`] given (sizes checked by
+    /// the caller).
+    pub(crate) fn vjp_linearized(
+        &self,
+        lin: &Linearization,
+        grad_x_next: &DVector<f64>,
+        grad_v_next: &DVector<f64>,
+    ) -> SoftGradients {
         let (h, c) = (self.options.dt, lin.inertia);
         let a: DVector<f64> = grad_x_next + grad_v_next * (c / h);
         let pattern = self.body.pattern();
@@ -132,8 +145,8 @@ impl SoftStepRecord {
         for (p, &d) in self.body.pinned_dofs().iter().enumerate() {
             out.targets[p] += a[d];
         }
-        lin.contract(&lambda_free, &mut out);
-        Ok(out)
+        lin.contract(self, &lambda_free, &mut out);
+        out
     }
 
     /// The full Jacobians of `(x⁺, v⁺)` with respect to `(x, v, u, targets, θ)`.
@@ -171,7 +184,7 @@ impl SoftStepRecord {
             row.u.fill(0.0);
             row.targets.fill(0.0);
             row.theta.fill(0.0);
-            lin.contract(&inverse[r * nf..(r + 1) * nf], &mut row);
+            lin.contract(self, &inverse[r * nf..(r + 1) * nf], &mut row);
             j.x_x.row_mut(d).copy_from(&row.x.transpose());
             j.x_v.row_mut(d).copy_from(&row.v.transpose());
             j.x_u.row_mut(d).copy_from(&row.u.transpose());
@@ -192,8 +205,9 @@ impl SoftStepRecord {
     }
 }
 
-impl<'a> Linearization<'a> {
-    fn new(record: &'a SoftStepRecord) -> Result<Linearization<'a>> {
+impl Linearization {
+    /// Factors the exact Hessian at `record`'s solution (Cholesky, LU when indefinite).
+    pub(crate) fn new(record: &SoftStepRecord) -> Result<Linearization> {
         let body = &*record.body;
         let (x, y) = (record.x.as_slice(), record.next.x.as_slice());
         let midpoint = record.options.integrator == SoftIntegrator::ImplicitMidpoint;
@@ -222,12 +236,11 @@ impl<'a> Linearization<'a> {
                 }
             })
             .collect();
-        Ok(Linearization { record, factor, elements, inertia: potential.inertia, weight: potential.weight })
+        Ok(Linearization { factor, elements, inertia: potential.inertia, weight: potential.weight })
     }
 
     /// Adds `−(∂g/∂p)ᵀ λ` for the free-index vector `lambda_free` to `out`.
-    fn contract(&self, lambda_free: &[f64], out: &mut SoftGradients) {
-        let rec = self.record;
+    fn contract(&self, rec: &SoftStepRecord, lambda_free: &[f64], out: &mut SoftGradients) {
         let body = &*rec.body;
         let mesh = body.mesh();
         let pattern = body.pattern();

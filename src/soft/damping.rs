@@ -68,3 +68,15 @@ pub(crate) fn start_gradient(f: &Mat3, f0: &Mat3, lame: &Lame, c: f64, lambda: &
     let w = moduli(&((z + z.transpose()) * 0.5), lame);
     -(f0 * w) * c
 }
+
+/// `D²P_d(F)[A, B] = c [A S(dE[B]) + B S(dE[A]) + F S(sym(AᵀB))]` (`S = moduli`,
+/// `dE[A] = sym(FᵀA)`): the third derivative of `Ψ_d` in `F`, contracted twice. The
+/// start gradient's share, `∂/∂F₀ ⟨B, ∂P_d/∂F [A]⟩ = −c F₀ S(sym(AᵀB))`, is
+/// [`start_gradient`]`(A, F₀, …, B)`.
+pub(crate) fn stress_curvature(f: &Mat3, lame: &Lame, c: f64, a: &Mat3, b: &Mat3) -> Mat3 {
+    let sym = |x: Mat3| (x + x.transpose()) * 0.5;
+    (a * moduli(&sym(f.transpose() * b), lame)
+        + b * moduli(&sym(f.transpose() * a), lame)
+        + f * moduli(&sym(a.transpose() * b), lame))
+        * c
+}

@@ -8,9 +8,12 @@
 //! * [`io`] — Gmsh `.msh` 4.1, VTK unstructured grids, TetGen `.node`/`.ele`; VTK output
 //!   of trajectories.
 //! * [`material`] — [`MaterialModel`]: energy, stress, tangent and Lamé derivatives.
+//! * [`coupling`] — [`LinearizedStep`]: a step as the velocity block of a constraint
+//!   stage (effective mass `(h²/c) H(x_f)`) with its adjoints, for `world::SoftSystem`.
 
 mod adjoint;
 pub mod body;
+pub mod coupling;
 mod damping;
 pub mod generate;
 pub mod implicit;
@@ -25,6 +28,7 @@ pub mod sysid;
 
 pub use adjoint::{SoftGradients, SoftJacobians};
 pub use body::{SoftBody, SoftBodyBuilder, SoftDamping, SoftMaterial, SoftRegion};
+pub use coupling::{LinearizedStep, StartGradients};
 pub use implicit::{
     static_equilibrium, step, NewtonReport, NewtonTimings, SoftIntegrator, SoftOptions, SoftState, SoftStepRecord,
 };

@@ -222,6 +222,64 @@ impl<'a> StepPotential<'a> {
         ev
     }
 
+    /// The derivatives of the Hessian's product `zᵀ H(y) a` (`a`, `z` over all degrees of
+    /// freedom, zero on the pinned ones): `∂/∂y` added to `grad_y` and the direct `∂/∂x`
+    /// (through the midpoint rule's elastic point and the viscous start strain) added to
+    /// `grad_x`. Per element, with `A = Σ_a a_a ⊗ ∇N_a` and `Z` alike, the gradient in
+    /// `F(y)` is `w² D²P(F_z)[A, Z] + D²P_d(F_y)[A, Z]` and in `F(x)`
+    /// `w (1 − w) D²P(F_z)[A, Z] − (β/h) F₀ S(sym(AᵀZ))`. The inertial part of H is
+    /// constant. Errors: a material without the closed form
+    /// ([`super::material::MaterialModel::stress_curvature`]).
+    pub fn hessian_curvature(
+        &self,
+        y: &[f64],
+        a: &[f64],
+        z: &[f64],
+        grad_y: &mut [f64],
+        grad_x: &mut [f64],
+    ) -> crate::error::Result<()> {
+        let body = self.body;
+        let mesh = body.mesh();
+        let w = self.weight;
+        for (t, tet) in mesh.tets().iter().enumerate() {
+            let grads = mesh.shape_gradients(t);
+            let (mut am, mut zm) = (Mat3::zeros(), Mat3::zeros());
+            for (k, &vtx) in tet.iter().enumerate() {
+                am += vertex(a, vtx) * grads[k].transpose();
+                zm += vertex(z, vtx) * grads[k].transpose();
+            }
+            if am.iter().all(|e| *e == 0.0) || zm.iter().all(|e| *e == 0.0) {
+                continue;
+            }
+            let region = &body.regions()[body.element_regions()[t]];
+            let f = self.gradients(t, y);
+            let elastic = region.material.model.stress_curvature(&f.0, &region.lame, &am, &zm).ok_or_else(|| {
+                crate::error::Error::InvalidInput(format!(
+                    "the {} material has no closed-form third derivative: a soft body coupled to a world needs \
+                     the linear, St. Venant-Kirchhoff or stable Neo-Hookean model",
+                    region.material.model.name()
+                ))
+            })?;
+            let mut gy = elastic * (w * w);
+            let mut gx = elastic * (w * (1.0 - w));
+            if !self.start_strains.is_empty() {
+                let c = self.viscous();
+                gy += damping::stress_curvature(&f.1, &region.lame, c, &am, &zm);
+                let f0 = deformation_gradient(body, t, self.x);
+                gx += damping::start_gradient(&am, &f0, &region.lame, c, &zm);
+            }
+            let volume = mesh.volumes()[t];
+            for (k, &vtx) in tet.iter().enumerate() {
+                let (dy, dx) = (gy * grads[k] * volume, gx * grads[k] * volume);
+                for r in 0..3 {
+                    grad_y[3 * vtx + r] += dy[r];
+                    grad_x[3 * vtx + r] += dx[r];
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Φ at `y` alone (for the line search).
     pub fn energy(&self, y: &[f64]) -> f64 {
         let mesh = self.body.mesh();

@@ -198,7 +198,14 @@ impl SystemStep for ArticulationStep {
         Ok(())
     }
 
-    fn mass_vjp(&self, a: &[f64], z: &[f64], grad_q: &mut [f64]) -> Result<()> {
+    fn mass_vjp(
+        &self,
+        a: &[f64],
+        z: &[f64],
+        grad_q: &mut [f64],
+        _grad_v: &mut [f64],
+        _grad_u: &mut [f64],
+    ) -> Result<()> {
         let model = self.model();
         let (mut data, mut deriv) = (Data::new(model), DerivativeData::new(model));
         let (dq, _) = inertia_product_derivatives(
@@ -248,7 +255,14 @@ impl SystemStep for ArticulationStep {
         }
     }
 
-    fn integrate_vjp(&self, v_next: &[f64], g: &[f64], grad_q: &mut [f64], grad_v_next: &mut [f64]) {
+    fn integrate_vjp(
+        &self,
+        v_next: &[f64],
+        g: &[f64],
+        grad_q: &mut [f64],
+        _grad_v: &mut [f64],
+        grad_v_next: &mut [f64],
+    ) {
         let model = self.model();
         let h = self.smooth.dt;
         for (i, joint) in model.joints.iter().enumerate() {

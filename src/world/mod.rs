@@ -6,7 +6,8 @@
 //!   and per step its velocity block (free velocity, effective-mass solve, element twist
 //!   Jacobians, configuration update) with the VJP of each. Implementations:
 //!   [`Articulation`] (a rigid multibody [`crate::Model`]), [`Particles`] (point masses),
-//!   [`StaticGeometry`]. Soft bodies plug in the same way.
+//!   [`StaticGeometry`], [`SoftSystem`] (a tetrahedral soft body, its boundary vertices
+//!   in contact; `crate::soft::LinearizedStep`).
 //! * `contacts` — detection across systems and the rows `J_r v = W_r · (V_B − V_A)`; a
 //!   side is an element of a system or static ([`ContactSide`]).
 //! * `step` — one step: free velocities → contacts → rows → the solver over the
@@ -30,6 +31,7 @@ mod vjp;
 
 pub mod articulation;
 pub mod particles;
+pub mod soft_body;
 pub mod static_geometry;
 pub mod system;
 
@@ -37,6 +39,7 @@ pub use articulation::Articulation;
 pub use contacts::{ContactSide, ShapeRef, WorldContact};
 pub use particles::Particles;
 pub use rollout::{WorldTape, WorldTapeGradients};
+pub use soft_body::SoftSystem;
 pub use static_geometry::StaticGeometry;
 pub use step::{WorldState, WorldStepRecord};
 pub use system::{System, SystemStep};

@@ -200,7 +200,7 @@ impl SystemStep for ParticlesStep {
         Ok(())
     }
 
-    fn mass_vjp(&self, _a: &[f64], _z: &[f64], _grad_q: &mut [f64]) -> Result<()> {
+    fn mass_vjp(&self, _: &[f64], _: &[f64], _: &mut [f64], _: &mut [f64], _: &mut [f64]) -> Result<()> {
         Ok(()) // M is constant.
     }
 
@@ -208,7 +208,7 @@ impl SystemStep for ParticlesStep {
         // J_e is constant.
     }
 
-    fn integrate_vjp(&self, _v_next: &[f64], g: &[f64], grad_q: &mut [f64], grad_v_next: &mut [f64]) {
+    fn integrate_vjp(&self, _: &[f64], g: &[f64], grad_q: &mut [f64], _: &mut [f64], grad_v_next: &mut [f64]) {
         for k in 0..g.len() {
             grad_q[k] += g[k];
             grad_v_next[k] += self.h * g[k];

@@ -118,11 +118,11 @@ impl SystemStep for StaticStep {
         Ok(())
     }
 
-    fn mass_vjp(&self, _a: &[f64], _z: &[f64], _grad_q: &mut [f64]) -> Result<()> {
+    fn mass_vjp(&self, _: &[f64], _: &[f64], _: &mut [f64], _: &mut [f64], _: &mut [f64]) -> Result<()> {
         Ok(())
     }
 
     fn element_velocity_vjp(&self, _element: usize, _u: &[f64], _wrench: &Force, _grad_q: &mut [f64]) {}
 
-    fn integrate_vjp(&self, _v_next: &[f64], _g: &[f64], _grad_q: &mut [f64], _grad_v_next: &mut [f64]) {}
+    fn integrate_vjp(&self, _: &[f64], _: &[f64], _: &mut [f64], _: &mut [f64], _: &mut [f64]) {}
 }

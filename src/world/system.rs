@@ -69,13 +69,17 @@ pub trait SystemStep: Send + Sync + Debug {
     /// Adds the VJP of the free velocity: for `g = ∂ℓ/∂v_f`, `grad_q += (∂v_f/∂q)ᵀ g`,
     /// `grad_v += (∂v_f/∂v)ᵀ g`, `grad_u += (∂v_f/∂u)ᵀ g`.
     fn free_velocity_vjp(&self, g: &[f64], grad_q: &mut [f64], grad_v: &mut [f64], grad_u: &mut [f64]) -> Result<()>;
-    /// Adds `−∂/∂q [zᵀ M̃(q) a]` to `grad_q` (the configuration gradient of
-    /// `⟨y, M̃⁻¹ x⟩` is this with `a = M̃⁻¹ x`, `z = M̃⁻¹ y`).
-    fn mass_vjp(&self, a: &[f64], z: &[f64], grad_q: &mut [f64]) -> Result<()>;
+    /// Adds `−∂/∂p [zᵀ M̃(p) a]` to `grad_p` for the step's inputs `p = (q, v, u)` (the
+    /// gradient of `⟨y, M̃⁻¹ x⟩` is this with `a = M̃⁻¹ x`, `z = M̃⁻¹ y`). A rigid
+    /// system's `M̃` depends on `q` alone; a soft body's is its step's Hessian at the free
+    /// solution, which moves with `v` and `u` as well.
+    fn mass_vjp(&self, a: &[f64], z: &[f64], grad_q: &mut [f64], grad_v: &mut [f64], grad_u: &mut [f64]) -> Result<()>;
     /// Adds `∂/∂q [W · J_e(q) u]` (u fixed) to `grad_q`, for element `element` and a world
     /// wrench `W` (about the origin).
     fn element_velocity_vjp(&self, element: usize, u: &[f64], wrench: &Force, grad_q: &mut [f64]);
-    /// Adds the VJP of `q⁺ = q ⊕ h v⁺`: `grad_q += (∂q⁺/∂q)ᵀ g`, `grad_v_next += (∂q⁺/∂v⁺)ᵀ g`
-    /// for `g = ∂ℓ/∂q⁺` (tangent).
-    fn integrate_vjp(&self, v_next: &[f64], g: &[f64], grad_q: &mut [f64], grad_v_next: &mut [f64]);
+    /// Adds the VJP of the configuration update for `g = ∂ℓ/∂q⁺` (tangent):
+    /// `grad_q += (∂q⁺/∂q)ᵀ g`, `grad_v += (∂q⁺/∂v)ᵀ g` (zero for `q⁺ = q ⊕ h v⁺`; the
+    /// implicit midpoint rule's `x⁺ = x + h (v + v⁺)/2` has it) and
+    /// `grad_v_next += (∂q⁺/∂v⁺)ᵀ g`.
+    fn integrate_vjp(&self, v_next: &[f64], g: &[f64], grad_q: &mut [f64], grad_v: &mut [f64], grad_v_next: &mut [f64]);
 }

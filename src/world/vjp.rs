@@ -62,12 +62,13 @@ impl WorldStepRecord {
                 &self.v_next.as_slice()[vr.clone()],
                 &grad_q_next.as_slice()[vr.clone()],
                 &mut out.q.as_mut_slice()[vr.clone()],
+                &mut out.v.as_mut_slice()[vr.clone()],
                 &mut g_vnext.as_mut_slice()[vr],
             );
         }
         let mut g_vfree = g_vnext.clone();
         if !self.contacts.is_empty() {
-            self.constraint_vjp(&g_vnext, &mut g_vfree, &mut out.q)?;
+            self.constraint_vjp(&g_vnext, &mut g_vfree, &mut out)?;
         }
         // 1. The free velocities.
         for (s, step) in self.steps.iter().enumerate() {
@@ -88,7 +89,12 @@ impl WorldStepRecord {
 
     /// Steps 4–5 backwards: adds the impulse's and the rows' contributions to `g_vfree`
     /// and `g_q`, from `g_vnext = ∂ℓ/∂v⁺` (after the configuration update).
-    fn constraint_vjp(&self, g_vnext: &DVector<f64>, g_vfree: &mut DVector<f64>, g_q: &mut DVector<f64>) -> Result<()> {
+    fn constraint_vjp(
+        &self,
+        g_vnext: &DVector<f64>,
+        g_vfree: &mut DVector<f64>,
+        out: &mut WorldGradients,
+    ) -> Result<()> {
         let delassus = self.delassus();
         let j = &self.rows.j;
         let f = &self.solution.f;
@@ -113,10 +119,17 @@ impl WorldStepRecord {
         let world = &self.world;
         for (zz, a) in &mass_pairs {
             for (s, step) in self.steps.iter().enumerate() {
-                let (_, vr, _) = world.blocks(s).unwrap_or_default();
-                step.mass_vjp(&a.as_slice()[vr.clone()], &zz.as_slice()[vr.clone()], &mut g_q.as_mut_slice()[vr])?;
+                let (_, vr, ur) = world.blocks(s).unwrap_or_default();
+                step.mass_vjp(
+                    &a.as_slice()[vr.clone()],
+                    &zz.as_slice()[vr.clone()],
+                    &mut out.q.as_mut_slice()[vr.clone()],
+                    &mut out.v.as_mut_slice()[vr],
+                    &mut out.u.as_mut_slice()[ur],
+                )?;
             }
         }
+        let g_q = &mut out.q;
         for (i, c) in self.contacts.iter().enumerate() {
             let frame = &self.rows.frames[i];
             let geo = &c.contact.geometry;

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod contact;
+pub mod world;
 
 use nalgebra::DVector;
 

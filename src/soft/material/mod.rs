@@ -125,6 +125,21 @@ impl MaterialModel {
         }
     }
 
+    /// The third derivative of `Ψ` contracted twice, `D²P(F)[A, B]` (the gradient in `F`
+    /// of `vec(B)ᵀ ∂P/∂F(F) vec(A)`), which the coupling of a soft body to the constraint
+    /// stage needs (its effective mass is the step's Hessian). Closed forms: zero for the
+    /// linear model (constant tangent), polynomial for St. Venant–Kirchhoff and stable
+    /// Neo-Hookean; `None` for the corotated model (it would need the second derivative
+    /// of the polar rotation).
+    pub fn stress_curvature(&self, f: &Mat3, lame: &Lame, a: &Mat3, b: &Mat3) -> Option<Mat3> {
+        match self {
+            MaterialModel::LinearElastic => Some(Mat3::zeros()),
+            MaterialModel::Corotated => None,
+            MaterialModel::StVenantKirchhoff => Some(stvk::stress_curvature(f, lame, a, b)),
+            MaterialModel::StableNeoHookean => Some(neo_hookean::stress_curvature(f, lame, a, b)),
+        }
+    }
+
     /// The model's name as in scene files and Python (`"linear"`, `"corotated"`,
     /// `"stvk"`, `"neo_hookean"`).
     pub fn name(&self) -> &'static str {

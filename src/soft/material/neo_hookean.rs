@@ -76,3 +76,25 @@ pub(super) fn tangent(f: &Mat3, lame: &Lame) -> Mat9 {
     let j = f.determinant();
     Mat9::identity() * mu + g * g.transpose() * lp + cofactor_derivative(f) * (lp * (j - 1.0) - mu)
 }
+
+/// `Dcof[A]`, the derivative of `cof F` along `A`: the columns
+/// `a₁ × f₂ + f₁ × a₂, a₂ × f₀ + f₂ × a₀, a₀ × f₁ + f₀ × a₁` (and, with `F = B`, the
+/// constant second derivative `D²cof[A, B]`, which has the same form).
+fn cofactor_along(f: &Mat3, a: &Mat3) -> Mat3 {
+    let (fc, ac) = (|i: usize| -> Vec3 { f.column(i).into_owned() }, |i: usize| -> Vec3 { a.column(i).into_owned() });
+    Mat3::from_columns(&[
+        ac(1).cross(&fc(2)) + fc(1).cross(&ac(2)),
+        ac(2).cross(&fc(0)) + fc(2).cross(&ac(0)),
+        ac(0).cross(&fc(1)) + fc(0).cross(&ac(1)),
+    ])
+}
+
+/// `D²P(F)[A, B]` with `P = μ F + s(J) cof F`, `s(J) = λ'(J − 1) − μ`, `s' = λ'`:
+/// `λ' [(Dcof[A] : B) cof F + (cof F : A) Dcof[B] + (cof F : B) Dcof[A]] + s(J) D²cof[A, B]`.
+pub(super) fn stress_curvature(f: &Mat3, lame: &Lame, a: &Mat3, b: &Mat3) -> Mat3 {
+    let lp = lame.lambda + lame.mu;
+    let g = cofactor(f);
+    let (ga, gb) = (cofactor_along(f, a), cofactor_along(f, b));
+    let s = lp * (f.determinant() - 1.0) - lame.mu;
+    (g * ga.dot(b) + gb * g.dot(a) + ga * g.dot(b)) * lp + cofactor_along(a, b) * s
+}

@@ -57,3 +57,13 @@ pub(super) fn tangent(f: &Mat3, lame: &Lame) -> Mat9 {
     }
     t
 }
+
+/// `D²P(F)[A, B] = A S(dE[B]) + B S(dE[A]) + F S(sym(AᵀB))`, with
+/// `S(X) = 2μ X + λ tr(X) I` and `dE[A] = sym(FᵀA)`.
+pub(super) fn stress_curvature(f: &Mat3, lame: &Lame, a: &Mat3, b: &Mat3) -> Mat3 {
+    let moduli = |x: Mat3| -> Mat3 {
+        let s = (x + x.transpose()) * 0.5;
+        s * (2.0 * lame.mu) + Mat3::identity() * (lame.lambda * s.trace())
+    };
+    a * moduli(f.transpose() * b) + b * moduli(f.transpose() * a) + f * moduli(a.transpose() * b)
+}

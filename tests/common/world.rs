@@ -1,0 +1,75 @@
+//! The world-step VJP against Ridders' extrapolation along every input coordinate.
+
+use super::{random_vector, ridders};
+use nalgebra::DVector;
+use stiction::math::SplitMix64;
+use stiction::world::{World, WorldState};
+
+/// Input coordinate `k` of `[tangent q | v | u]` moved by `eps`: the perturbed state, and
+/// the control index to move when `k` is a control.
+pub fn perturbed(w: &World, state: &WorldState, k: usize, eps: f64) -> (WorldState, Option<usize>) {
+    let nv = w.nv();
+    let mut s = state.clone();
+    if k < nv {
+        let mut dq = DVector::zeros(nv);
+        dq[k] = eps;
+        s.q = w.retract(&state.q, &dq).unwrap();
+        (s, None)
+    } else if k < 2 * nv {
+        s.v[k - nv] += eps;
+        (s, None)
+    } else {
+        (s, Some(k - 2 * nv))
+    }
+}
+
+/// Asserts [`vjp_error_with`] below 1e-6 relative for three random cotangents (seeds
+/// `seed0..seed0 + 3`); `what` names the case in the message.
+pub fn assert_vjp_matches_ridders(what: &str, w: &World, state: &WorldState, u: &DVector<f64>, seed0: u64, h0: f64) {
+    for seed in seed0..seed0 + 3 {
+        let e = vjp_error_with(w, state, u, seed, h0, true);
+        println!("{what}, seed {seed}: VJP vs Ridders relative error {e:.2e}");
+        assert!(e < 1e-6, "{what}, seed {seed}: VJP vs Ridders relative error {e:.2e}");
+    }
+}
+
+/// The largest relative disagreement between the VJP and Ridders finite differences
+/// (first step `h0`) of `⟨ḡ_q, q⁺ ⊖ q⁺₀⟩ + ⟨ḡ_v, v⁺⟩` along every input coordinate
+/// (tangent q, v, u), for a random cotangent; with `check_mode`, asserts that the row
+/// classification holds over the difference steps (not for a solver whose choice among
+/// dependent rows may flip while the velocities, and the loss, stay smooth).
+pub fn vjp_error_with(w: &World, state: &WorldState, u: &DVector<f64>, seed: u64, h0: f64, check_mode: bool) -> f64 {
+    let rec = w.step_recorded(state, u).unwrap();
+    let mode = rec.solution().states.clone();
+    let q0 = rec.next_state().q;
+    let mut rng = SplitMix64::new(seed);
+    let (nv, nu) = (w.nv(), w.nu());
+    let gq = random_vector(&mut rng, nv, 1.0);
+    let gv = random_vector(&mut rng, nv, 1.0);
+    let grads = rec.vjp(&gq, &gv).unwrap();
+    let loss = |s: &WorldState, u: &DVector<f64>, check_mode: bool| -> DVector<f64> {
+        let r = w.step_recorded(s, u).unwrap();
+        if check_mode {
+            assert_eq!(r.solution().states, mode, "the contact mode changed within the difference step");
+        }
+        let n = r.next_state();
+        DVector::from_element(1, gq.dot(&w.difference(&q0, &n.q).unwrap()) + gv.dot(&n.v))
+    };
+    let mut worst = 0.0f64;
+    for k in 0..(2 * nv + nu) {
+        let f = |eps: f64| -> DVector<f64> {
+            let (s, control) = perturbed(w, state, k, eps);
+            let mut uu = u.clone();
+            if let Some(c) = control {
+                uu[c] += eps;
+            }
+            loss(&s, &uu, check_mode && eps.abs() >= h0)
+        };
+        let (fd, err) = ridders(&f, h0);
+        let analytic = [grads.q.as_slice(), grads.v.as_slice(), grads.u.as_slice()].concat()[k];
+        let e = (analytic - fd[0]).abs() / fd[0].abs().max(1.0);
+        assert!(err < 1e-7 * fd[0].abs().max(1.0), "input {k}: Ridders error estimate {err} too large");
+        worst = worst.max(e);
+    }
+    worst
+}
