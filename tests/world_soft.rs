@@ -482,3 +482,151 @@ fn bad_soft_system_inputs_are_errors() {
     let err = w.step(&s, &DVector::zeros(24)).unwrap_err();
     assert!(err.to_string().contains("soft body velocities"), "{err}");
 }
+
+/// A two-link arm (shoulder at the origin, about y) holding a 2 × 2 × 1-cell soft block
+/// (10 × 10 × 4 cm) welded by its top vertices to the forearm, swinging under gravity;
+/// with `ground`, the block's bottom is also 0.2 mm into the ground.
+fn block_welded_to_arm(model: MaterialModel, ground: bool, seed: u64) -> (World, WorldState, DVector<f64>) {
+    let mut rng = SplitMix64::new(seed);
+    let mut b = ModelBuilder::new("arm");
+    let link = |mass: f64, len: f64| {
+        Inertia::from_com(mass, Vec3::new(len / 2.0, 0.0, 0.0), nalgebra::Matrix3::from_diagonal(&Vec3::new(1e-4, 2e-3, 2e-3)))
+    };
+    let (l1, l2) = (0.2, 0.15);
+    b.add_body(
+        WORLD,
+        Joint::revolute("shoulder", Vec3::y()).with_placement(SE3::from_translation(Vec3::new(-0.3, 0.0, 0.25))),
+        Body::new("upper", link(0.5, l1)),
+    );
+    b.add_body(
+        "upper",
+        Joint::revolute("elbow", Vec3::y()).with_placement(SE3::from_translation(Vec3::new(l1, 0.0, 0.0))),
+        Body::new("fore", link(0.3, l2)),
+    );
+    let arm = Arc::new(b.build().unwrap());
+    // The upper arm pointing down by 0.35 rad, the forearm level; the block hangs below
+    // it, welded at its top face (the anchors' points on the forearm are where the top
+    // vertices are at the start).
+    let (shoulder, elbow) = (0.35f64, -0.35f64);
+    let bottom = if ground { -2e-4 } else { 0.05 };
+    let body = block(model, [2, 2, 1], Vec3::new(0.1, 0.1, 0.04), Vec3::new(-0.11, -0.05, bottom), false);
+    let n = body.ndof();
+    let top: Vec<usize> =
+        (0..body.mesh().num_vertices()).filter(|&v| body.mesh().vertices()[v].z == bottom + 0.04).collect();
+    let mut x = body.rest_positions();
+    jitter(&mut rng, &mut x, 2e-5);
+    let soft = soft_system(body, SoftIntegrator::BackwardEuler, 1.0);
+    let mut systems: Vec<Arc<dyn System>> = vec![Arc::new(Articulation::new(arm)), Arc::new(soft)];
+    if ground {
+        systems.push(Arc::new(StaticGeometry::ground(Material::new(1.0, 0.0))));
+    }
+    let w = world(systems);
+    let mut q = DVector::zeros(2 + n);
+    q[0] = shoulder;
+    q[1] = elbow;
+    q.rows_mut(2, n).copy_from(&x);
+    let welds = w.weld(&q, 1, &top, Some((0, 1))).unwrap();
+    let w = w.with_attachments(welds).unwrap();
+    let mut v = DVector::zeros(2 + n);
+    jitter(&mut rng, &mut v, 5e-3);
+    v[0] = 0.1;
+    let mut u = DVector::zeros(2 + n);
+    jitter(&mut rng, &mut u, 0.02);
+    (w, WorldState { q, v }, u)
+}
+
+#[test]
+fn a_block_welded_to_an_arm_matches_ridders() {
+    for (k, model) in [MaterialModel::StableNeoHookean, MaterialModel::StVenantKirchhoff].into_iter().enumerate() {
+        let (w, s, u) = block_welded_to_arm(model, false, 51 + k as u64);
+        assert_eq!(w.attachments().len(), 9);
+        assert_vjp_matches_ridders(&format!("welded {model:?}"), &w, &s, &u, 50, 1e-5);
+    }
+    let (w, s, u) = block_welded_to_arm(MaterialModel::StableNeoHookean, true, 53);
+    assert_contact_mode(&w, &s, &u, 9);
+    assert_vjp_matches_ridders("welded, on the ground", &w, &s, &u, 60, 1e-5);
+}
+
+/// A block welded to the world by its top face settles where the same block with its top
+/// pinned is in static equilibrium: the attachment rows carry the weight as the pins do.
+#[test]
+fn a_block_welded_to_the_world_hangs_like_a_pinned_one() {
+    let body = block(MaterialModel::StableNeoHookean, [2, 2, 2], Vec3::new(0.1, 0.1, 0.06), Vec3::zeros(), false);
+    let top: Vec<usize> = (0..body.mesh().num_vertices()).filter(|&v| body.mesh().vertices()[v].z == 0.06).collect();
+    let pinned = body.to_builder().pin_vertices(&top).build().unwrap();
+    let rest = pinned.rest_positions();
+    let targets = DVector::from_iterator(pinned.pinned_dofs().len(), pinned.pinned_dofs().iter().map(|&d| rest[d]));
+    let n = pinned.ndof();
+    let want = stiction::soft::static_equilibrium(&pinned, &rest, &DVector::zeros(n), &targets, &SoftOptions::default())
+        .unwrap()
+        .0;
+    let body = Arc::new(body);
+    let sys = SoftSystem::new(body.clone(), SoftOptions::default(), Material::new(0.5, 0.0), 0.0).unwrap();
+    let w = world(vec![Arc::new(sys)]);
+    let mut s = WorldState { q: body.rest_positions(), v: DVector::zeros(n) };
+    let w = w.clone().with_attachments(w.weld(&s.q, 0, &top, None).unwrap()).unwrap();
+    let u = DVector::zeros(n);
+    for _ in 0..3000 {
+        s = w.step(&s, &u).unwrap();
+    }
+    let sag = (0..n / 3).map(|i| rest[3 * i + 2] - want[3 * i + 2]).fold(0.0, f64::max);
+    let err = (&s.q - &want).amax();
+    assert!(sag > 1e-4, "the pinned block hardly sags ({sag:.2e} m): not a test");
+    assert!(err < 1e-3 * sag, "welded and pinned equilibria differ by {err:.3e} m (sag {sag:.3e} m)");
+    assert!(s.v.amax() < 1e-6, "not at rest: {:.2e}", s.v.amax());
+}
+
+/// A soft block welded to a free rigid box in zero gravity, every part moving with its
+/// own velocity: the welds' impulses are internal, so the total momentum stays put.
+#[test]
+fn a_block_welded_to_a_free_box_keeps_momentum() {
+    let mut b = ModelBuilder::new("box");
+    b.gravity(Vec3::zeros());
+    free_box(&mut b, "box", Vec3::new(0.05, 0.05, 0.02), 0.9, material(0.0, 0.0));
+    let bx = Arc::new(b.build().unwrap());
+    let mesh = box_mesh([2, 2, 1], Vec3::new(0.1, 0.1, 0.04), Vec3::new(-0.05, -0.05, -0.06)).unwrap();
+    let body = SoftBody::builder(mesh, SoftMaterial::new(MaterialModel::StableNeoHookean, 5e4, 0.3, 1000.0))
+        .gravity(Vec3::zeros())
+        .build()
+        .unwrap();
+    let top: Vec<usize> =
+        (0..body.mesh().num_vertices()).filter(|&v| (body.mesh().vertices()[v].z + 0.02).abs() < 1e-12).collect();
+    assert_eq!(top.len(), 9);
+    let body = Arc::new(body);
+    let sys = SoftSystem::new(body.clone(), SoftOptions::default(), Material::new(0.0, 0.0), 0.0).unwrap();
+    let w = world(vec![Arc::new(Articulation::new(bx.clone())), Arc::new(sys)]);
+    let n = body.ndof();
+    let mut q = DVector::zeros(7 + n);
+    q.rows_mut(0, 7).copy_from(&bx.neutral());
+    q.rows_mut(7, n).copy_from(&body.rest_positions());
+    let w = w.clone().with_attachments(w.weld(&q, 1, &top, Some((0, 0))).unwrap()).unwrap();
+    let mut rng = SplitMix64::new(77);
+    let mut v = DVector::zeros(6 + n);
+    jitter(&mut rng, &mut v, 0.3);
+    let total = |s: &WorldState| -> Vec3 {
+        let (p, _) = momentum_and_com(&body, &s.q.as_slice()[7..], &s.v.as_slice()[6..]);
+        p + Vec3::new(s.v[3], s.v[4], s.v[5]) * 0.9
+    };
+    let mut s = WorldState { q, v };
+    let p0 = total(&s);
+    let u = DVector::zeros(6 + n);
+    for _ in 0..200 {
+        s = w.step(&s, &u).unwrap();
+        let p = total(&s);
+        assert!((p - p0).norm() < 1e-10 * p0.norm(), "momentum {p:?}, started at {p0:?}");
+    }
+    // The welds hold: every top vertex stays where its anchor on the box is.
+    assert_eq!(w.attachments().len(), 9);
+    let box_pose = w.systems()[0].element_pose(&s.q.as_slice()[..7], 0).unwrap();
+    for att in w.attachments() {
+        let (stiction::world::Anchor::Element { element: vtx, .. }, stiction::world::Anchor::Element { point, .. }) =
+            (att.a, att.b)
+        else {
+            panic!("weld anchors are elements")
+        };
+        let x = Vec3::new(s.q[7 + 3 * vtx], s.q[8 + 3 * vtx], s.q[9 + 3 * vtx]);
+        let gap = (box_pose.act_point(&point) - x).norm();
+        assert!(gap < 1e-4, "vertex {vtx} is {gap:.2e} m from its anchor");
+    }
+    assert!(s.v.rows(0, 6).norm() > 0.01, "the box does not move: not a test");
+}

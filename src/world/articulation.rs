@@ -82,6 +82,24 @@ impl System for Articulation {
         }
     }
 
+    fn num_elements(&self) -> usize {
+        self.model.nbodies()
+    }
+
+    fn element_pose(&self, q: &[f64], element: usize) -> Result<SE3> {
+        let model = &*self.model;
+        if element >= model.nbodies() {
+            return Err(Error::InvalidInput(format!(
+                "articulation '{}' has {} bodies, not body {element}",
+                model.name(),
+                model.nbodies()
+            )));
+        }
+        let mut data = Data::new(model);
+        forward_kinematics(model, &mut data, q)?;
+        Ok(data.x_world[element])
+    }
+
     fn self_collides(&self, a: usize, b: usize) -> bool {
         self.model.collision_model().allows(a, b)
     }
@@ -170,6 +188,10 @@ impl SystemStep for ArticulationStep {
 
     fn shape_pose(&self, shape: usize) -> SE3 {
         self.model().collision_model().shapes[shape].world_pose(&self.data.x_world)
+    }
+
+    fn element_pose(&self, element: usize) -> SE3 {
+        self.data.x_world[element]
     }
 
     fn element_jacobian(&self, element: usize) -> Matrix6xX<f64> {

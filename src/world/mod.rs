@@ -24,6 +24,7 @@
 //! [`crate::Simulator`] with its `PenetrationRecovery::Velocity` bias; restitution, joint
 //! limits, joint friction and the position stage are not in the world step yet.
 
+mod attachments;
 mod contacts;
 mod rollout;
 mod step;
@@ -36,6 +37,7 @@ pub mod static_geometry;
 pub mod system;
 
 pub use articulation::Articulation;
+pub use attachments::{Anchor, Attachment};
 pub use contacts::{ContactSide, ShapeRef, WorldContact};
 pub use particles::Particles;
 pub use rollout::{WorldTape, WorldTapeGradients};
@@ -48,6 +50,7 @@ pub use vjp::WorldGradients;
 use crate::error::{Error, Result};
 use crate::solver::{BoxedLcpSolver, ConstraintSolver};
 use crate::step::{check_dt, ContactModel, ContactOptions};
+use crate::math::Vec3;
 use nalgebra::DVector;
 use std::sync::Arc;
 
@@ -103,6 +106,7 @@ pub struct World {
     q_offsets: Vec<usize>,
     v_offsets: Vec<usize>,
     u_offsets: Vec<usize>,
+    attachments: Arc<Vec<Attachment>>,
 }
 
 impl World {
@@ -133,7 +137,64 @@ impl World {
             out
         };
         let (q_offsets, v_offsets, u_offsets) = (offsets(&|s| s.nq()), offsets(&|s| s.nv()), offsets(&|s| s.nu()));
-        Ok(World { systems, solver, options, q_offsets, v_offsets, u_offsets })
+        Ok(World { systems, solver, options, q_offsets, v_offsets, u_offsets, attachments: Arc::new(Vec::new()) })
+    }
+
+    /// The same world with `attachments` (replacing any before): each holds two material
+    /// points together by three bilateral rows of the constraint stage. Errors: a system
+    /// or element out of range, a non-finite point, two world anchors.
+    pub fn with_attachments(mut self, attachments: Vec<Attachment>) -> Result<World> {
+        let elements: Vec<usize> = self.systems.iter().map(|s| s.num_elements()).collect();
+        attachments::validate(&attachments, &elements)?;
+        self.attachments = Arc::new(attachments);
+        Ok(self)
+    }
+
+    /// The attachments.
+    pub fn attachments(&self) -> &[Attachment] {
+        &self.attachments
+    }
+
+    /// The anchor on element `element` of system `system` whose material point is at the
+    /// world point `point` when the world's configuration is `q` (for attachments made
+    /// where the parts are). Errors: sizes, a system or element out of range.
+    pub fn anchor_at(&self, q: &DVector<f64>, system: usize, element: usize, point: Vec3) -> Result<Anchor> {
+        if q.len() != self.nq() {
+            return Err(Error::Dimension { what: "world q", expected: self.nq(), got: q.len() });
+        }
+        let (qr, _, _) = self.blocks(system).ok_or_else(|| {
+            Error::InvalidInput(format!("system {system} is not in the world ({} systems)", self.systems.len()))
+        })?;
+        let pose = self.systems[system].element_pose(&q.as_slice()[qr], element)?;
+        Ok(Anchor::Element { system, element, point: pose.inverse().act_point(&point) })
+    }
+
+    /// Attachments that weld `vertices` (elements of system `from`, e.g. a
+    /// [`SoftSystem`]'s vertices) to element `to = (system, element)`, or to the world
+    /// when `to` is `None`, where they are at configuration `q`. Three or more vertices
+    /// not on a line fix the element's orientation as well. Errors: those of
+    /// [`World::anchor_at`].
+    pub fn weld(
+        &self,
+        q: &DVector<f64>,
+        from: usize,
+        vertices: &[usize],
+        to: Option<(usize, usize)>,
+    ) -> Result<Vec<Attachment>> {
+        vertices
+            .iter()
+            .map(|&v| {
+                let (qr, _, _) = self.blocks(from).ok_or_else(|| {
+                    Error::InvalidInput(format!("system {from} is not in the world ({} systems)", self.systems.len()))
+                })?;
+                let world = self.systems[from].element_pose(&q.as_slice()[qr], v)?.trans;
+                let b = match to {
+                    Some((system, element)) => self.anchor_at(q, system, element, world)?,
+                    None => Anchor::World(world),
+                };
+                Ok(Attachment { a: Anchor::Element { system: from, element: v, point: Vec3::zeros() }, b })
+            })
+            .collect()
     }
 
     /// The systems, in the order of the global vectors.

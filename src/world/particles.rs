@@ -118,6 +118,14 @@ impl System for Particles {
         Some(shape)
     }
 
+    fn num_elements(&self) -> usize {
+        self.masses.len()
+    }
+
+    fn element_pose(&self, q: &[f64], element: usize) -> Result<SE3> {
+        point_pose(q, element, self.masses.len(), "particle")
+    }
+
     fn self_collides(&self, a: usize, b: usize) -> bool {
         self.self_collision && a != b
     }
@@ -172,6 +180,10 @@ impl SystemStep for ParticlesStep {
         SE3::from_translation(Vec3::new(self.q[3 * shape], self.q[3 * shape + 1], self.q[3 * shape + 2]))
     }
 
+    fn element_pose(&self, element: usize) -> SE3 {
+        self.shape_pose(element)
+    }
+
     fn element_jacobian(&self, element: usize) -> Matrix6xX<f64> {
         let mut j = Matrix6xX::zeros(self.v_free.len());
         for r in 0..3 {
@@ -214,4 +226,20 @@ impl SystemStep for ParticlesStep {
             grad_v_next[k] += self.h * g[k];
         }
     }
+}
+
+/// The pose of point element `element` of `count` (translation only) at `q` (3 per
+/// point); `what` names the elements in errors.
+pub(crate) fn point_pose(q: &[f64], element: usize, count: usize, what: &str) -> Result<SE3> {
+    if element >= count || q.len() != 3 * count {
+        return Err(Error::InvalidInput(format!(
+            "{what} {element} out of range ({count} {what}s, configuration of length {})",
+            q.len()
+        )));
+    }
+    let p = Vec3::new(q[3 * element], q[3 * element + 1], q[3 * element + 2]);
+    if !p.iter().all(|x| x.is_finite()) {
+        return Err(Error::NonFinite { what: "point position", index: 3 * element, value: f64::NAN });
+    }
+    Ok(SE3::from_translation(p))
 }

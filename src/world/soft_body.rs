@@ -14,6 +14,7 @@
 //! model), and so is contact between rigid shapes' features and the body's faces: only
 //! the boundary vertices touch.
 
+use super::particles::point_pose;
 use super::system::{System, SystemStep};
 use crate::collision::{Material, Polytope, ShapeCore, ShapeInstance, ShapeKind};
 use crate::error::{check_vector, Error, Result};
@@ -103,7 +104,15 @@ impl System for SoftSystem {
     }
 
     fn shape_element(&self, shape: usize) -> Option<usize> {
-        Some(shape)
+        self.vertices.get(shape).copied()
+    }
+
+    fn num_elements(&self) -> usize {
+        self.body.mesh().num_vertices()
+    }
+
+    fn element_pose(&self, q: &[f64], element: usize) -> Result<SE3> {
+        point_pose(q, element, self.body.mesh().num_vertices(), "soft body vertex")
     }
 
     fn self_collides(&self, _a: usize, _b: usize) -> bool {
@@ -160,13 +169,15 @@ impl SystemStep for SoftSystemStep {
     }
 
     fn shape_pose(&self, shape: usize) -> SE3 {
-        let i = self.vertices[shape];
+        self.element_pose(self.vertices[shape])
+    }
+
+    fn element_pose(&self, i: usize) -> SE3 {
         SE3::from_translation(Vec3::new(self.x[3 * i], self.x[3 * i + 1], self.x[3 * i + 2]))
     }
 
-    fn element_jacobian(&self, element: usize) -> Matrix6xX<f64> {
+    fn element_jacobian(&self, i: usize) -> Matrix6xX<f64> {
         let mut j = Matrix6xX::zeros(self.x.len());
-        let i = self.vertices[element];
         for r in 0..3 {
             j[(3 + r, 3 * i + r)] = 1.0;
         }

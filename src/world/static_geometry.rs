@@ -69,6 +69,14 @@ impl System for StaticGeometry {
         None
     }
 
+    fn num_elements(&self) -> usize {
+        0
+    }
+
+    fn element_pose(&self, _q: &[f64], element: usize) -> Result<SE3> {
+        Err(Error::InvalidInput(format!("static geometry has no elements (asked for element {element})")))
+    }
+
     fn self_collides(&self, _a: usize, _b: usize) -> bool {
         false
     }
@@ -104,6 +112,10 @@ impl SystemStep for StaticStep {
 
     fn shape_pose(&self, shape: usize) -> SE3 {
         self.poses[shape]
+    }
+
+    fn element_pose(&self, _element: usize) -> SE3 {
+        SE3::identity()
     }
 
     fn element_jacobian(&self, _element: usize) -> Matrix6xX<f64> {

@@ -2,7 +2,8 @@
 //!
 //! 1. each system starts its step: free velocity `v_f`, poses, effective mass;
 //! 2. contacts between the systems' shapes at the start poses (`contacts::detect`);
-//! 3. rows `J` (`contacts::rows`), bounds (unilateral normals; friction `±μ f_n`, or
+//! 3. rows `J` (`contacts::rows`, then three unbounded rows per attachment,
+//!    `attachments.rs`, with the bias `erp·g/h` of the gap g), bounds (unilateral normals; friction `±μ f_n`, or
 //!    equality rows for no-slip) and
 //!    `b = J v_f + β`, with `β = φ/h` on a separated normal row and `erp·φ/h` on a
 //!    penetrating one;
@@ -12,6 +13,7 @@
 //! The [`WorldStepRecord`] keeps every system's step and the solve: the backward pass
 //! (`vjp.rs`) needs nothing else.
 
+use super::attachments::{self, AttachmentRows};
 use super::contacts::{self, WorldContact, WorldRows};
 use super::system::SystemStep;
 use super::World;
@@ -38,6 +40,8 @@ pub struct WorldStepRecord {
     pub(super) steps: Vec<Arc<dyn SystemStep>>,
     pub(super) contacts: Vec<WorldContact>,
     pub(super) rows: WorldRows,
+    /// The attachments' rows (their block of `rows.j` follows the contacts').
+    pub(super) attachment_rows: AttachmentRows,
     pub(super) bounds: Vec<RowBound>,
     /// `∂β/∂φ` of each contact's normal row.
     pub(super) bias_slopes: Vec<f64>,
@@ -64,7 +68,8 @@ impl WorldStepRecord {
         WorldState { q: self.q_next.clone(), v: self.v_next.clone() }
     }
 
-    /// The constraint Jacobian of the step (3·nc × [`World::nv`]).
+    /// The constraint Jacobian of the step (3·nc contact rows, then 3 rows per
+    /// attachment, × [`World::nv`]).
     pub fn constraint_jacobian(&self) -> &DMatrix<f64> {
         &self.rows.j
     }
@@ -160,7 +165,15 @@ impl World {
         }
         // 2–3. Contacts and rows.
         let contacts = contacts::detect(&self.systems, &steps, self.options.margin);
-        let rows = contacts::rows(&contacts, &steps, &self.v_offsets, nv)?;
+        let mut rows = contacts::rows(&contacts, &steps, &self.v_offsets, nv)?;
+        let attachment_rows = attachments::rows(&self.attachments, &steps, &self.v_offsets, nv);
+        if !self.attachments.is_empty() {
+            let nc = rows.j.nrows();
+            let mut j = DMatrix::zeros(nc + attachment_rows.j.nrows(), nv);
+            j.rows_mut(0, nc).copy_from(&rows.j);
+            j.rows_mut(nc, attachment_rows.j.nrows()).copy_from(&attachment_rows.j);
+            rows.j = j;
+        }
         let mut b = &rows.j * &v_free;
         let mut bounds = Vec::with_capacity(3 * contacts.len());
         let mut bias_slopes = Vec::with_capacity(contacts.len());
@@ -174,6 +187,13 @@ impl World {
                 _ => RowBound::Friction { normal: 3 * i, mu: c.friction },
             };
             bounds.extend([RowBound::UNILATERAL, tangent, tangent]);
+        }
+        let nc3 = 3 * contacts.len();
+        for (i, [pa, pb]) in attachment_rows.points.iter().enumerate() {
+            for r in 0..3 {
+                b[nc3 + 3 * i + r] += self.options.erp / h * (pb[r] - pa[r]);
+                bounds.push(RowBound::Box { lo: f64::NEG_INFINITY, hi: f64::INFINITY });
+            }
         }
         // 4. The solve.
         let delassus = WorldDelassus { j: &rows.j, steps: &steps, v_offsets: &self.v_offsets };
@@ -196,6 +216,7 @@ impl World {
             steps,
             contacts,
             rows,
+            attachment_rows,
             bounds,
             bias_slopes,
             b,

@@ -35,6 +35,12 @@ pub trait System: Send + Sync + Debug {
     /// The element carrying shape `shape`, `None` when the shape does not move (static
     /// geometry, or a link welded to the world).
     fn shape_element(&self, shape: usize) -> Option<usize>;
+    /// The number of elements (bodies, particles, vertices): what shapes ride on and
+    /// attachments hold.
+    fn num_elements(&self) -> usize;
+    /// The world pose of element `element` at configuration `q` (checked). Errors: an
+    /// element out of range, an invalid configuration.
+    fn element_pose(&self, q: &[f64], element: usize) -> Result<SE3>;
     /// Whether two shapes of this system may collide with each other (the group/mask
     /// bits are checked by the world as well).
     fn self_collides(&self, a: usize, b: usize) -> bool;
@@ -58,6 +64,8 @@ pub trait SystemStep: Send + Sync + Debug {
     fn free_velocity(&self) -> &[f64];
     /// The world pose of shape `shape` at the start configuration.
     fn shape_pose(&self, shape: usize) -> SE3;
+    /// The world pose of element `element` at the start configuration.
+    fn element_pose(&self, element: usize) -> SE3;
     /// The world twist Jacobian `J_e` of element `element` (6 × nv).
     fn element_jacobian(&self, element: usize) -> Matrix6xX<f64>;
     /// `x ← M̃⁻¹ x` with the effective mass `M̃` of the constraint impulse update

@@ -26,6 +26,7 @@
 //! feature pair's derivatives, then to each side's system as `J_eᵀ δ̄`. Last, each
 //! system's `free_velocity_vjp` takes `v̄_f`.
 
+use super::attachments::Anchor;
 use super::contacts::{geometry_derivatives, ContactSide};
 use super::step::WorldStepRecord;
 use crate::error::{Error, Result};
@@ -67,7 +68,7 @@ impl WorldStepRecord {
             );
         }
         let mut g_vfree = g_vnext.clone();
-        if !self.contacts.is_empty() {
+        if self.rows.j.nrows() > 0 {
             self.constraint_vjp(&g_vnext, &mut g_vfree, &mut out)?;
         }
         // 1. The free velocities.
@@ -171,6 +172,36 @@ impl WorldStepRecord {
                 let je = &self.rows.side_jacobians[i][k];
                 let tk = twist.fixed_rows::<6>(6 * k).into_owned();
                 let gq = je.tr_mul(&tk);
+                for (dst, x) in g_q.as_mut_slice()[vr].iter_mut().zip(gq.iter()) {
+                    *dst += x;
+                }
+            }
+        }
+        // Attachments: the rows at both anchors' points, and the bias of the gap.
+        let nc3 = 3 * self.contacts.len();
+        let erp_h = world.options.erp / world.options.dt;
+        for (i, att) in world.attachments.iter().enumerate() {
+            let base = nc3 + 3 * i;
+            let points = &self.attachment_rows.points[i];
+            let bias_bar = Vec3::new(cot.b[base], cot.b[base + 1], cot.b[base + 2]) * erp_h;
+            let mut p_bar = [-bias_bar, bias_bar];
+            for (k, (sign, anchor)) in [(-1.0, att.a), (1.0, att.b)].into_iter().enumerate() {
+                let Anchor::Element { system, element, .. } = anchor else { continue };
+                let (_, vr, _) = world.blocks(system).unwrap_or_default();
+                let je = &self.attachment_rows.side_jacobians[i][k];
+                for (lambda, u) in &row_pairs {
+                    let f = Vec3::new(lambda[base], lambda[base + 1], lambda[base + 2]) * sign;
+                    if f.iter().all(|x| *x == 0.0) {
+                        continue;
+                    }
+                    let us = &u.as_slice()[vr.clone()];
+                    let omega = (je * DVector::from_column_slice(us)).fixed_rows::<3>(0).into_owned();
+                    let wrench = Force::from_point_force(&points[k], &f);
+                    self.steps[system].element_velocity_vjp(element, us, &wrench, &mut g_q.as_mut_slice()[vr.clone()]);
+                    p_bar[k] += f.cross(&omega);
+                }
+                let twist = Motion { ang: points[k].cross(&p_bar[k]), lin: p_bar[k] }.to_vector();
+                let gq = je.tr_mul(&twist);
                 for (dst, x) in g_q.as_mut_slice()[vr].iter_mut().zip(gq.iter()) {
                     *dst += x;
                 }
