@@ -490,7 +490,11 @@ fn block_welded_to_arm(model: MaterialModel, ground: bool, seed: u64) -> (World,
     let mut rng = SplitMix64::new(seed);
     let mut b = ModelBuilder::new("arm");
     let link = |mass: f64, len: f64| {
-        Inertia::from_com(mass, Vec3::new(len / 2.0, 0.0, 0.0), nalgebra::Matrix3::from_diagonal(&Vec3::new(1e-4, 2e-3, 2e-3)))
+        Inertia::from_com(
+            mass,
+            Vec3::new(len / 2.0, 0.0, 0.0),
+            nalgebra::Matrix3::from_diagonal(&Vec3::new(1e-4, 2e-3, 2e-3)),
+        )
     };
     let (l1, l2) = (0.2, 0.15);
     b.add_body(
@@ -557,9 +561,10 @@ fn a_block_welded_to_the_world_hangs_like_a_pinned_one() {
     let rest = pinned.rest_positions();
     let targets = DVector::from_iterator(pinned.pinned_dofs().len(), pinned.pinned_dofs().iter().map(|&d| rest[d]));
     let n = pinned.ndof();
-    let want = stiction::soft::static_equilibrium(&pinned, &rest, &DVector::zeros(n), &targets, &SoftOptions::default())
-        .unwrap()
-        .0;
+    let want =
+        stiction::soft::static_equilibrium(&pinned, &rest, &DVector::zeros(n), &targets, &SoftOptions::default())
+            .unwrap()
+            .0;
     let body = Arc::new(body);
     let sys = SoftSystem::new(body.clone(), SoftOptions::default(), Material::new(0.5, 0.0), 0.0).unwrap();
     let w = world(vec![Arc::new(sys)]);

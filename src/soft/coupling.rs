@@ -40,7 +40,7 @@ pub struct LinearizedStep {
     linearization: Linearization,
 }
 
-/// Gradients of a loss with respect to a linearized step's inputs `(x, v, u)`; the pin
+/// Gradients of a loss with respect to a linearized step's inputs `(x, v, u, θ)`; the pin
 /// targets are the start positions of the pinned coordinates, so their share is in `x`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StartGradients {
@@ -50,6 +50,8 @@ pub struct StartGradients {
     pub v: DVector<f64>,
     /// `∂ℓ/∂u`.
     pub u: DVector<f64>,
+    /// `∂ℓ/∂θ` in the order of [`SoftBody::param_names`].
+    pub theta: DVector<f64>,
 }
 
 impl LinearizedStep {
@@ -123,7 +125,7 @@ impl LinearizedStep {
         ))
     }
 
-    /// `−∂/∂(x, v, u) [zᵀ M̃ a]` (`a`, `z` zero on the pinned coordinates, as
+    /// `−∂/∂(x, v, u, θ) [zᵀ M̃ a]` (`a`, `z` zero on the pinned coordinates, as
     /// [`LinearizedStep::solve_mass`] leaves them): the third derivative of Φ contracted
     /// with `a` and `z`, its `x_f` part through one back-solve. Errors: a material
     /// without the closed-form third derivative (the corotated model).
@@ -140,6 +142,8 @@ impl LinearizedStep {
         let gy = DVector::from_vec(gy) * scale;
         let mut out = self.start_gradients(rec.vjp_linearized(&self.linearization, &gy, &DVector::zeros(n)));
         out.x.axpy(scale, &DVector::from_vec(gx), 1.0);
+        let direct = potential.hessian_parameter_gradient(rec.next.x.as_slice(), a, z);
+        out.theta.axpy(scale, &DVector::from_vec(direct), 1.0);
         Ok(out)
     }
 
@@ -149,6 +153,6 @@ impl LinearizedStep {
         for (&d, t) in self.record.body.pinned_dofs().iter().zip(g.targets.iter()) {
             x[d] += t;
         }
-        StartGradients { x, v: g.v, u: g.u }
+        StartGradients { x, v: g.v, u: g.u, theta: g.theta }
     }
 }

@@ -18,7 +18,9 @@
 
 use super::body::SoftBody;
 use super::damping;
-use super::material::{project_psd, Mat9};
+use super::material::{project_psd, Lame, Mat9};
+
+type Vec9 = nalgebra::SVector<f64, 9>;
 use super::sparse::{local_entry, NONE};
 use crate::math::{Mat3, Vec3};
 
@@ -278,6 +280,63 @@ impl<'a> StepPotential<'a> {
             }
         }
         Ok(())
+    }
+
+    /// `∂/∂θ [zᵀ H(y) a]` at fixed `y` for θ in the order of
+    /// [`SoftBody::param_names`] (`a`, `z` zero on the pinned coordinates): the lumped
+    /// masses' share `(c/h² + α/h) Σ_{e∈r} V_e/4 Σ_{i∈e} z_i·a_i` for the density of
+    /// region r and `Σ_i m_i z_i·a_i / h` for α; the tangents' shares per region through
+    /// their linearity in `(μ, λ)`, mapped to `(E, ν)`; `⟨Z, ∂P_d/∂F [A]⟩/β` for β.
+    pub fn hessian_parameter_gradient(&self, y: &[f64], a: &[f64], z: &[f64]) -> Vec<f64> {
+        let body = self.body;
+        let mesh = body.mesh();
+        let nr = body.regions().len();
+        let (h, alpha) = (self.h, body.damping().mass);
+        let mut out = vec![0.0; 3 * nr + 2];
+        let mut lame_bar = vec![[0.0; 2]; nr];
+        let diag = self.inertia / (h * h) + alpha / h;
+        let unit = [Lame { mu: 1.0, lambda: 0.0 }, Lame { mu: 0.0, lambda: 1.0 }];
+        for (t, tet) in mesh.tets().iter().enumerate() {
+            let grads = mesh.shape_gradients(t);
+            let r = body.element_regions()[t];
+            let region = &body.regions()[r];
+            let volume = mesh.volumes()[t];
+            let (mut am, mut zm, mut za) = (Mat3::zeros(), Mat3::zeros(), 0.0);
+            for (k, &vtx) in tet.iter().enumerate() {
+                am += vertex(a, vtx) * grads[k].transpose();
+                zm += vertex(z, vtx) * grads[k].transpose();
+                za += vertex(z, vtx).dot(&vertex(a, vtx));
+            }
+            if self.dynamic {
+                out[3 * r + 2] += diag * volume / 4.0 * za;
+            }
+            let (fz, fy) = self.gradients(t, y);
+            let a9 = Vec9::from_column_slice(am.as_slice());
+            let z9 = Vec9::from_column_slice(zm.as_slice());
+            for (k, lame) in unit.iter().enumerate() {
+                let mut c = region.material.model.tangent(&fz, lame) * self.weight;
+                if !self.start_strains.is_empty() {
+                    c += damping::tangent(&fy, &self.start_strains[t], lame, self.viscous());
+                }
+                lame_bar[r][k] += volume * z9.dot(&(c * a9));
+            }
+            if !self.start_strains.is_empty() {
+                let cd = damping::tangent(&fy, &self.start_strains[t], &region.lame, 1.0 / h);
+                out[3 * nr + 1] += volume * z9.dot(&(cd * a9));
+            }
+        }
+        if self.dynamic {
+            for (i, &m) in body.masses().iter().enumerate() {
+                out[3 * nr] += m * vertex(z, i).dot(&vertex(a, i)) / h;
+            }
+        }
+        for (r, region) in body.regions().iter().enumerate() {
+            let jac = Lame::young_poisson_jacobian(region.material.youngs_modulus, region.material.poisson);
+            let [mb, lb] = lame_bar[r];
+            out[3 * r] += mb * jac[(0, 0)] + lb * jac[(1, 0)];
+            out[3 * r + 1] += mb * jac[(0, 1)] + lb * jac[(1, 1)];
+        }
+        out
     }
 
     /// Φ at `y` alone (for the line search).

@@ -12,7 +12,7 @@
 //! `∂(W · V_e)/∂ε_k = S_k^w · ((V_e − V_k⁻) ×* W)` (Featherstone eq. 2.32). The
 //! configuration update's blocks are [`crate::model::JointType::integrate_jacobians`].
 
-use super::system::{System, SystemStep};
+use super::system::{InputGradients, System, SystemStep};
 use crate::collision::ShapeInstance;
 use crate::dynamics::{body_jacobian, forward_kinematics, Data, DerivativeData, ReferenceFrame};
 use crate::error::{Error, Result};
@@ -209,25 +209,19 @@ impl SystemStep for ArticulationStep {
         self.model().integrate_into(self.smooth.q.as_slice(), v_next, self.smooth.dt, q_next);
     }
 
-    fn free_velocity_vjp(&self, g: &[f64], grad_q: &mut [f64], grad_v: &mut [f64], grad_u: &mut [f64]) -> Result<()> {
+    fn free_velocity_vjp(&self, g: &[f64], grad: &mut InputGradients) -> Result<()> {
         let nv = self.v_free.len();
         let grads = self.smooth.vjp(&DVector::zeros(nv), &DVector::from_column_slice(g))?;
         for k in 0..nv {
-            grad_q[k] += grads.q[k];
-            grad_v[k] += grads.v[k];
-            grad_u[k] += grads.tau[k];
+            grad.q[k] += grads.q[k];
+            grad.v[k] += grads.v[k];
+            grad.u[k] += grads.tau[k];
         }
         Ok(())
     }
 
-    fn mass_vjp(
-        &self,
-        a: &[f64],
-        z: &[f64],
-        grad_q: &mut [f64],
-        _grad_v: &mut [f64],
-        _grad_u: &mut [f64],
-    ) -> Result<()> {
+    fn mass_vjp(&self, a: &[f64], z: &[f64], grad: &mut InputGradients) -> Result<()> {
+        let grad_q = &mut *grad.q;
         let model = self.model();
         let (mut data, mut deriv) = (Data::new(model), DerivativeData::new(model));
         let (dq, _) = inertia_product_derivatives(

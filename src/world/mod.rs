@@ -44,13 +44,13 @@ pub use rollout::{WorldTape, WorldTapeGradients};
 pub use soft_body::SoftSystem;
 pub use static_geometry::StaticGeometry;
 pub use step::{WorldState, WorldStepRecord};
-pub use system::{System, SystemStep};
+pub use system::{InputGradients, System, SystemStep};
 pub use vjp::WorldGradients;
 
 use crate::error::{Error, Result};
+use crate::math::Vec3;
 use crate::solver::{BoxedLcpSolver, ConstraintSolver};
 use crate::step::{check_dt, ContactModel, ContactOptions};
-use crate::math::Vec3;
 use nalgebra::DVector;
 use std::sync::Arc;
 
@@ -106,6 +106,8 @@ pub struct World {
     q_offsets: Vec<usize>,
     v_offsets: Vec<usize>,
     u_offsets: Vec<usize>,
+    /// Where each system's parameters start in θ (one more entry: the total).
+    p_offsets: Vec<usize>,
     attachments: Arc<Vec<Attachment>>,
 }
 
@@ -137,7 +139,61 @@ impl World {
             out
         };
         let (q_offsets, v_offsets, u_offsets) = (offsets(&|s| s.nq()), offsets(&|s| s.nv()), offsets(&|s| s.nu()));
-        Ok(World { systems, solver, options, q_offsets, v_offsets, u_offsets, attachments: Arc::new(Vec::new()) })
+        let p_offsets = offsets(&|s| s.param_names().len());
+        Ok(World {
+            systems,
+            solver,
+            options,
+            q_offsets,
+            v_offsets,
+            u_offsets,
+            p_offsets,
+            attachments: Arc::new(Vec::new()),
+        })
+    }
+
+    /// The number of differentiable parameters θ (the systems' [`System::param_names`],
+    /// concatenated).
+    pub fn num_params(&self) -> usize {
+        *self.p_offsets.last().unwrap_or(&0)
+    }
+
+    /// The names of θ: `"s/name"` for parameter `name` of system `s`.
+    pub fn param_names(&self) -> Vec<String> {
+        self.systems
+            .iter()
+            .enumerate()
+            .flat_map(|(s, sys)| sys.param_names().into_iter().map(move |n| format!("{s}/{n}")))
+            .collect()
+    }
+
+    /// The values of θ.
+    pub fn param_values(&self) -> DVector<f64> {
+        DVector::from_iterator(self.num_params(), self.systems.iter().flat_map(|s| s.param_values()))
+    }
+
+    /// The same world with θ set to `theta` (systems, solver, options and attachments
+    /// otherwise shared). Errors: the size, a value out of its domain (naming it).
+    pub fn with_param_values(&self, theta: &DVector<f64>) -> Result<World> {
+        if theta.len() != self.num_params() {
+            return Err(Error::Dimension { what: "world parameters", expected: self.num_params(), got: theta.len() });
+        }
+        let mut out = self.clone();
+        for (s, system) in self.systems.iter().enumerate() {
+            if let Some(changed) = system.with_param_values(&theta.as_slice()[self.param_range(s)])? {
+                out.systems[s] = changed;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The range of system `s`'s parameters in θ (empty for an index out of range).
+    pub(crate) fn param_range(&self, s: usize) -> std::ops::Range<usize> {
+        if s < self.systems.len() {
+            self.p_offsets[s]..self.p_offsets[s + 1]
+        } else {
+            0..0
+        }
     }
 
     /// The same world with `attachments` (replacing any before): each holds two material

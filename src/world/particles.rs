@@ -12,7 +12,7 @@
 //! with `M = diag(m_i I₃)` constant. Particle `i` is element `i`; its world twist is
 //! `[0; v_i]` (`J_e` selects its three velocity columns and is constant).
 
-use super::system::{System, SystemStep};
+use super::system::{InputGradients, System, SystemStep};
 use crate::collision::{Material, Polytope, ShapeCore, ShapeInstance, ShapeKind};
 use crate::error::{Error, Result};
 use crate::math::{Force, Vec3, SE3};
@@ -204,15 +204,15 @@ impl SystemStep for ParticlesStep {
         }
     }
 
-    fn free_velocity_vjp(&self, g: &[f64], _grad_q: &mut [f64], grad_v: &mut [f64], grad_u: &mut [f64]) -> Result<()> {
+    fn free_velocity_vjp(&self, g: &[f64], grad: &mut InputGradients) -> Result<()> {
         for k in 0..g.len() {
-            grad_v[k] += g[k];
-            grad_u[k] += self.h * g[k] / self.masses[k / 3];
+            grad.v[k] += g[k];
+            grad.u[k] += self.h * g[k] / self.masses[k / 3];
         }
         Ok(())
     }
 
-    fn mass_vjp(&self, _: &[f64], _: &[f64], _: &mut [f64], _: &mut [f64], _: &mut [f64]) -> Result<()> {
+    fn mass_vjp(&self, _: &[f64], _: &[f64], _: &mut InputGradients) -> Result<()> {
         Ok(()) // M is constant.
     }
 

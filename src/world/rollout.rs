@@ -21,6 +21,8 @@ pub struct WorldTapeGradients {
     pub v0: DVector<f64>,
     /// ∂ℓ/∂u_k for every step k ([`World::nu`] each).
     pub u: Vec<DVector<f64>>,
+    /// ∂ℓ/∂θ, summed over the steps ([`World::param_names`]).
+    pub theta: DVector<f64>,
 }
 
 impl World {
@@ -80,10 +82,12 @@ impl WorldTape {
             check_vector("grad_v", grad_v[k].as_slice(), nv).map_err(|e| e.at_step(k))?;
         }
         let mut u = vec![DVector::zeros(0); n];
+        let mut theta = DVector::zeros(first.world.num_params());
         let (mut gq, mut gv) = (grad_q[n - 1].clone(), grad_v[n - 1].clone());
         for k in (0..n).rev() {
             let g = self.records[k].vjp(&gq, &gv).map_err(|e| e.at_step(k))?;
             u[k] = g.u;
+            theta += &g.theta;
             if k > 0 {
                 gq = g.q + &grad_q[k - 1];
                 gv = g.v + &grad_v[k - 1];
@@ -92,6 +96,6 @@ impl WorldTape {
                 gv = g.v;
             }
         }
-        Ok(WorldTapeGradients { q0: gq, v0: gv, u })
+        Ok(WorldTapeGradients { q0: gq, v0: gv, u, theta })
     }
 }

@@ -15,11 +15,11 @@
 //! the boundary vertices touch.
 
 use super::particles::point_pose;
-use super::system::{System, SystemStep};
+use super::system::{InputGradients, System, SystemStep};
 use crate::collision::{Material, Polytope, ShapeCore, ShapeInstance, ShapeKind};
 use crate::error::{check_vector, Error, Result};
 use crate::math::{Force, Vec3, SE3};
-use crate::soft::{surface::surface, LinearizedStep, SoftBody, SoftOptions, SoftState};
+use crate::soft::{surface::surface, LinearizedStep, SoftBody, SoftOptions, SoftState, StartGradients};
 use nalgebra::{DVector, Matrix6xX};
 use std::sync::Arc;
 
@@ -138,6 +138,19 @@ impl System for SoftSystem {
         check_vector("soft body forces", u, n)
     }
 
+    fn param_names(&self) -> Vec<String> {
+        self.body.param_names()
+    }
+
+    fn param_values(&self) -> Vec<f64> {
+        self.body.param_values().as_slice().to_vec()
+    }
+
+    fn with_param_values(&self, theta: &[f64]) -> Result<Option<Arc<dyn System>>> {
+        let body = Arc::new(self.body.with_param_values(theta)?);
+        Ok(Some(Arc::new(SoftSystem { body, ..self.clone() })))
+    }
+
     fn begin_step(&self, q: &[f64], v: &[f64], u: &[f64], h: f64) -> Result<Box<dyn SystemStep>> {
         self.check(q, v, u)?;
         let state = SoftState { x: DVector::from_column_slice(q), v: DVector::from_column_slice(v) };
@@ -156,9 +169,13 @@ struct SoftSystemStep {
 }
 
 impl SoftSystemStep {
-    fn add(target: &mut [f64], values: &DVector<f64>) {
-        for (t, x) in target.iter_mut().zip(values.iter()) {
-            *t += x;
+    fn add(grad: &mut InputGradients, g: &StartGradients) {
+        for (target, values) in
+            [(&mut *grad.q, &g.x), (&mut *grad.v, &g.v), (&mut *grad.u, &g.u), (&mut *grad.theta, &g.theta)]
+        {
+            for (t, x) in target.iter_mut().zip(values.iter()) {
+                *t += x;
+            }
         }
     }
 }
@@ -192,19 +209,13 @@ impl SystemStep for SoftSystemStep {
         self.step.integrate(v_next, q_next);
     }
 
-    fn free_velocity_vjp(&self, g: &[f64], grad_q: &mut [f64], grad_v: &mut [f64], grad_u: &mut [f64]) -> Result<()> {
-        let out = self.step.free_velocity_vjp(g);
-        Self::add(grad_q, &out.x);
-        Self::add(grad_v, &out.v);
-        Self::add(grad_u, &out.u);
+    fn free_velocity_vjp(&self, g: &[f64], grad: &mut InputGradients) -> Result<()> {
+        Self::add(grad, &self.step.free_velocity_vjp(g));
         Ok(())
     }
 
-    fn mass_vjp(&self, a: &[f64], z: &[f64], grad_q: &mut [f64], grad_v: &mut [f64], grad_u: &mut [f64]) -> Result<()> {
-        let out = self.step.mass_vjp(a, z)?;
-        Self::add(grad_q, &out.x);
-        Self::add(grad_v, &out.v);
-        Self::add(grad_u, &out.u);
+    fn mass_vjp(&self, a: &[f64], z: &[f64], grad: &mut InputGradients) -> Result<()> {
+        Self::add(grad, &self.step.mass_vjp(a, z)?);
         Ok(())
     }
 

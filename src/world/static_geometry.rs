@@ -1,7 +1,7 @@
 //! Static geometry of a [`super::World`]: shapes fixed in the world, with no degrees of
 //! freedom (a contact side that is `Static`).
 
-use super::system::{System, SystemStep};
+use super::system::{InputGradients, System, SystemStep};
 use crate::collision::{Material, ShapeCore, ShapeInstance, ShapeKind};
 use crate::error::{Error, Result};
 use crate::math::{Force, SE3};
@@ -126,11 +126,11 @@ impl SystemStep for StaticStep {
 
     fn integrate(&self, _v_next: &[f64], _q_next: &mut [f64]) {}
 
-    fn free_velocity_vjp(&self, _g: &[f64], _q: &mut [f64], _v: &mut [f64], _u: &mut [f64]) -> Result<()> {
+    fn free_velocity_vjp(&self, _g: &[f64], _grad: &mut InputGradients) -> Result<()> {
         Ok(())
     }
 
-    fn mass_vjp(&self, _: &[f64], _: &[f64], _: &mut [f64], _: &mut [f64], _: &mut [f64]) -> Result<()> {
+    fn mass_vjp(&self, _: &[f64], _: &[f64], _: &mut InputGradients) -> Result<()> {
         Ok(())
     }
 

@@ -17,6 +17,20 @@ use crate::error::Result;
 use crate::math::{Force, SE3};
 use nalgebra::Matrix6xX;
 use std::fmt::Debug;
+use std::sync::Arc;
+
+/// A system's blocks of the gradients of a step's inputs, which its VJPs add to.
+#[derive(Debug)]
+pub struct InputGradients<'a> {
+    /// `∂ℓ/∂q` (tangent, nv).
+    pub q: &'a mut [f64],
+    /// `∂ℓ/∂v` (nv).
+    pub v: &'a mut [f64],
+    /// `∂ℓ/∂u` (nu).
+    pub u: &'a mut [f64],
+    /// `∂ℓ/∂θ` ([`System::param_names`]).
+    pub theta: &'a mut [f64],
+}
 
 /// One system of a world: a block of the global configuration, velocity and control
 /// vectors, with its own dynamics and collision shapes. Immutable: a step's state lives
@@ -50,6 +64,23 @@ pub trait System: Send + Sync + Debug {
     fn difference(&self, q0: &[f64], q1: &[f64], out: &mut [f64]);
     /// Checks a state and control of this system (sizes, finiteness, unit quaternions).
     fn check(&self, q: &[f64], v: &[f64], u: &[f64]) -> Result<()>;
+    /// The names of the system's differentiable parameters θ (default: none).
+    fn param_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// The values of θ.
+    fn param_values(&self) -> Vec<f64> {
+        Vec::new()
+    }
+    /// The same system with θ set to `theta`, `None` when the system has no parameters
+    /// (and `theta` is empty). Errors: a size or a value out of its domain.
+    fn with_param_values(&self, theta: &[f64]) -> Result<Option<Arc<dyn System>>> {
+        if theta.is_empty() {
+            Ok(None)
+        } else {
+            Err(crate::error::Error::Dimension { what: "system parameters", expected: 0, got: theta.len() })
+        }
+    }
     /// Starts a step of length `h` from `(q, v)` under control `u` (checked): evaluates
     /// everything the constraint stage and the backward pass need at the start state.
     fn begin_step(&self, q: &[f64], v: &[f64], u: &[f64], h: f64) -> Result<Box<dyn SystemStep>>;
@@ -74,14 +105,14 @@ pub trait SystemStep: Send + Sync + Debug {
     /// The configuration update `q⁺ = q ⊕ h v⁺` into `q_next` (nq).
     fn integrate(&self, v_next: &[f64], q_next: &mut [f64]);
 
-    /// Adds the VJP of the free velocity: for `g = ∂ℓ/∂v_f`, `grad_q += (∂v_f/∂q)ᵀ g`,
-    /// `grad_v += (∂v_f/∂v)ᵀ g`, `grad_u += (∂v_f/∂u)ᵀ g`.
-    fn free_velocity_vjp(&self, g: &[f64], grad_q: &mut [f64], grad_v: &mut [f64], grad_u: &mut [f64]) -> Result<()>;
-    /// Adds `−∂/∂p [zᵀ M̃(p) a]` to `grad_p` for the step's inputs `p = (q, v, u)` (the
+    /// Adds the VJP of the free velocity: for `g = ∂ℓ/∂v_f`, `grad.q += (∂v_f/∂q)ᵀ g`, and
+    /// likewise for `v`, `u` and the parameters θ.
+    fn free_velocity_vjp(&self, g: &[f64], grad: &mut InputGradients) -> Result<()>;
+    /// Adds `−∂/∂p [zᵀ M̃(p) a]` to `grad` for the step's inputs `p = (q, v, u, θ)` (the
     /// gradient of `⟨y, M̃⁻¹ x⟩` is this with `a = M̃⁻¹ x`, `z = M̃⁻¹ y`). A rigid
     /// system's `M̃` depends on `q` alone; a soft body's is its step's Hessian at the free
-    /// solution, which moves with `v` and `u` as well.
-    fn mass_vjp(&self, a: &[f64], z: &[f64], grad_q: &mut [f64], grad_v: &mut [f64], grad_u: &mut [f64]) -> Result<()>;
+    /// solution, which moves with `v`, `u` and its material parameters as well.
+    fn mass_vjp(&self, a: &[f64], z: &[f64], grad: &mut InputGradients) -> Result<()>;
     /// Adds `∂/∂q [W · J_e(q) u]` (u fixed) to `grad_q`, for element `element` and a world
     /// wrench `W` (about the origin).
     fn element_velocity_vjp(&self, element: usize, u: &[f64], wrench: &Force, grad_q: &mut [f64]);

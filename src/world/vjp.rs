@@ -29,6 +29,7 @@
 use super::attachments::Anchor;
 use super::contacts::{geometry_derivatives, ContactSide};
 use super::step::WorldStepRecord;
+use super::system::InputGradients;
 use crate::error::{Error, Result};
 use crate::math::{Force, Motion, Vec3};
 use nalgebra::{DVector, SVector};
@@ -42,6 +43,8 @@ pub struct WorldGradients {
     pub v: DVector<f64>,
     /// ∂ℓ/∂u ([`super::World::nu`]).
     pub u: DVector<f64>,
+    /// ∂ℓ/∂θ ([`super::World::param_names`]).
+    pub theta: DVector<f64>,
 }
 
 impl WorldStepRecord {
@@ -54,7 +57,12 @@ impl WorldStepRecord {
         for (what, g) in [("grad_q_next", grad_q_next), ("grad_v_next", grad_v_next)] {
             crate::error::check_vector(what, g.as_slice(), nv)?;
         }
-        let mut out = WorldGradients { q: DVector::zeros(nv), v: DVector::zeros(nv), u: DVector::zeros(nu) };
+        let mut out = WorldGradients {
+            q: DVector::zeros(nv),
+            v: DVector::zeros(nv),
+            u: DVector::zeros(nu),
+            theta: DVector::zeros(world.num_params()),
+        };
         let mut g_vnext = grad_v_next.clone();
         // 5. The configuration update.
         for (s, step) in self.steps.iter().enumerate() {
@@ -74,14 +82,18 @@ impl WorldStepRecord {
         // 1. The free velocities.
         for (s, step) in self.steps.iter().enumerate() {
             let (_, vr, ur) = world.blocks(s).unwrap_or_default();
+            let tr = world.param_range(s);
             step.free_velocity_vjp(
                 &g_vfree.as_slice()[vr.clone()],
-                &mut out.q.as_mut_slice()[vr.clone()],
-                &mut out.v.as_mut_slice()[vr],
-                &mut out.u.as_mut_slice()[ur],
+                &mut InputGradients {
+                    q: &mut out.q.as_mut_slice()[vr.clone()],
+                    v: &mut out.v.as_mut_slice()[vr],
+                    u: &mut out.u.as_mut_slice()[ur],
+                    theta: &mut out.theta.as_mut_slice()[tr],
+                },
             )?;
         }
-        if out.q.iter().chain(out.v.iter()).chain(out.u.iter()).all(|x| x.is_finite()) {
+        if out.q.iter().chain(out.v.iter()).chain(out.u.iter()).chain(out.theta.iter()).all(|x| x.is_finite()) {
             Ok(out)
         } else {
             Err(Error::Numerical { algorithm: "world step VJP", detail: "non-finite gradient".into() })
@@ -121,12 +133,16 @@ impl WorldStepRecord {
         for (zz, a) in &mass_pairs {
             for (s, step) in self.steps.iter().enumerate() {
                 let (_, vr, ur) = world.blocks(s).unwrap_or_default();
+                let tr = world.param_range(s);
                 step.mass_vjp(
                     &a.as_slice()[vr.clone()],
                     &zz.as_slice()[vr.clone()],
-                    &mut out.q.as_mut_slice()[vr.clone()],
-                    &mut out.v.as_mut_slice()[vr],
-                    &mut out.u.as_mut_slice()[ur],
+                    &mut InputGradients {
+                        q: &mut out.q.as_mut_slice()[vr.clone()],
+                        v: &mut out.v.as_mut_slice()[vr],
+                        u: &mut out.u.as_mut_slice()[ur],
+                        theta: &mut out.theta.as_mut_slice()[tr],
+                    },
                 )?;
             }
         }

@@ -47,7 +47,7 @@ pub fn vjp_error_with(w: &World, state: &WorldState, u: &DVector<f64>, seed: u64
     let gq = random_vector(&mut rng, nv, 1.0);
     let gv = random_vector(&mut rng, nv, 1.0);
     let grads = rec.vjp(&gq, &gv).unwrap();
-    let loss = |s: &WorldState, u: &DVector<f64>, check_mode: bool| -> DVector<f64> {
+    let loss = |w: &World, s: &WorldState, u: &DVector<f64>, check_mode: bool| -> DVector<f64> {
         let r = w.step_recorded(s, u).unwrap();
         if check_mode {
             assert_eq!(r.solution().states, mode, "the contact mode changed within the difference step");
@@ -56,6 +56,7 @@ pub fn vjp_error_with(w: &World, state: &WorldState, u: &DVector<f64>, seed: u64
         DVector::from_element(1, gq.dot(&w.difference(&q0, &n.q).unwrap()) + gv.dot(&n.v))
     };
     let mut worst = 0.0f64;
+    let analytic_all = [grads.q.as_slice(), grads.v.as_slice(), grads.u.as_slice()].concat();
     for k in 0..(2 * nv + nu) {
         let f = |eps: f64| -> DVector<f64> {
             let (s, control) = perturbed(w, state, k, eps);
@@ -63,12 +64,27 @@ pub fn vjp_error_with(w: &World, state: &WorldState, u: &DVector<f64>, seed: u64
             if let Some(c) = control {
                 uu[c] += eps;
             }
-            loss(&s, &uu, check_mode && eps.abs() >= h0)
+            loss(w, &s, &uu, check_mode && eps.abs() >= h0)
         };
         let (fd, err) = ridders(&f, h0);
-        let analytic = [grads.q.as_slice(), grads.v.as_slice(), grads.u.as_slice()].concat()[k];
-        let e = (analytic - fd[0]).abs() / fd[0].abs().max(1.0);
+        let e = (analytic_all[k] - fd[0]).abs() / fd[0].abs().max(1.0);
         assert!(err < 1e-7 * fd[0].abs().max(1.0), "input {k}: Ridders error estimate {err} too large");
+        worst = worst.max(e);
+    }
+    // Parameters, each moved in units of its own size: the derivative along
+    // `θ_k (1 + ε)` (or `θ_k + ε` when |θ_k| < 1), compared with the VJP's `θ̄_k` scaled alike.
+    let theta = w.param_values();
+    for k in 0..theta.len() {
+        let scale = theta[k].abs().max(1.0);
+        let f = |eps: f64| -> DVector<f64> {
+            let mut t = theta.clone();
+            t[k] += eps * scale;
+            loss(&w.with_param_values(&t).unwrap(), state, u, check_mode && eps.abs() >= h0)
+        };
+        let (fd, err) = ridders(&f, h0);
+        let analytic = grads.theta[k] * scale;
+        let e = (analytic - fd[0]).abs() / fd[0].abs().max(1.0);
+        assert!(err < 1e-7 * fd[0].abs().max(1.0), "parameter {k}: Ridders error estimate {err} too large");
         worst = worst.max(e);
     }
     worst
