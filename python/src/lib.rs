@@ -47,6 +47,7 @@ fn _stiction(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<world::PyStaticGeometry>()?;
     m.add_class::<world::PyWorldStepRecord>()?;
     m.add_class::<world::PyWorldTape>()?;
+    m.add_class::<world::PySoftSystem>()?;
     m.add_class::<soft::PyTetMesh>()?;
     m.add_class::<soft::PySoftBody>()?;
     m.add_class::<soft::PySoftStepRecord>()?;

@@ -136,7 +136,7 @@ fn out_index_rows<'py, const C: usize>(py: Python<'py>, rows: &[[usize; C]]) -> 
 }
 
 /// The `max_iterations` argument: an integer >= 1.
-fn max_iterations_arg(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
+pub(crate) fn max_iterations_arg(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
     count(obj, "max_iterations", 1)
 }
 
@@ -498,6 +498,11 @@ pub struct PySoftBody {
 }
 
 impl PySoftBody {
+    /// The Rust body (shared).
+    pub(crate) fn body(&self) -> &Arc<SoftBody> {
+        &self.inner
+    }
+
     fn with_body(&self, body: SoftBody) -> PySoftBody {
         PySoftBody { inner: Arc::new(body), mesh: self.mesh.clone() }
     }
@@ -528,7 +533,7 @@ impl PySoftBody {
 }
 
 /// The step options from the keyword arguments.
-fn options(
+pub(crate) fn options(
     dt: f64,
     tolerance: f64,
     max_iterations: usize,

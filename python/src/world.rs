@@ -7,18 +7,21 @@ use crate::constraints::state_name;
 use crate::convert::{array, dvector, matrix, out_mat, out_rows, out_vec, shape_str, type_name, vec3};
 use crate::errors::{input_error, IntoPyResult};
 use crate::model::PyModel;
+use crate::soft::{max_iterations_arg, options as soft_options, PySoftBody};
 use nalgebra::DVector;
+use numpy::IntoPyArray;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PySlice, PyTuple};
 use std::sync::Arc;
 use stiction::collision::{Material, ShapeInstance};
 use stiction::math::{Vec3, SE3};
+use stiction::soft::{SoftIntegrator, SoftOptions};
 use stiction::solver::ncp::NcpSolver;
 use stiction::solver::{BoxedLcpSolver, ConstraintSolver, PpmSolver};
 use stiction::step::ContactModel;
 use stiction::world::{
-    Articulation, ContactSide, Particles, StaticGeometry, System, World, WorldOptions, WorldState, WorldStepRecord,
-    WorldTape,
+    Articulation, ContactSide, Particles, SoftSystem, StaticGeometry, System, World, WorldOptions, WorldState,
+    WorldStepRecord, WorldTape,
 };
 
 /// A friction coefficient: finite and non-negative.
@@ -161,8 +164,122 @@ impl PyStaticGeometry {
     }
 }
 
-/// A system argument of `World`: a `Model` (an articulation), `Particles` or
-/// `StaticGeometry`.
+/// The default Coulomb friction of a soft body's contact vertices.
+const SOFT_FRICTION: f64 = 0.8;
+
+/// A `SoftSystem` of `body` with the given contact and Newton settings (the step's `dt`
+/// is the world's). `InputError` for a negative or non-finite friction or radius, a
+/// non-positive tolerance or an unknown integrator.
+#[allow(clippy::too_many_arguments)]
+fn soft_system(
+    body: &PySoftBody,
+    friction: f64,
+    radius: f64,
+    integrator: &str,
+    tolerance: f64,
+    max_iterations: usize,
+    line_search: bool,
+) -> PyResult<SoftSystem> {
+    let friction = friction_arg(friction)?;
+    if !(tolerance.is_finite() && tolerance > 0.0) {
+        return Err(input_error(format!("tolerance must be finite and positive, got {tolerance}")));
+    }
+    let options = soft_options(SoftOptions::default().dt, tolerance, max_iterations, line_search, integrator)?;
+    SoftSystem::new(body.body().clone(), options, Material::new(friction, 0.0), radius).py_err()
+}
+
+/// The name `integrator_arg` parses.
+fn integrator_name(integrator: SoftIntegrator) -> &'static str {
+    match integrator {
+        SoftIntegrator::BackwardEuler => "backward_euler",
+        SoftIntegrator::ImplicitMidpoint => "implicit_midpoint",
+    }
+}
+
+/// A `SoftBody` as a system of a `World`, with explicit contact and step settings: its
+/// boundary vertices (`contact_vertices`) collide as spheres of `radius` (m; 0: points)
+/// of Coulomb `friction` with the ground, static geometry and the shapes of the other
+/// systems (not with each other). Its blocks of the world's `q`, `v` and `u` are the
+/// body's vertex positions, velocities and forces (3 per vertex, `body.ndof` each). Each
+/// world step runs the body's implicit step (`integrator`, Newton to `tolerance` within
+/// `max_iterations`, `line_search`) with the world's `dt`, and the contact impulses act
+/// through the Hessian of that step, so elasticity answers them within the step; pinned
+/// coordinates stay where they are. A `SoftBody` passed to `World` directly gets the
+/// defaults. Immutable.
+#[pyclass(name = "SoftSystem", module = "stiction", frozen)]
+pub struct PySoftSystem {
+    inner: Arc<SoftSystem>,
+    body: Py<PySoftBody>,
+    friction: f64,
+    radius: f64,
+}
+
+#[pymethods]
+impl PySoftSystem {
+    /// `body` in a world, its boundary vertices colliding as spheres of `radius` (m,
+    /// finite and >= 0) with Coulomb `friction` (finite and >= 0); `integrator`
+    /// (`"backward_euler"` or `"implicit_midpoint"`), `tolerance`, `max_iterations` and
+    /// `line_search` as in `SoftBody.step`. Raises `InputError` for invalid values.
+    #[new]
+    #[pyo3(signature = (body, friction=SOFT_FRICTION, radius=0.0, integrator="backward_euler", tolerance=1e-10,
+                        max_iterations=50, line_search=true))]
+    fn new(
+        body: Bound<'_, PySoftBody>,
+        friction: f64,
+        radius: f64,
+        integrator: &str,
+        tolerance: f64,
+        #[pyo3(from_py_with = max_iterations_arg)] max_iterations: usize,
+        line_search: bool,
+    ) -> PyResult<Self> {
+        let inner = soft_system(body.get(), friction, radius, integrator, tolerance, max_iterations, line_search)?;
+        Ok(Self { inner: Arc::new(inner), body: body.unbind(), friction, radius })
+    }
+
+    /// The soft body.
+    #[getter]
+    fn body(&self, py: Python<'_>) -> Py<PySoftBody> {
+        self.body.clone_ref(py)
+    }
+
+    /// The boundary vertices that collide, ascending, int64: element `k` of a contact's
+    /// side `(system, k)` is vertex `contact_vertices[k]`.
+    #[getter]
+    fn contact_vertices<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<i64>> {
+        self.inner.contact_vertices().iter().map(|&v| v as i64).collect::<Vec<_>>().into_pyarray(py)
+    }
+
+    /// The Coulomb friction coefficient of the contact vertices.
+    #[getter]
+    fn friction(&self) -> f64 {
+        self.friction
+    }
+
+    /// The contact radius of the vertices (m).
+    #[getter]
+    fn radius(&self) -> f64 {
+        self.radius
+    }
+
+    /// The integrator of the body's step, `"backward_euler"` or `"implicit_midpoint"`.
+    #[getter]
+    fn integrator(&self) -> &'static str {
+        integrator_name(self.inner.options().integrator)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "SoftSystem({}, friction={}, radius={}, integrator='{}')",
+            self.inner.name(),
+            self.friction,
+            self.radius,
+            self.integrator()
+        )
+    }
+}
+
+/// A system argument of `World`: a `Model` (an articulation), `Particles`,
+/// `StaticGeometry`, a `SoftSystem`, or a `SoftBody` (a `SoftSystem` with the defaults).
 fn system_arg(obj: &Bound<'_, PyAny>, index: usize) -> PyResult<Arc<dyn System>> {
     if let Ok(m) = obj.cast::<PyModel>() {
         return Ok(Arc::new(Articulation::new(Arc::new(m.get().model.clone()))));
@@ -173,8 +290,16 @@ fn system_arg(obj: &Bound<'_, PyAny>, index: usize) -> PyResult<Arc<dyn System>>
     if let Ok(s) = obj.cast::<PyStaticGeometry>() {
         return Ok(s.get().inner.clone());
     }
+    if let Ok(s) = obj.cast::<PySoftSystem>() {
+        return Ok(s.get().inner.clone());
+    }
+    if let Ok(b) = obj.cast::<PySoftBody>() {
+        let d = SoftOptions::default();
+        let inner = soft_system(b.get(), SOFT_FRICTION, 0.0, "backward_euler", d.tolerance, d.max_iterations, true)?;
+        return Ok(Arc::new(inner));
+    }
     Err(pyo3::exceptions::PyTypeError::new_err(format!(
-        "systems[{index}] must be a Model, Particles or StaticGeometry, got {}",
+        "systems[{index}] must be a Model, Particles, StaticGeometry, SoftSystem or SoftBody, got {}",
         type_name(obj)
     )))
 }
@@ -184,8 +309,9 @@ fn system_arg(obj: &Bound<'_, PyAny>, index: usize) -> PyResult<Arc<dyn System>>
 /// `J_r v = W_r · (V_B − V_A)` of one boxed LCP over the Delassus operator
 /// `A = Σ_s J_s M̃_s⁻¹ J_sᵀ`. The global vectors concatenate the systems' blocks in the
 /// order given: `q = [q_0; q_1; …]`, likewise `v` and the controls `u` (joint torques of
-/// a `Model`, forces of `Particles`, nothing for `StaticGeometry`); `blocks(i)` gives
-/// the slices of system i. Immutable.
+/// a `Model`, forces of `Particles`, vertex forces of a soft body, nothing for
+/// `StaticGeometry`); `blocks(i)` gives the slices of system i. Immutable: `add_soft_body`
+/// returns a new world.
 #[pyclass(name = "World", module = "stiction", frozen)]
 pub struct PyWorld {
     world: World,
@@ -212,8 +338,9 @@ impl PyWorld {
 
 #[pymethods]
 impl PyWorld {
-    /// A world of `systems` (a list of `Model`, `Particles` and `StaticGeometry`, in
-    /// the order of the global vectors) with time step `dt`; `margin` (m, contacts are
+    /// A world of `systems` (a list of `Model`, `Particles`, `StaticGeometry`,
+    /// `SoftSystem` and `SoftBody` — the latter a `SoftSystem` with the default
+    /// settings —, in the order of the global vectors) with time step `dt`; `margin` (m, contacts are
     /// created for pairs closer than this) and `erp` (penetration recovery rate in
     /// [0, 1]) default to the simulator's contact defaults. A `Model` steps with its own
     /// gravity (see `Model.with_gravity`). `friction` is `"coulomb"` (two rows per
@@ -249,6 +376,31 @@ impl PyWorld {
         let d = WorldOptions::default();
         let options = WorldOptions { dt, margin: margin.unwrap_or(d.margin), erp: erp.unwrap_or(d.erp), friction };
         Ok(Self { world: World::with_solver(systems, solver, options).py_err()? })
+    }
+
+    /// A new world: this one's systems followed by the soft body `body` as the last
+    /// system (a `SoftSystem` with these settings, see there), with the same `dt`,
+    /// `margin`, `erp`, friction model and solver. The world itself is unchanged
+    /// (worlds are immutable); the new world's `q`, `v` and `u` end with the body's
+    /// block (`blocks(-1)`). Raises `InputError` for invalid settings.
+    #[pyo3(signature = (body, friction=SOFT_FRICTION, radius=0.0, integrator="backward_euler", tolerance=1e-10,
+                        max_iterations=50, line_search=true))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_soft_body(
+        &self,
+        body: &PySoftBody,
+        friction: f64,
+        radius: f64,
+        integrator: &str,
+        tolerance: f64,
+        #[pyo3(from_py_with = max_iterations_arg)] max_iterations: usize,
+        line_search: bool,
+    ) -> PyResult<Self> {
+        let soft = soft_system(body, friction, radius, integrator, tolerance, max_iterations, line_search)?;
+        let mut systems = self.world.systems().to_vec();
+        systems.push(Arc::new(soft));
+        let world = World::with_solver(systems, self.world.solver().clone(), *self.world.options()).py_err()?;
+        Ok(Self { world })
     }
 
     /// The friction model, `"coulomb"` or `"no_slip"`.
@@ -499,7 +651,7 @@ impl PyWorldStepRecord {
 
     /// The contacts of the step, one dict each: `side_a`, `side_b` (`None` for static
     /// geometry, else `(system, element)`: the body of a `Model`, the particle of
-    /// `Particles`), `shape_a`, `shape_b` (`(system, shape)`), `point` (3,) and
+    /// `Particles`, the vertex `contact_vertices[element]` of a soft body), `shape_a`, `shape_b` (`(system, shape)`), `point` (3,) and
     /// `normal` (3,, from A to B) in world coordinates, `distance` (signed, negative in
     /// penetration), `friction` (the pair's Coulomb coefficient) and `kind`
     /// (`"vertex-face"`, ...).

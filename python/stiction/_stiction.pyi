@@ -886,14 +886,15 @@ class World:
     ``J_r v = W_r · (V_B − V_A)`` of one boxed LCP over ``A = Σ_s J_s M̃_s⁻¹ J_sᵀ``. The
     global vectors concatenate the systems' blocks in the order given: ``q = [q_0; q_1; …]``,
     likewise ``v`` and the controls ``u`` (joint torques of a :class:`Model`, forces of
-    :class:`Particles`, nothing for :class:`StaticGeometry`); :meth:`blocks` gives the
-    slices of a system. Gradients with respect to ``q`` are tangent (nv entries, along
-    ``retract(q, ε eᵢ)``).
+    :class:`Particles`, vertex forces of a soft body, nothing for :class:`StaticGeometry`);
+    :meth:`blocks` gives the slices of a system. Gradients with respect to ``q`` are
+    tangent (nv entries, along ``retract(q, ε eᵢ)``). Methods that "change" a world
+    (:meth:`add_soft_body`) return a new one.
     """
 
     def __init__(
         self,
-        systems: Sequence[Union[Model, Particles, StaticGeometry]],
+        systems: Sequence[Union[Model, Particles, StaticGeometry, "SoftSystem", "SoftBody"]],
         dt: float = 1e-3,
         margin: Optional[float] = None,
         erp: Optional[float] = None,
@@ -901,7 +902,9 @@ class World:
         solver: str = "boxed_lcp",
     ) -> None:
         """:param systems: the systems, in the order of the global vectors; a :class:`Model`
-            steps as an articulation with its own gravity.
+            steps as an articulation with its own gravity; a :class:`SoftBody` as a
+            :class:`SoftSystem` with the default settings (friction 0.8, point contacts,
+            backward Euler).
         :param dt: the time step (s).
         :param margin: contacts are created for pairs closer than this (m); default as the
             simulator's contact options.
@@ -915,6 +918,23 @@ class World:
             implicit-function theorem in the step's contact mode).
         :raises TypeError: a system of another kind.
         :raises InputError: invalid options.
+        """
+    def add_soft_body(
+        self,
+        body: "SoftBody",
+        friction: float = 0.8,
+        radius: float = 0.0,
+        integrator: str = "backward_euler",
+        tolerance: float = 1e-10,
+        max_iterations: int = 50,
+        line_search: bool = True,
+    ) -> "World":
+        """A new world: this one's systems followed by ``body`` as the last system (a
+        :class:`SoftSystem` with these settings), with the same ``dt``, ``margin``, ``erp``,
+        friction model and solver. This world is unchanged (worlds are immutable); the new
+        world's ``q``, ``v`` and ``u`` end with the body's block (``blocks(-1)``).
+
+        :raises InputError: invalid settings (see :class:`SoftSystem`).
         """
     @property
     def nq(self) -> int:
@@ -973,6 +993,56 @@ class World:
     def difference(self, q0: ArrayLike, q1: ArrayLike) -> Vector:
         """``q1 ⊖ q0``: the tangent vector (nv) with ``retract(q0, difference(q0, q1)) == q1``."""
 
+class SoftSystem:
+    """A :class:`SoftBody` as a system of a :class:`World`, with explicit contact and step
+    settings (immutable).
+
+    Its boundary vertices (:attr:`contact_vertices`) collide as spheres of :attr:`radius`
+    (0: points) with Coulomb :attr:`friction` against the ground, static geometry and the
+    other systems' shapes (not with each other). Its blocks of the world's ``q``, ``v`` and
+    ``u`` are the body's vertex positions, velocities and forces (``body.ndof`` each). Each
+    world step runs the body's implicit step with the world's ``dt``; contact impulses act
+    through that step's Hessian, so elasticity answers them within the step. Pinned
+    coordinates stay where they are. A :class:`SoftBody` given to :class:`World` directly
+    gets the defaults.
+    """
+
+    def __init__(
+        self,
+        body: "SoftBody",
+        friction: float = 0.8,
+        radius: float = 0.0,
+        integrator: str = "backward_euler",
+        tolerance: float = 1e-10,
+        max_iterations: int = 50,
+        line_search: bool = True,
+    ) -> None:
+        """:param body: the soft body.
+        :param friction: Coulomb friction coefficient of the contact vertices (finite, >= 0).
+        :param radius: contact radius of the vertices (m, finite, >= 0).
+        :param integrator: ``"backward_euler"`` or ``"implicit_midpoint"``.
+        :param tolerance: Newton's tolerance, relative to the rest mesh's diagonal (> 0).
+        :param max_iterations: Newton's iteration budget per step (>= 1).
+        :param line_search: backtracking line search on the incremental potential.
+        :raises InputError: invalid values.
+        """
+    @property
+    def body(self) -> "SoftBody":
+        """The soft body."""
+    @property
+    def contact_vertices(self) -> npt.NDArray[np.int64]:
+        """The boundary vertices that collide, ascending, int64: element ``k`` of a contact
+        side ``(system, k)`` is vertex ``contact_vertices[k]``."""
+    @property
+    def friction(self) -> float:
+        """The Coulomb friction coefficient of the contact vertices."""
+    @property
+    def radius(self) -> float:
+        """The contact radius of the vertices (m)."""
+    @property
+    def integrator(self) -> str:
+        """``"backward_euler"`` or ``"implicit_midpoint"``."""
+
 class WorldStepRecord:
     """One recorded world step (:meth:`World.step_recorded`, or an entry of a
     :class:`WorldTape`): the next state, the contacts, the constraint solve, and everything
@@ -1009,7 +1079,8 @@ class WorldStepRecord:
     @property
     def contacts(self) -> List[Dict[str, Any]]:
         """The contacts, one dict each: ``side_a``, ``side_b`` (None for static geometry, else
-        ``(system, element)``: a body of a :class:`Model`, a particle), ``shape_a``,
+        ``(system, element)``: a body of a :class:`Model`, a particle, a soft body's vertex
+        ``contact_vertices[element]``), ``shape_a``,
         ``shape_b`` (``(system, shape)``), ``point`` (3,) and ``normal`` (3,, from A to B)
         in world coordinates, ``distance`` (signed, negative in penetration), ``friction``
         (the pair's μ) and ``kind`` (``"vertex-face"``, ...)."""

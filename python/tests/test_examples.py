@@ -206,3 +206,33 @@ def test_plot_example_script_turns_a_csv_into_a_png(tmp_path):
     (tmp_path / "bad.csv").write_text("t,x\n0,1\n1,oops\n")
     with pytest.raises(SystemExit, match="'oops', not a number"):
         script.main([str(tmp_path / "bad.csv")])
+
+
+def test_soft_ball_drop_example(tmp_path, capsys):
+    png = tmp_path / "soft_ball_drop.png"
+    out = load("soft_ball_drop").main(["--plot", str(png)])
+    free_fall = np.sqrt(2 * 9.81 * 0.10)
+    runs = out["runs"]
+    for name, r in runs.items():
+        assert abs(r["impact_speed"] - free_fall) < 0.05 * free_fall, (name, r["impact_speed"])
+        assert 0.5 < r["restitution"] < 1.0, (name, r["restitution"])
+        assert r["squash"] < 0.9, f"{name}: the ball should squash visibly, height/width {r['squash']}"
+        assert r["apex"] > 0.07 and r["lowest"] > -2e-3, (name, r["apex"], r["lowest"])
+        # Contact and the integrators only take energy out.
+        assert r["max_energy_increase"] < 1e-9 * r["energy"][0], (name, r["max_energy_increase"])
+        assert r["energy"][-1] < r["energy"][0]
+    assert runs["implicit midpoint"]["restitution"] > runs["backward Euler"]["restitution"]
+    check_plot(out["plot"], png)
+    assert "restitution" in capsys.readouterr().out
+
+
+def test_soft_gripper_example(tmp_path, capsys):
+    png = tmp_path / "soft_gripper.png"
+    r = load("soft_gripper").main(["--plot", str(png)])
+    assert r["raised"] > 0.01, f"the cube rose by {r['raised']} m only"
+    assert r["raised"] > 0.9 * r["lift"], (r["raised"], r["lift"])
+    assert r["lowest_vertex"] > 0.01 and r["ground"][-1] == 0.0, "the cube still touches the ground"
+    assert abs(r["slip"]) < 1e-4 and r["final_speed"] < 1e-3, "the cube is not held still"
+    assert r["grip"][-1] > r["weight"] / 2  # friction holds it (μ = 1 on two pads)
+    check_plot(r["plot"], png)
+    assert "held: grip force" in capsys.readouterr().out
