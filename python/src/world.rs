@@ -399,8 +399,56 @@ impl PyWorld {
         let soft = soft_system(body, friction, radius, integrator, tolerance, max_iterations, line_search)?;
         let mut systems = self.world.systems().to_vec();
         systems.push(Arc::new(soft));
-        let world = World::with_solver(systems, self.world.solver().clone(), *self.world.options()).py_err()?;
+        let world = World::with_solver(systems, self.world.solver().clone(), *self.world.options())
+            .and_then(|w| w.with_attachments(self.world.attachments().to_vec()))
+            .py_err()?;
         Ok(Self { world })
+    }
+
+    /// A new world with `vertices` (elements of system `system`, e.g. a soft body's
+    /// vertices) welded where they are at configuration `q` to element `to = (system,
+    /// element)` (a body of an articulation, a vertex, a particle) or, with `to=None`, to
+    /// the world: three bilateral rows per vertex in the constraint stage, added to the
+    /// attachments already there. Raises `InputError` for indices out of range or a `q`
+    /// of the wrong length.
+    #[pyo3(signature = (q, system, vertices, to=None))]
+    fn weld(
+        &self,
+        q: &Bound<'_, PyAny>,
+        system: usize,
+        vertices: Vec<usize>,
+        to: Option<(usize, usize)>,
+    ) -> PyResult<Self> {
+        let q = dvector(q, "q", self.world.nq(), "world.nq")?;
+        let mut all = self.world.attachments().to_vec();
+        all.extend(self.world.weld(&q, system, &vertices, to).py_err()?);
+        Ok(Self { world: self.world.clone().with_attachments(all).py_err()? })
+    }
+
+    /// The number of attachments (three constraint rows each, after the contacts' rows).
+    #[getter]
+    fn num_attachments(&self) -> usize {
+        self.world.attachments().len()
+    }
+
+    /// The names of the differentiable parameters θ, `"s/name"` for parameter `name` of
+    /// system `s` (a soft body's `youngs_modulus:TAG`, `poisson:TAG`, `density:TAG`,
+    /// `damping_mass`, `damping_stiffness`).
+    #[getter]
+    fn param_names(&self) -> Vec<String> {
+        self.world.param_names()
+    }
+
+    /// The values of θ, shape (len(param_names),).
+    fn param_values<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f64>> {
+        out_vec(py, self.world.param_values().as_slice())
+    }
+
+    /// A new world with θ set to `theta` (attachments, solver and options kept). Raises
+    /// `InputError` for a wrong length or a value out of its domain (e.g. ν ≥ 0.5).
+    fn with_param_values(&self, theta: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let theta = dvector(theta, "theta", self.world.num_params(), "len(world.param_names)")?;
+        Ok(Self { world: self.world.with_param_values(&theta).py_err()? })
     }
 
     /// The friction model, `"coulomb"` or `"no_slip"`.
@@ -595,18 +643,25 @@ impl PyWorldStepRecord {
     /// Vector-Jacobian product: given `grad_q_next = ∂ℓ/∂q⁺` (tangent, nv) and
     /// `grad_v_next = ∂ℓ/∂v⁺` (nv), returns `(grad_q, grad_v, grad_u)`, the gradients
     /// of ℓ with respect to the step's `q` (tangent, nv), `v` (nv) and `u` (nu), in the
-    /// contact mode of the recorded solve. Raises `InputError` for wrong lengths or
-    /// non-finite values.
+    /// contact mode of the recorded solve; with `params=True`, `(grad_q, grad_v, grad_u,
+    /// grad_theta)` with the gradient for the world's `param_names` as well. Raises
+    /// `InputError` for wrong lengths or non-finite values.
+    #[pyo3(signature = (grad_q_next, grad_v_next, params=false))]
     fn vjp<'py>(
         &self,
         py: Python<'py>,
         grad_q_next: &Bound<'py, PyAny>,
         grad_v_next: &Bound<'py, PyAny>,
+        params: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let gq = dvector(grad_q_next, "grad_q_next", self.nv, "world.nv")?;
         let gv = dvector(grad_v_next, "grad_v_next", self.nv, "world.nv")?;
         let g = py.detach(|| self.record.vjp(&gq, &gv)).py_err()?;
-        PyTuple::new(py, [out_vec(py, g.q.as_slice()), out_vec(py, g.v.as_slice()), out_vec(py, g.u.as_slice())])
+        let mut out = vec![out_vec(py, g.q.as_slice()), out_vec(py, g.v.as_slice()), out_vec(py, g.u.as_slice())];
+        if params {
+            out.push(out_vec(py, g.theta.as_slice()));
+        }
+        PyTuple::new(py, out)
     }
 
     /// The configuration after the step, shape (nq,).
@@ -722,14 +777,16 @@ impl PyWorldTape {
     /// (tangent) and `∂ℓ/∂v_{k+1}` of the state after step k, i.e. of row k of the
     /// rollout's `(Q, V)` (`None`: zero). Returns `(grad_q0, grad_v0, grad_u)`: the total
     /// derivatives with respect to the start state (tangent q, nv each) and the controls
-    /// (shape (T, nu)). Raises `InputError` for an empty tape, wrong shapes or non-finite
-    /// values.
-    #[pyo3(signature = (grad_q=None, grad_v=None))]
+    /// (shape (T, nu)); with `params=True`, `(grad_q0, grad_v0, grad_u, grad_theta)` with
+    /// the gradient for the world's `param_names`, summed over the steps. Raises
+    /// `InputError` for an empty tape, wrong shapes or non-finite values.
+    #[pyo3(signature = (grad_q=None, grad_v=None, params=false))]
     fn backward<'py>(
         &self,
         py: Python<'py>,
         grad_q: Option<&Bound<'py, PyAny>>,
         grad_v: Option<&Bound<'py, PyAny>>,
+        params: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let steps = self.tape.len();
         if steps == 0 {
@@ -739,14 +796,15 @@ impl PyWorldTape {
         let gv = cotangent_rows(grad_v, "grad_v", steps, self.nv)?;
         let g = py.detach(|| self.tape.backward(&gq, &gv)).py_err()?;
         let u: Vec<f64> = g.u.iter().flat_map(|u| u.iter().copied()).collect();
-        PyTuple::new(
-            py,
-            [
-                out_vec(py, g.q0.as_slice()).into_any(),
-                out_vec(py, g.v0.as_slice()).into_any(),
-                out_rows(py, steps, self.nu, u)?.into_any(),
-            ],
-        )
+        let mut out = vec![
+            out_vec(py, g.q0.as_slice()).into_any(),
+            out_vec(py, g.v0.as_slice()).into_any(),
+            out_rows(py, steps, self.nu, u)?.into_any(),
+        ];
+        if params {
+            out.push(out_vec(py, g.theta.as_slice()).into_any());
+        }
+        PyTuple::new(py, out)
     }
 
     fn __repr__(&self) -> String {

@@ -936,6 +936,32 @@ class World:
 
         :raises InputError: invalid settings (see :class:`SoftSystem`).
         """
+    def weld(
+        self, q: ArrayLike, system: int, vertices: Sequence[int], to: Optional[Tuple[int, int]] = None
+    ) -> "World":
+        """A new world with ``vertices`` (elements of system ``system``, e.g. a soft body's
+        vertices) welded where they are at configuration ``q`` to element ``to = (system,
+        element)`` (a body of an articulation, a vertex, a particle) or, with ``to=None``, to
+        the world: three bilateral constraint rows per vertex, added to the attachments
+        already there.
+
+        :raises InputError: indices out of range, a ``q`` of the wrong length.
+        """
+    @property
+    def num_attachments(self) -> int:
+        """The number of attachments (three constraint rows each, after the contacts')."""
+    @property
+    def param_names(self) -> List[str]:
+        """The names of the differentiable parameters θ, ``"s/name"`` for parameter ``name``
+        of system ``s`` (a soft body's ``youngs_modulus:TAG``, ``poisson:TAG``,
+        ``density:TAG``, ``damping_mass``, ``damping_stiffness``)."""
+    def param_values(self) -> Vector:
+        """The values of θ."""
+    def with_param_values(self, theta: ArrayLike) -> "World":
+        """A new world with θ set to ``theta`` (attachments, solver and options kept).
+
+        :raises InputError: a wrong length or a value out of its domain.
+        """
     @property
     def nq(self) -> int:
         """The size of the global configuration ``q``."""
@@ -1048,10 +1074,12 @@ class WorldStepRecord:
     :class:`WorldTape`): the next state, the contacts, the constraint solve, and everything
     the step's vector-Jacobian product needs. Self-contained."""
 
-    def vjp(self, grad_q_next: ArrayLike, grad_v_next: ArrayLike) -> Tuple[Vector, Vector, Vector]:
+    def vjp(self, grad_q_next: ArrayLike, grad_v_next: ArrayLike, params: bool = False) -> Tuple[Vector, ...]:
         """Vector-Jacobian product: given ``∂ℓ/∂q⁺`` (tangent, nv) and ``∂ℓ/∂v⁺`` (nv), returns
         ``(grad_q, grad_v, grad_u)``, the gradients of ℓ with respect to the step's ``q``
-        (tangent, nv), ``v`` (nv) and ``u`` (nu), in the contact mode of the recorded solve.
+        (tangent, nv), ``v`` (nv) and ``u`` (nu), in the contact mode of the recorded solve;
+        with ``params=True``, ``(grad_q, grad_v, grad_u, grad_theta)`` (θ as
+        :attr:`World.param_names`).
 
         :raises InputError: wrong lengths or non-finite values.
         """
@@ -1093,13 +1121,13 @@ class WorldTape:
     def __getitem__(self, t: int) -> WorldStepRecord:
         """The record of step ``t`` (negative indices count from the end)."""
     def backward(
-        self, grad_q: Optional[ArrayLike] = None, grad_v: Optional[ArrayLike] = None
-    ) -> Tuple[Vector, Vector, Matrix]:
+        self, grad_q: Optional[ArrayLike] = None, grad_v: Optional[ArrayLike] = None, params: bool = False
+    ) -> Tuple[Any, ...]:
         """Reverse-mode sweep: ``grad_q[k]``, ``grad_v[k]`` (shapes (T, nv)) are ``∂ℓ/∂q_{k+1}``
         (tangent) and ``∂ℓ/∂v_{k+1}`` of the state after step k, i.e. of row k of the
         rollout's ``(Q, V)``; None: zero. Returns ``(grad_q0, grad_v0, grad_u)``: the total
         derivatives with respect to the start state (tangent q; nv each) and the controls,
-        shape (T, nu).
+        shape (T, nu); with ``params=True`` also ``grad_theta``, summed over the steps.
 
         :raises InputError: an empty tape, wrong shapes or non-finite values.
         """

@@ -240,3 +240,64 @@ def test_bad_inputs_raise():
 def test_soft_system_lives_in_the_stiction_namespace():
     assert SoftSystem.__module__ == "stiction" and stiction.SoftSystem is SoftSystem
     assert "SoftSystem" in stiction.__all__
+
+
+# --- attachments and material parameters ---------------------------------------------
+
+
+def test_a_block_welded_to_the_world_hangs_and_its_weld_impulses_carry_its_weight():
+    body = block(0.0, cells=(2, 2, 2))
+    n = body.ndof
+    x = body.rest_positions
+    top = [i for i in range(n // 3) if abs(x[3 * i + 2] - 0.04) < 1e-12]
+    assert len(top) == 9
+    world = World([SoftSystem(body, friction=0.5)], dt=DT)
+    welded = world.weld(x, 0, top)
+    assert world.num_attachments == 0 and welded.num_attachments == 9
+    q, v = x.copy(), np.zeros(n)
+    for _ in range(1500):
+        q, v = welded.step(q, v)
+    rec = welded.step_recorded(q, v)
+    weight_impulse = body.total_mass * 9.81 * DT
+    # The welds' z rows (there are no contacts): a row's impulse acts on anchor B (here the
+    # world) and its opposite on anchor A (the vertex), so the vertices get -sum.
+    vertical = -rec.impulses[2::3].sum()
+    assert abs(vertical - weight_impulse) < 1e-3 * weight_impulse, (vertical, weight_impulse)
+    assert np.max(np.abs(q[[3 * i + 2 for i in top]] - 0.04)) < 1e-6
+    with pytest.raises(InputError):
+        world.weld(x, 0, [10_000])
+    with pytest.raises(InputError):
+        world.weld(x, 3, top)
+
+
+def test_the_world_vjp_gives_material_parameter_gradients():
+    world, x, v, u = block_on_ground(5, "backward_euler")
+    names = world.param_names
+    assert names == ["1/youngs_modulus:0", "1/poisson:0", "1/density:0", "1/damping_mass", "1/damping_stiffness"]
+    theta = world.param_values()
+    rec = world.step_recorded(x, v, u)
+    rng = np.random.default_rng(3)
+    gq, gv = rng.standard_normal(world.nv), rng.standard_normal(world.nv)
+    grads = rec.vjp(gq, gv, params=True)
+    assert len(grads) == 4 and len(rec.vjp(gq, gv)) == 3
+    g_theta = grads[3]
+
+    def loss(t):
+        r = world.with_param_values(t).step_recorded(x, v, u)
+        return gq @ world.difference(rec.q_next, r.q_next) + gv @ r.v_next
+
+    # Each parameter moved in units of its own size; compared norm-wise (the largest error
+    # over θ against the largest scaled derivative: ∂/∂α is 1e3 times smaller than ∂/∂E).
+    scale = np.maximum(np.abs(theta), 1.0)
+    fd = np.zeros(len(theta))
+    for k in range(len(theta)):
+        h = 1e-5 * scale[k]
+        e = np.zeros(len(theta))
+        e[k] = h
+        fd[k] = (loss(theta + e) - loss(theta - e)) / (2 * h) * scale[k]
+    analytic = g_theta * scale
+    assert np.max(np.abs(fd - analytic)) <= 1e-6 * np.max(np.abs(fd)), (names, fd, analytic)
+    bad = theta.copy()
+    bad[1] = 0.5
+    with pytest.raises(stiction.ModelError, match="Poisson"):
+        world.with_param_values(bad)

@@ -71,9 +71,11 @@ pub fn vjp_error_with(w: &World, state: &WorldState, u: &DVector<f64>, seed: u64
         assert!(err < 1e-7 * fd[0].abs().max(1.0), "input {k}: Ridders error estimate {err} too large");
         worst = worst.max(e);
     }
-    // Parameters, each moved in units of its own size: the derivative along
-    // `θ_k (1 + ε)` (or `θ_k + ε` when |θ_k| < 1), compared with the VJP's `θ̄_k` scaled alike.
+    // Parameters, each moved in units of its own size (`θ_k + ε |θ_k|`, or `θ_k + ε`
+    // when |θ_k| < 1) and compared with the VJP's `θ̄_k` scaled alike, norm-wise: the
+    // largest error over θ relative to the largest derivative.
     let theta = w.param_values();
+    let (mut fds, mut analytic) = (Vec::new(), Vec::new());
     for k in 0..theta.len() {
         let scale = theta[k].abs().max(1.0);
         let f = |eps: f64| -> DVector<f64> {
@@ -82,9 +84,12 @@ pub fn vjp_error_with(w: &World, state: &WorldState, u: &DVector<f64>, seed: u64
             loss(&w.with_param_values(&t).unwrap(), state, u, check_mode && eps.abs() >= h0)
         };
         let (fd, err) = ridders(&f, h0);
-        let analytic = grads.theta[k] * scale;
-        let e = (analytic - fd[0]).abs() / fd[0].abs().max(1.0);
         assert!(err < 1e-7 * fd[0].abs().max(1.0), "parameter {k}: Ridders error estimate {err} too large");
+        fds.push(fd[0]);
+        analytic.push(grads.theta[k] * scale);
+    }
+    if let Some(top) = fds.iter().map(|x| x.abs()).reduce(f64::max) {
+        let e = fds.iter().zip(&analytic).map(|(f, a)| (f - a).abs()).fold(0.0, f64::max) / top.max(1e-12);
         worst = worst.max(e);
     }
     worst
