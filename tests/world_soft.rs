@@ -699,3 +699,16 @@ fn a_hundred_step_world_rollout_gradient_matches_ridders() {
         assert!(e < 1e-5, "direction {dir}: rollout gradient relative error {e:.2e}");
     }
 }
+
+/// The NCP solver (isotropic cones, non-smooth Newton) in place of the boxed LCP: the same
+/// soft block on the ground, its VJP (the solver's implicit-function backward pass through
+/// the soft body's adjoints) against Ridders.
+#[test]
+fn a_block_on_the_ground_with_the_ncp_solver_matches_ridders() {
+    let (w, s, u) = block_on_ground(MaterialModel::StableNeoHookean, SoftIntegrator::BackwardEuler, 17);
+    let ncp =
+        World::with_solver(w.systems().to_vec(), Arc::new(stiction::solver::ncp::NcpSolver::default()), *w.options())
+            .unwrap();
+    assert_contact_mode(&ncp, &s, &u, 9);
+    assert_vjp_matches_ridders("NCP", &ncp, &s, &u, 70, 1e-5);
+}
