@@ -142,20 +142,20 @@ impl TetMesh {
     /// The deformation gradient of tet `t` at positions `x` given as a state vector
     /// (3 per vertex, vertex-major). Panics when `t` or `x` is out of range.
     pub fn deformation_gradient_of(&self, t: usize, x: &[f64]) -> Mat3 {
-        let g = &self.gradients[t];
-        let mut f = Mat3::zeros();
-        for (a, &v) in self.tets[t].iter().enumerate() {
-            f += Vec3::new(x[3 * v], x[3 * v + 1], x[3 * v + 2]) * g[a].transpose();
-        }
-        f
+        self.gradient_at(t, |v| Vec3::new(x[3 * v], x[3 * v + 1], x[3 * v + 2]))
     }
 
     /// The deformation gradient of tet `t` at positions `x` (one per vertex).
     pub fn deformation_gradient(&self, t: usize, x: &[Vec3]) -> Mat3 {
+        self.gradient_at(t, |v| x[v])
+    }
+
+    /// `F = Σ_a x_a ⊗ ∇N_a` of tet `t` with vertex `v` at `position(v)`.
+    fn gradient_at(&self, t: usize, position: impl Fn(usize) -> Vec3) -> Mat3 {
         let g = &self.gradients[t];
         let mut f = Mat3::zeros();
         for (a, &v) in self.tets[t].iter().enumerate() {
-            f += x[v] * g[a].transpose();
+            f += position(v) * g[a].transpose();
         }
         f
     }
