@@ -185,31 +185,35 @@ fn assert_contact_mode(w: &World, s: &WorldState, u: &DVector<f64>, min_contacts
     }
 }
 
+/// A scene builder of this file: `(model, integrator, seed) → (world, state, controls)`.
+type SceneFn = fn(MaterialModel, SoftIntegrator, u64) -> (World, WorldState, DVector<f64>);
+
+/// Each case `(label, scene, model, integrator)` starts in a clear contact mode (at least
+/// `min_contacts` active) and its VJP matches Ridders; seeds from `seed`.
+fn check_cases(scene: SceneFn, cases: &[(MaterialModel, SoftIntegrator)], min_contacts: usize, seed: u64) {
+    for (k, &(model, integrator)) in cases.iter().enumerate() {
+        let (w, s, u) = scene(model, integrator, seed + k as u64);
+        assert_contact_mode(&w, &s, &u, min_contacts);
+        assert_vjp_matches_ridders(&format!("{model:?}, {integrator:?}"), &w, &s, &u, 10 * seed, 1e-5);
+    }
+}
+
 #[test]
 fn a_neo_hookean_block_on_the_ground_matches_ridders() {
-    for (k, integrator) in [SoftIntegrator::BackwardEuler, SoftIntegrator::ImplicitMidpoint].into_iter().enumerate() {
-        let (w, s, u) = block_on_ground(MaterialModel::StableNeoHookean, integrator, 3 + k as u64);
-        assert_contact_mode(&w, &s, &u, 9);
-        assert_vjp_matches_ridders(&format!("{integrator:?}"), &w, &s, &u, 10, 1e-5);
-    }
+    let nh = MaterialModel::StableNeoHookean;
+    check_cases(block_on_ground, &[(nh, SoftIntegrator::BackwardEuler), (nh, SoftIntegrator::ImplicitMidpoint)], 9, 1);
 }
 
 #[test]
 fn st_venant_kirchhoff_and_linear_blocks_on_the_ground_match_ridders() {
-    for (k, model) in [MaterialModel::StVenantKirchhoff, MaterialModel::LinearElastic].into_iter().enumerate() {
-        let (w, s, u) = block_on_ground(model, SoftIntegrator::BackwardEuler, 7 + k as u64);
-        assert_contact_mode(&w, &s, &u, 9);
-        assert_vjp_matches_ridders(&format!("{model:?}"), &w, &s, &u, 20, 1e-5);
-    }
+    let be = SoftIntegrator::BackwardEuler;
+    check_cases(block_on_ground, &[(MaterialModel::StVenantKirchhoff, be), (MaterialModel::LinearElastic, be)], 9, 2);
 }
 
 #[test]
 fn an_arm_pressing_on_a_pinned_block_matches_ridders() {
-    for (k, model) in [MaterialModel::StableNeoHookean, MaterialModel::LinearElastic].into_iter().enumerate() {
-        let (w, s, u) = arm_on_block(model, SoftIntegrator::BackwardEuler, 11 + k as u64);
-        assert_contact_mode(&w, &s, &u, 1);
-        assert_vjp_matches_ridders(&format!("{model:?}"), &w, &s, &u, 30, 1e-5);
-    }
+    let be = SoftIntegrator::BackwardEuler;
+    check_cases(arm_on_block, &[(MaterialModel::StableNeoHookean, be), (MaterialModel::LinearElastic, be)], 1, 3);
 }
 
 #[test]

@@ -131,15 +131,11 @@ impl System for Particles {
     }
 
     fn retract(&self, q: &[f64], dq: &[f64], out: &mut [f64]) {
-        for k in 0..q.len() {
-            out[k] = q[k] + dq[k];
-        }
+        euclidean_retract(q, dq, out);
     }
 
     fn difference(&self, q0: &[f64], q1: &[f64], out: &mut [f64]) {
-        for k in 0..q0.len() {
-            out[k] = q1[k] - q0[k];
-        }
+        euclidean_difference(q0, q1, out);
     }
 
     fn check(&self, q: &[f64], v: &[f64], u: &[f64]) -> Result<()> {
@@ -242,4 +238,18 @@ pub(crate) fn point_pose(q: &[f64], element: usize, count: usize, what: &str) ->
         return Err(Error::NonFinite { what: "point position", index: 3 * element, value: f64::NAN });
     }
     Ok(SE3::from_translation(p))
+}
+
+/// `out = q + dq` (a Euclidean configuration space).
+pub(crate) fn euclidean_retract(q: &[f64], dq: &[f64], out: &mut [f64]) {
+    for k in 0..q.len() {
+        out[k] = q[k] + dq[k];
+    }
+}
+
+/// `out = q₁ − q₀` (a Euclidean configuration space).
+pub(crate) fn euclidean_difference(q0: &[f64], q1: &[f64], out: &mut [f64]) {
+    for k in 0..q0.len() {
+        out[k] = q1[k] - q0[k];
+    }
 }

@@ -14,7 +14,7 @@
 //! model), and so is contact between rigid shapes' features and the body's faces: only
 //! the boundary vertices touch.
 
-use super::particles::point_pose;
+use super::particles::{euclidean_difference, euclidean_retract, point_pose};
 use super::system::{InputGradients, System, SystemStep};
 use crate::collision::{Material, Polytope, ShapeCore, ShapeInstance, ShapeKind};
 use crate::error::{check_vector, Error, Result};
@@ -120,15 +120,11 @@ impl System for SoftSystem {
     }
 
     fn retract(&self, q: &[f64], dq: &[f64], out: &mut [f64]) {
-        for k in 0..q.len() {
-            out[k] = q[k] + dq[k];
-        }
+        euclidean_retract(q, dq, out);
     }
 
     fn difference(&self, q0: &[f64], q1: &[f64], out: &mut [f64]) {
-        for k in 0..q0.len() {
-            out[k] = q1[k] - q0[k];
-        }
+        euclidean_difference(q0, q1, out);
     }
 
     fn check(&self, q: &[f64], v: &[f64], u: &[f64]) -> Result<()> {

@@ -47,6 +47,19 @@ pub struct WorldGradients {
     pub theta: DVector<f64>,
 }
 
+impl WorldGradients {
+    /// System `s`'s blocks, for its adjoints to add into.
+    fn system<'a>(&'a mut self, world: &super::World, s: usize) -> InputGradients<'a> {
+        let (_, vr, ur) = world.blocks(s).unwrap_or_default();
+        InputGradients {
+            q: &mut self.q.as_mut_slice()[vr.clone()],
+            v: &mut self.v.as_mut_slice()[vr],
+            u: &mut self.u.as_mut_slice()[ur],
+            theta: &mut self.theta.as_mut_slice()[world.param_range(s)],
+        }
+    }
+}
+
 impl WorldStepRecord {
     /// The VJP of the step: `∂ℓ/∂(q, v, u)` from `grad_q_next = ∂ℓ/∂q⁺` (tangent) and
     /// `grad_v_next = ∂ℓ/∂v⁺`, in the contact mode the solve recorded. Errors: sizes,
@@ -81,17 +94,8 @@ impl WorldStepRecord {
         }
         // 1. The free velocities.
         for (s, step) in self.steps.iter().enumerate() {
-            let (_, vr, ur) = world.blocks(s).unwrap_or_default();
-            let tr = world.param_range(s);
-            step.free_velocity_vjp(
-                &g_vfree.as_slice()[vr.clone()],
-                &mut InputGradients {
-                    q: &mut out.q.as_mut_slice()[vr.clone()],
-                    v: &mut out.v.as_mut_slice()[vr],
-                    u: &mut out.u.as_mut_slice()[ur],
-                    theta: &mut out.theta.as_mut_slice()[tr],
-                },
-            )?;
+            let (_, vr, _) = world.blocks(s).unwrap_or_default();
+            step.free_velocity_vjp(&g_vfree.as_slice()[vr], &mut out.system(world, s))?;
         }
         if out.q.iter().chain(out.v.iter()).chain(out.u.iter()).chain(out.theta.iter()).all(|x| x.is_finite()) {
             Ok(out)
@@ -132,18 +136,8 @@ impl WorldStepRecord {
         let world = &self.world;
         for (zz, a) in &mass_pairs {
             for (s, step) in self.steps.iter().enumerate() {
-                let (_, vr, ur) = world.blocks(s).unwrap_or_default();
-                let tr = world.param_range(s);
-                step.mass_vjp(
-                    &a.as_slice()[vr.clone()],
-                    &zz.as_slice()[vr.clone()],
-                    &mut InputGradients {
-                        q: &mut out.q.as_mut_slice()[vr.clone()],
-                        v: &mut out.v.as_mut_slice()[vr],
-                        u: &mut out.u.as_mut_slice()[ur],
-                        theta: &mut out.theta.as_mut_slice()[tr],
-                    },
-                )?;
+                let (_, vr, _) = world.blocks(s).unwrap_or_default();
+                step.mass_vjp(&a.as_slice()[vr.clone()], &zz.as_slice()[vr], &mut out.system(world, s))?;
             }
         }
         let g_q = &mut out.q;
