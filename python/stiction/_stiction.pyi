@@ -1384,6 +1384,33 @@ class SoftBody:
         """``N`` recorded steps under the vertex forces ``controls`` (shape (N, ndof)) with
         the pin ``targets`` of each step (shape (N, len(pinned_dofs)); None: held where ``x``
         has them). A failing step's error names it."""
+    def rollout_batch(
+        self,
+        x: ArrayLike,
+        v: ArrayLike,
+        controls: ArrayLike,
+        targets: Optional[ArrayLike] = None,
+        thetas: Optional[ArrayLike] = None,
+        dt: float = 1e-3,
+        tolerance: float = 1e-10,
+        max_iterations: int = 50,
+        line_search: bool = True,
+        integrator: str = "backward_euler",
+        threads: Optional[int] = None,
+    ) -> List["SoftRollout"]:
+        """``B`` independent recorded rollouts, in parallel in Rust (rayon; the GIL is
+        released): start states ``x``, ``v`` (B, ndof), vertex forces ``controls``
+        (B, T, ndof), pin ``targets`` (B, T, len(pinned_dofs); None: each rollout's pins held
+        where its ``x`` has them), per-rollout parameter values ``thetas``
+        (B, len(param_names); None: this body's). Options as :meth:`step`.
+
+        Rollout b equals :meth:`rollout` of ``with_params(thetas[b])`` (or of this body) bit
+        for bit, for any ``threads`` (``None``: all cores). Returns B :class:`SoftRollout`.
+
+        :raises InputError: wrong shapes, NaN, a failing rollout (the message names it and
+            the step), ``threads`` not an integer >= 1.
+        :raises ModelError: a θ outside the materials' domain.
+        """
     def gradcheck(
         self,
         x: ArrayLike,
@@ -1491,6 +1518,21 @@ class SoftRollout:
         "theta"}``.
 
         :raises InputError: an empty rollout, wrong shapes or NaN.
+        """
+    @staticmethod
+    def backward_batch(
+        rollouts: Sequence["SoftRollout"],
+        grad_x: Optional[ArrayLike] = None,
+        grad_v: Optional[ArrayLike] = None,
+        threads: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """:meth:`backward` of B rollouts (of one body's size and T steps each; the same
+        rollout may appear several times) in parallel in Rust: ``grad_x``, ``grad_v``
+        (B, T, ndof; None: zero). Returns ``{"x0", "v0" (B, ndof), "u" (B, T, ndof),
+        "targets" (B, T, len(pinned_dofs)), "theta" (B, len(param_names))}``, row b equal to
+        ``rollouts[b].backward(grad_x[b], grad_v[b])``.
+
+        :raises InputError: an empty list, rollouts of different sizes, wrong shapes or NaN.
         """
 
 class GradReport:

@@ -140,19 +140,30 @@ def step(sim, q, v, tau, theta=None) -> Tuple[jax.Array, jax.Array]:
     return Q[..., 0, :], V[..., 0, :]
 
 
-def _soft_result_shapes(body, controls):
-    shape = (controls.shape[0], body.ndof)
+def _soft_result_shapes(body, x0, v0, controls, theta):
+    lead, steps = _autodiff.soft_check(body, jnp.shape(x0), jnp.shape(v0), jnp.shape(controls), jnp.shape(theta))
+    shape = lead + (steps, body.ndof)
     return jax.ShapeDtypeStruct(shape, jnp.float64), jax.ShapeDtypeStruct(shape, jnp.float64)
+
+
+def _soft_forward_host(body, options, x0, v0, controls, theta):
+    """Host side of the forward pass: numpy in, ``(X, V)`` out."""
+    X, V, _ = _autodiff.soft_forward(body, *_autodiff.soft_broadcast(body, x0, v0, controls, theta), *options)
+    return X, V
+
+
+def _soft_backward_host(body, options, x0, v0, controls, theta, gX, gV):
+    """Host side of the backward pass: re-runs the rollouts with recording, sweeps them."""
+    X, _, rollouts = _autodiff.soft_forward(body, *_autodiff.soft_broadcast(body, x0, v0, controls, theta), *options)
+    return _autodiff.soft_backward(body, X, rollouts, np.asarray(gX), np.asarray(gV))
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(0, 1))
 def _soft_rollout(body, options, x0, v0, controls, theta):
-    def host(x0, v0, controls, theta):
-        X, V, _ = _autodiff.soft_forward(body, x0, v0, controls, theta, *options)
-        return X, V
-
-    return jax.pure_callback(host, _soft_result_shapes(body, controls), x0, v0, controls, theta,
-                             vmap_method="sequential")
+    return jax.pure_callback(
+        partial(_soft_forward_host, body, options), _soft_result_shapes(body, x0, v0, controls, theta),
+        x0, v0, controls, theta, vmap_method="expand_dims",
+    )
 
 
 def _soft_rollout_fwd(body, options, x0, v0, controls, theta):
@@ -162,13 +173,15 @@ def _soft_rollout_fwd(body, options, x0, v0, controls, theta):
 def _soft_rollout_bwd(body, options, residuals, cotangents):
     x0, v0, controls, theta = residuals
     gX, gV = cotangents
-
-    def host(x0, v0, controls, theta, gX, gV):
-        _, _, r = _autodiff.soft_forward(body, x0, v0, controls, theta, *options)
-        return tuple(np.asarray(g, dtype=np.float64) for g in _autodiff.soft_backward(body, r, gX, gV))
-
-    shapes = tuple(jax.ShapeDtypeStruct(jnp.shape(a), jnp.float64) for a in residuals)
-    return jax.pure_callback(host, shapes, x0, v0, controls, theta, gX, gV, vmap_method="sequential")
+    lead, steps = _autodiff.soft_check(body, jnp.shape(x0), jnp.shape(v0), jnp.shape(controls), jnp.shape(theta))
+    n, npar = body.ndof, len(body.param_names)
+    shapes = (lead + (n,), lead + (n,), lead + (steps, n), lead + (npar,))
+    grads = jax.pure_callback(
+        partial(_soft_backward_host, body, options), tuple(jax.ShapeDtypeStruct(s, jnp.float64) for s in shapes),
+        x0, v0, controls, theta, gX, gV, vmap_method="expand_dims",
+    )
+    # The host returns gradients of the broadcast inputs; sum them back to each input's shape.
+    return tuple(_autodiff.reduce_to(g, jnp.shape(a)) for g, a in zip(grads, residuals))
 
 
 _soft_rollout.defvjp(_soft_rollout_fwd, _soft_rollout_bwd)
@@ -176,11 +189,13 @@ _soft_rollout.defvjp(_soft_rollout_fwd, _soft_rollout_bwd)
 
 def soft_rollout(body, x0, v0, controls, theta=None, dt=1e-3, integrator="backward_euler"):
     """``T`` steps of a :class:`stiction.SoftBody` from ``(x0, v0)`` under the vertex forces
-    ``controls`` (shape ``(T, ndof)``); returns ``(X, V)``, the states after each step, shapes
-    ``(T, ndof)``. Differentiable (reverse mode) with respect to ``x0``, ``v0``, ``controls`` and
-    ``theta`` (the values of ``body.param_names``; ``None``: the body's own, not differentiated).
-    The pins are held where ``x0`` has them (so they move with it); no batch dimension
-    (``jax.vmap`` runs the rollouts one after the other). Arguments as :func:`stiction.torch.soft_rollout`.
+    ``controls`` (shape ``(..., T, ndof)``); returns ``(X, V)``, the states after each step,
+    shapes ``(..., T, ndof)``. Differentiable (reverse mode) with respect to ``x0``, ``v0``,
+    ``controls`` and ``theta`` (the values of ``body.param_names``; ``None``: the body's own, not
+    differentiated). The pins are held where ``x0`` has them (so they move with it). Leading
+    batch dimensions broadcast as in :func:`rollout`; a batch (explicit, or from ``jax.vmap``)
+    reaches the engine as one parallel ``SoftBody.rollout_batch``. Arguments as
+    :func:`stiction.torch.soft_rollout`.
     """
     _check_x64()
     x0, v0, controls = _array(x0, "x0"), _array(v0, "v0"), _array(controls, "controls")

@@ -123,22 +123,25 @@ def step(sim, q, v, tau, theta=None) -> Tuple[torch.Tensor, torch.Tensor]:
 
 
 class _SoftRollout(torch.autograd.Function):
-    """``(x0, v0, controls, theta) ↦ (X, V)`` over one recorded soft-body rollout."""
+    """``(x0, v0, controls, theta) ↦ (X, V)`` over a batch of recorded soft-body rollouts."""
 
     @staticmethod
     def forward(ctx, body, options, x0, v0, controls, theta):  # noqa: D401 - torch's signature
-        _autodiff.soft_check(body, x0.shape, v0.shape, controls.shape, theta.shape)
-        X, V, r = _autodiff.soft_forward(body, _numpy(x0), _numpy(v0), _numpy(controls), _numpy(theta), *options)
-        ctx.rollout, ctx.body = r, body
+        args = _autodiff.soft_broadcast(body, _numpy(x0), _numpy(v0), _numpy(controls), _numpy(theta))
+        X, V, rollouts = _autodiff.soft_forward(body, *args, *options)
+        ctx.rollouts, ctx.body, ctx.X = rollouts, body, X
+        ctx.shapes = (x0.shape, v0.shape, controls.shape, theta.shape)
         device = x0.device
         return torch.from_numpy(X).to(device), torch.from_numpy(V).to(device)
 
     @staticmethod
     def backward(ctx, gX, gV):
-        grads = _autodiff.soft_backward(ctx.body, ctx.rollout, _numpy(gX), _numpy(gV))
+        grads = _autodiff.soft_backward(ctx.body, ctx.X, ctx.rollouts, _numpy(gX), _numpy(gV))
         device = gX.device
-        out = [torch.from_numpy(np.ascontiguousarray(g)).to(device) if needed else None
-               for g, needed in zip(grads, ctx.needs_input_grad[2:])]
+        out = [
+            torch.from_numpy(np.ascontiguousarray(_autodiff.reduce_to(g, shape))).to(device) if needed else None
+            for g, shape, needed in zip(grads, ctx.shapes, ctx.needs_input_grad[2:])
+        ]
         return (None, None, *out)
 
 
@@ -147,18 +150,23 @@ def soft_rollout(body, x0, v0, controls, theta=None, dt=1e-3, integrator="backwa
     ``controls``, differentiable with respect to ``x0``, ``v0``, ``controls`` and ``theta`` (the
     values of ``body.param_names``; ``None``: the body's own values, not differentiated). The
     pins are held where ``x0`` has them (a gradient in ``x0``'s pinned coordinates moves the
-    pins too). No batch dimension.
+    pins too). Any input may carry leading batch dimensions (broadcast, as :func:`rollout`):
+    every leading index is an independent rollout, with its own ``theta`` when ``theta`` is
+    batched; the batch runs in parallel (``SoftBody.rollout_batch``, rayon).
 
     :param body: a :class:`stiction.SoftBody`.
-    :param x0: start positions, ``(ndof,)``; :param v0: start velocities, ``(ndof,)``.
-    :param controls: vertex forces, ``(T, ndof)``.
+    :param x0: start positions, ``(..., ndof)``; :param v0: start velocities, ``(..., ndof)``.
+    :param controls: vertex forces, ``(..., T, ndof)``.
+    :param theta: parameter values, ``(..., len(body.param_names))``.
     :param dt: the time step; :param integrator: ``"backward_euler"`` or ``"implicit_midpoint"``.
-    :returns: ``(X, V)``, the states after each step, shapes ``(T, ndof)``.
-    :raises InputError: wrong shapes, NaN inputs, a failed step.
+    :returns: ``(X, V)``, the states after each step, shapes ``(..., T, ndof)``.
+    :raises InputError: wrong shapes, NaN inputs, a failed step (the message names the
+        rollout and the step).
     :raises ModelError: ``theta`` outside the materials' domain.
     """
     x0 = _as_tensor(x0, "x0", None)
     v0 = _as_tensor(v0, "v0", x0)
     controls = _as_tensor(controls, "controls", x0)
     theta = _as_tensor(np.asarray(body.param_values) if theta is None else theta, "theta", x0)
+    _autodiff.soft_check(body, x0.shape, v0.shape, controls.shape, theta.shape)
     return _SoftRollout.apply(body, (float(dt), integrator), x0, v0, controls, theta)
