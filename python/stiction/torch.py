@@ -40,7 +40,7 @@ except ImportError as e:  # pragma: no cover - exercised by test_optional_import
 
 from . import _autodiff
 
-__all__ = ["rollout", "soft_rollout", "step"]
+__all__ = ["rollout", "soft_rollout", "step", "world_rollout"]
 
 
 def _numpy(x: torch.Tensor) -> np.ndarray:
@@ -170,3 +170,60 @@ def soft_rollout(body, x0, v0, controls, theta=None, dt=1e-3, integrator="backwa
     theta = _as_tensor(np.asarray(body.param_values) if theta is None else theta, "theta", x0)
     _autodiff.soft_check(body, x0.shape, v0.shape, controls.shape, theta.shape)
     return _SoftRollout.apply(body, (float(dt), integrator), x0, v0, controls, theta)
+
+
+class _WorldRollout(torch.autograd.Function):
+    """``(q0, v0, controls, theta) ↦ (Q, V)`` over a batch of recorded world rollouts."""
+
+    @staticmethod
+    def forward(ctx, world, theta_given, q0, v0, controls, theta):  # noqa: D401 - torch's signature
+        args = _autodiff.world_broadcast(world, _numpy(q0), _numpy(v0), _numpy(controls), _numpy(theta))
+        Q, V, tapes = _autodiff.world_forward(world, *args, theta_given=theta_given)
+        ctx.world, ctx.tapes, ctx.q0, ctx.Q = world, tapes, args[0], Q
+        ctx.shapes = (q0.shape, v0.shape, controls.shape, theta.shape)
+        device = q0.device
+        return torch.from_numpy(Q).to(device), torch.from_numpy(V).to(device)
+
+    @staticmethod
+    def backward(ctx, gQ, gV):
+        grads = _autodiff.world_backward(ctx.world, ctx.q0, ctx.Q, ctx.tapes, _numpy(gQ), _numpy(gV))
+        device = gQ.device
+        out = [
+            torch.from_numpy(np.ascontiguousarray(_autodiff.reduce_to(g, shape))).to(device) if needed else None
+            for g, shape, needed in zip(grads, ctx.shapes, ctx.needs_input_grad[2:])
+        ]
+        return (None, None, *out)
+
+
+def world_rollout(world, q0, v0, controls, theta=None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``T`` steps of a :class:`stiction.World` from ``(q0, v0)`` under the controls
+    ``controls``, differentiable with respect to ``q0``, ``v0``, ``controls`` and ``theta`` (the
+    values of ``world.param_names``: a soft body's material and damping parameters; ``None``:
+    the world's own values, not differentiated). Any input may carry leading batch dimensions
+    (broadcast, as :func:`rollout`); the batch runs in parallel (``World.rollout_batch``).
+
+    ``q0`` and ``Q`` are coordinates. Particles, soft bodies and scalar joints have plain
+    coordinates (``nq == nv``) and the gradient of ``q0`` is the ordinary one. An articulation
+    with ball or free joints has quaternions: they are normalised before stepping, a gradient
+    on ``Q`` is mapped to the tangent space at each state (``World.tangent_gradient``), and the
+    gradient of ``q0`` is that of ``q0 ↦ rollout(normalize(q0))`` on its coordinates
+    (``World.coordinate_gradient`` of the tape's tangent gradient), with no component along a
+    quaternion — as :func:`rollout` does for a simulator.
+
+    :param world: a :class:`stiction.World`.
+    :param q0: start configuration, ``(..., nq)``; :param v0: start velocity, ``(..., nv)``.
+    :param controls: controls, ``(..., T, nu)`` (joint torques, particle and vertex forces).
+    :param theta: values of ``world.param_names``, ``(..., np)``.
+    :returns: ``(Q, V)``, the states after each step, shapes ``(..., T, nq)`` and ``(..., T, nv)``.
+    :raises InputError: wrong shapes, non-finite inputs, a failed step (the message names the
+        rollout and the step).
+    :raises ModelError: ``theta`` outside its domain (e.g. Poisson's ratio >= 0.5).
+    :raises TypeError: a tensor that is not float64.
+    """
+    q0 = _as_tensor(q0, "q0", None)
+    v0 = _as_tensor(v0, "v0", q0)
+    controls = _as_tensor(controls, "controls", q0)
+    theta_given = theta is not None
+    theta = _as_tensor(_autodiff.world_default_theta(world) if theta is None else theta, "theta", q0)
+    _autodiff.world_check(world, q0.shape, v0.shape, controls.shape, theta.shape)
+    return _WorldRollout.apply(world, theta_given, q0, v0, controls, theta)
