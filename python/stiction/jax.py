@@ -5,6 +5,8 @@ passes call the Rust engine through ``jax.pure_callback``, so they work under ``
 ``jax.grad`` and ``jax.vmap`` (batched calls reach the engine as one parallel batch). The
 backward pass re-runs the rollout with recording and sweeps its tape in Rust
 (``Tape.backward``): no tape is kept between the two passes, so the functions stay pure.
+:func:`soft_rollout` and :func:`world_rollout` do the same for a :class:`stiction.SoftBody` and a
+:class:`stiction.World`.
 
 >>> import jax, jax.numpy as jnp, stiction, stiction.jax as sj
 >>> jax.config.update("jax_enable_x64", True)

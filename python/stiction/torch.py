@@ -5,6 +5,8 @@ rollout; its backward pass runs over those tapes in Rust (``Tape.backward``), no
 Python. :func:`step` is the one-step case. Both are differentiable with respect to the start
 state, the torques and the simulator's parameters θ (``Simulator(params=...)``), and accept a
 leading batch dimension on any input (broadcast; batched rollouts run in parallel with rayon).
+:func:`soft_rollout` and :func:`world_rollout` do the same for a :class:`stiction.SoftBody` and a
+:class:`stiction.World` (θ: their ``param_names``).
 
 >>> import torch, stiction, stiction.torch as st
 >>> sim = stiction.Simulator(stiction.samples.pendulum_chain(2), dt=0.01, params=["mass:link1"])
