@@ -15,7 +15,9 @@ use stiction::collision::Material;
 use stiction::math::{Inertia, SplitMix64, Vec3, SE3};
 use stiction::model::{Body, CollisionShape, Geometry, WORLD};
 use stiction::solver::lcp::RowState;
-use stiction::world::{Articulation, ContactSide, Particles, StaticGeometry, System, World, WorldOptions, WorldState};
+use stiction::world::{
+    Articulation, ContactSide, Particles, StaticGeometry, System, World, WorldBatchRollout, WorldOptions, WorldState,
+};
 use stiction::{Error, Joint, Model, ModelBuilder};
 
 const G: f64 = 9.81;
@@ -660,4 +662,53 @@ fn contact_creates_no_energy_over_a_long_run_with_unequal_masses() {
         assert!((s.q[7 + 3 * i] - x0).abs() < 1e-9, "particle {i} drifted to x = {}", s.q[7 + 3 * i]);
     }
     assert!((s.q[2] - 0.05).abs() < 1e-9, "the box sank or rose to z = {}", s.q[2]);
+}
+
+#[test]
+fn world_rollout_batch_equals_sequential_rollouts_and_coordinate_maps_follow_the_systems() {
+    let (w, state, u) = particles_on_box(0.8);
+    let mut other = state.clone();
+    other.v[7] += 0.3;
+    let controls = vec![u.clone(); 6];
+    let batch = vec![
+        WorldBatchRollout { state: state.clone(), controls: controls.clone(), theta: None },
+        WorldBatchRollout { state: other.clone(), controls: controls.clone(), theta: Some(w.param_values()) },
+    ];
+    for threads in [None, Some(1), Some(2)] {
+        let out = w.rollout_batch(&batch, threads).unwrap();
+        for (item, (states, tape)) in batch.iter().zip(&out) {
+            let (want, want_tape) = w.rollout_recorded(&item.state, &item.controls).unwrap();
+            assert_eq!(states, &want);
+            assert_eq!(tape.len(), want_tape.len());
+            assert_eq!(tape.world().map(|t| t.nv()), Some(w.nv()));
+        }
+    }
+    let mut bad = batch.clone();
+    bad[1].controls[3][0] = f64::NAN;
+    let e = w.rollout_batch(&bad, None).unwrap_err().to_string();
+    assert!(e.contains("batch rollout 1") && e.contains("step 3"), "{e}");
+    assert!(w.rollout_batch(&batch, Some(0)).is_err());
+
+    // The box's block maps as its model does; the particles' blocks are the identity.
+    let bx = free_box_model(0.8);
+    let mut rng = SplitMix64::new(7);
+    let mut q = state.q.clone();
+    q.rows_mut(3, 4).scale_mut(1.3); // a quaternion off the unit sphere
+    let normalized = w.normalize(&q).unwrap();
+    let box_q = DVector::from_column_slice(&q.as_slice()[..7]);
+    assert_eq!(normalized.rows(0, 7), bx.normalize(&box_q).unwrap());
+    assert_eq!(normalized.rows(7, 6), q.rows(7, 6));
+    let g = common::random_vector(&mut rng, w.nq(), 1.0);
+    let t = w.tangent_gradient(&normalized, &g).unwrap();
+    let box_t = bx.tangent_gradient(&normalized.rows(0, 7).into(), &g.rows(0, 7).into()).unwrap();
+    assert_eq!(t.rows(0, 6), box_t);
+    assert_eq!(t.rows(6, 6), g.rows(7, 6));
+    let gt = common::random_vector(&mut rng, w.nv(), 1.0);
+    let c = w.coordinate_gradient(&q, &gt).unwrap();
+    assert_eq!(c.rows(0, 7), bx.coordinate_gradient(&box_q, &gt.rows(0, 6).into()).unwrap());
+    assert_eq!(c.rows(7, 6), gt.rows(6, 6));
+    assert!(w.coordinate_gradient(&q, &g).is_err());
+    let mut zero = q.clone();
+    zero.rows_mut(3, 4).fill(0.0);
+    assert!(w.normalize(&zero).is_err());
 }

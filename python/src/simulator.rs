@@ -61,7 +61,7 @@ fn max_iterations_arg(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
 }
 
 /// The `threads` argument: `None` (all cores) or an integer >= 1.
-fn threads_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+pub(crate) fn threads_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
     if obj.is_none() {
         return Ok(None);
     }

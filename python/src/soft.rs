@@ -9,9 +9,10 @@
 use crate::convert::{array, count, dvector, matrix, out_owned_mat, out_rows, out_vec, shape_str, vec3, vector};
 use crate::errors::{input_error, IntoPyResult, LoadError};
 use crate::gradcheck::PyGradReport;
+use crate::simulator::threads_arg;
 use nalgebra::DVector;
 use numpy::ndarray::Array2;
-use numpy::{IntoPyArray, PyArray1, PyArray2};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use std::path::PathBuf;
@@ -22,8 +23,10 @@ use stiction::soft::generate::{box_mesh, rod_mesh};
 use stiction::soft::io::{load_msh, load_tetgen, load_vtk, write_vtu};
 use stiction::soft::surface::surface;
 use stiction::soft::{
-    identify, rollout, static_equilibrium, step, MaterialModel, NewtonReport, SoftBody, SoftDamping, SoftFitOptions,
-    SoftIntegrator, SoftMaterial, SoftOptions, SoftRollout, SoftState, SoftStepRecord, SoftTrajectory, TetMesh,
+    backward_batch as soft_backward_batch, identify, rollout, rollout_batch as soft_rollout_batch, static_equilibrium,
+    step, MaterialModel, NewtonReport, SoftBatchCotangent, SoftBatchRollout, SoftBody, SoftDamping, SoftFitOptions,
+    SoftIntegrator, SoftMaterial, SoftOptions, SoftRollout, SoftRolloutGradients, SoftState, SoftStepRecord,
+    SoftTrajectory, TetMesh,
 };
 
 /// The material names `MaterialModel::from_name` accepts.
@@ -483,6 +486,30 @@ fn rows_of(obj: &Bound<'_, PyAny>, name: &str, steps: Option<usize>, cols: usize
     Ok(data.chunks_exact(cols).map(DVector::from_column_slice).collect())
 }
 
+/// A finite `(B, T, cols)` array (`T` any count >= 1 unless given) as `(T, row-major data)`.
+fn batch_rows(
+    obj: &Bound<'_, PyAny>,
+    name: &str,
+    batch: usize,
+    steps: Option<usize>,
+    cols: usize,
+) -> PyResult<(usize, Vec<f64>)> {
+    let a = array(obj, name)?;
+    let t = match (a.shape.as_slice(), steps) {
+        ([bb, t, c], None) if *bb == batch && *c == cols && *t >= 1 => *t,
+        ([bb, t, c], Some(s)) if *bb == batch && *c == cols && *t == s => s,
+        _ => {
+            let t = steps.map_or_else(|| "T".to_string(), |s| s.to_string());
+            return Err(input_error(format!(
+                "{name} must have shape (B, T, {cols}) = ({batch}, {t}, {cols}) with T >= 1, got shape {}",
+                shape_str(&a.shape)
+            )));
+        }
+    };
+    check_finite(&a.data, name, Some(cols))?;
+    Ok((t, a.data))
+}
+
 /// A soft body: a `TetMesh` with a material per region, lumped vertex masses, damping,
 /// gravity and pinned degrees of freedom, stepped by backward Euler as an energy
 /// minimisation (Newton with a sparse Cholesky factorization). The state is the vertex
@@ -816,6 +843,75 @@ impl PySoftBody {
         let opts = options(dt, tolerance, max_iterations, line_search, integrator)?;
         let r = py.detach(|| rollout(&self.inner, &state, &controls, &targets, &opts)).py_err()?;
         Ok(PySoftRollout { rollout: r, ndof: n, npins: np })
+    }
+
+    /// `B` independent recorded rollouts of `T` steps in one call, in parallel (rayon, GIL
+    /// released): start states `x` and `v` (shapes (B, ndof)), vertex forces `controls`
+    /// (B, T, ndof), pin targets `targets` (B, T, len(pinned_dofs); default: each
+    /// rollout's pins held where its `x` has them) and optional per-rollout parameter
+    /// values `thetas` (B, len(param_names); default: this body's). Options as `step`;
+    /// `threads`: worker threads (`None`: all cores). Each rollout equals `rollout` of
+    /// `with_params(thetas[b])` (or of this body) bit for bit, whatever `threads`. Returns a
+    /// list of `B` `SoftRollout`s. Raises `InputError` for wrong shapes or NaN, and for a
+    /// failing rollout (the message names it and the step), `ModelError` for a θ outside
+    /// the materials' domain.
+    #[pyo3(signature = (x, v, controls, targets=None, thetas=None, dt=1e-3, tolerance=1e-10, max_iterations=50,
+                        line_search=true, integrator="backward_euler", threads=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn rollout_batch(
+        &self,
+        py: Python<'_>,
+        x: &Bound<'_, PyAny>,
+        v: &Bound<'_, PyAny>,
+        controls: &Bound<'_, PyAny>,
+        targets: Option<&Bound<'_, PyAny>>,
+        thetas: Option<&Bound<'_, PyAny>>,
+        dt: f64,
+        tolerance: f64,
+        #[pyo3(from_py_with = max_iterations_arg)] max_iterations: usize,
+        line_search: bool,
+        integrator: &str,
+        #[pyo3(from_py_with = threads_arg)] threads: Option<usize>,
+    ) -> PyResult<Vec<PySoftRollout>> {
+        let n = self.ndof_();
+        let np = self.inner.pinned_dofs().len();
+        let npar = self.inner.param_names().len();
+        let (b, xs) = matrix(x, "x", None, n)?;
+        check_finite(&xs, "x", Some(n))?;
+        let (_, vs) = matrix(v, "v", Some(b), n)?;
+        check_finite(&vs, "v", Some(n))?;
+        let (steps, us) = batch_rows(controls, "controls", b, None, n)?;
+        let ts = match targets.filter(|t| !t.is_none()) {
+            Some(t) => Some(batch_rows(t, "targets", b, Some(steps), np)?.1),
+            None => None,
+        };
+        let thetas = match thetas.filter(|t| !t.is_none()) {
+            Some(th) => {
+                let (_, data) = matrix(th, "thetas", Some(b), npar)?;
+                check_finite(&data, "thetas", Some(npar))?;
+                Some(data)
+            }
+            None => None,
+        };
+        let rows = |data: &[f64], i: usize, cols: usize| -> Vec<DVector<f64>> {
+            (0..steps)
+                .map(|k| DVector::from_column_slice(&data[(i * steps + k) * cols..(i * steps + k + 1) * cols]))
+                .collect()
+        };
+        let batch: Vec<SoftBatchRollout> = (0..b)
+            .map(|i| SoftBatchRollout {
+                state: SoftState {
+                    x: DVector::from_column_slice(&xs[i * n..(i + 1) * n]),
+                    v: DVector::from_column_slice(&vs[i * n..(i + 1) * n]),
+                },
+                controls: rows(&us, i, n),
+                targets: ts.as_ref().map(|t| rows(t, i, np)),
+                theta: thetas.as_ref().map(|th| DVector::from_column_slice(&th[i * npar..(i + 1) * npar])),
+            })
+            .collect();
+        let opts = options(dt, tolerance, max_iterations, line_search, integrator)?;
+        let out = py.detach(|| soft_rollout_batch(&self.inner, &batch, &opts, threads)).py_err()?;
+        Ok(out.into_iter().map(|r| PySoftRollout { rollout: r, ndof: n, npins: np }).collect())
     }
 
     /// Checks every Jacobian block of one step (`∂(x⁺, v⁺)/∂(x, v, u, targets, θ)`)
@@ -1154,6 +1250,83 @@ impl PySoftRollout {
         d.set_item("u", out_rows(py, steps, self.ndof, u)?)?;
         d.set_item("targets", out_rows(py, steps, self.npins, t)?)?;
         d.set_item("theta", out_vec(py, g.theta.as_slice()))?;
+        Ok(d)
+    }
+
+    /// Reverse-mode sweeps of many rollouts at once, in parallel (rayon, GIL released):
+    /// `rollouts` is a list of B rollouts of one body's size and T steps each (the same
+    /// rollout may appear several times); `grad_x` and `grad_v` (shapes (B, T, ndof); None:
+    /// zero) are the cotangents of each rollout's `states`, as in `backward`. Returns
+    /// `{"x0": (B, ndof), "v0": (B, ndof), "u": (B, T, ndof), "targets": (B, T,
+    /// len(pinned_dofs)), "theta": (B, len(param_names))}`, row b equal to
+    /// `rollouts[b].backward(grad_x[b], grad_v[b])`. Raises `InputError` for an empty list,
+    /// rollouts of different sizes, wrong shapes or NaN.
+    #[staticmethod]
+    #[pyo3(signature = (rollouts, grad_x=None, grad_v=None, threads=None))]
+    fn backward_batch<'py>(
+        py: Python<'py>,
+        rollouts: Vec<Bound<'py, PySoftRollout>>,
+        grad_x: Option<&Bound<'py, PyAny>>,
+        grad_v: Option<&Bound<'py, PyAny>>,
+        #[pyo3(from_py_with = threads_arg)] threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let first = rollouts
+            .first()
+            .map(|r| r.get())
+            .ok_or_else(|| input_error("backward_batch needs at least one rollout"))?;
+        let (b, n, np) = (rollouts.len(), first.ndof, first.npins);
+        let steps = first.rollout.records().len();
+        let npar = first.rollout.records().first().map_or(0, |r| r.body().param_values().len());
+        if steps == 0 {
+            return Err(input_error("backward_batch: rollout 0 is empty"));
+        }
+        for (i, r) in rollouts.iter().enumerate() {
+            let r = r.get();
+            let same = r.ndof == n
+                && r.npins == np
+                && r.rollout.records().len() == steps
+                && r.rollout.records().first().is_some_and(|rec| rec.body().param_values().len() == npar);
+            if !same {
+                return Err(input_error(format!(
+                    "rollout {i} does not match rollout 0 (every rollout needs {steps} steps of a body with ndof = \
+                     {n}, {np} pinned dofs and {npar} parameters)"
+                )));
+            }
+        }
+        let cot = |obj: Option<&Bound<'py, PyAny>>, name: &str| -> PyResult<Vec<Vec<DVector<f64>>>> {
+            match obj.filter(|o| !o.is_none()) {
+                Some(o) => {
+                    let (_, data) = batch_rows(o, name, b, Some(steps), n)?;
+                    Ok((0..b)
+                        .map(|i| {
+                            (0..steps)
+                                .map(|k| {
+                                    DVector::from_column_slice(&data[(i * steps + k) * n..(i * steps + k + 1) * n])
+                                })
+                                .collect()
+                        })
+                        .collect())
+                }
+                None => Ok(vec![vec![DVector::zeros(n); steps]; b]),
+            }
+        };
+        let cotangents: Vec<SoftBatchCotangent> = cot(grad_x, "grad_x")?
+            .into_iter()
+            .zip(cot(grad_v, "grad_v")?)
+            .map(|(grad_x, grad_v)| SoftBatchCotangent { grad_x, grad_v })
+            .collect();
+        let refs: Vec<&SoftRollout> = rollouts.iter().map(|r| &r.get().rollout).collect();
+        let grads = py.detach(|| soft_backward_batch(&refs, &cotangents, threads)).py_err()?;
+        let stack = |f: &dyn Fn(&SoftRolloutGradients) -> Vec<f64>| -> Vec<f64> { grads.iter().flat_map(f).collect() };
+        let rows3 = |data: Vec<f64>, cols: usize| -> PyResult<Bound<'py, PyAny>> {
+            Ok(out_rows(py, b * steps, cols, data)?.reshape([b, steps, cols])?.into_any())
+        };
+        let d = PyDict::new(py);
+        d.set_item("x0", out_rows(py, b, n, stack(&|g| g.x0.as_slice().to_vec()))?)?;
+        d.set_item("v0", out_rows(py, b, n, stack(&|g| g.v0.as_slice().to_vec()))?)?;
+        d.set_item("u", rows3(stack(&|g| g.u.iter().flat_map(|u| u.iter().copied()).collect()), n)?)?;
+        d.set_item("targets", rows3(stack(&|g| g.targets.iter().flat_map(|t| t.iter().copied()).collect()), np)?)?;
+        d.set_item("theta", out_rows(py, b, npar, stack(&|g| g.theta.as_slice().to_vec()))?)?;
         Ok(d)
     }
 

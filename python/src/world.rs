@@ -7,9 +7,10 @@ use crate::constraints::state_name;
 use crate::convert::{array, dvector, matrix, out_mat, out_rows, out_vec, shape_str, type_name, vec3};
 use crate::errors::{input_error, IntoPyResult};
 use crate::model::PyModel;
+use crate::simulator::threads_arg;
 use crate::soft::{max_iterations_arg, options as soft_options, PySoftBody};
 use nalgebra::DVector;
-use numpy::IntoPyArray;
+use numpy::{IntoPyArray, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PySlice, PyTuple};
 use std::sync::Arc;
@@ -20,8 +21,8 @@ use stiction::solver::ncp::NcpSolver;
 use stiction::solver::{BoxedLcpSolver, ConstraintSolver, PpmSolver};
 use stiction::step::ContactModel;
 use stiction::world::{
-    Articulation, ContactSide, Particles, SoftSystem, StaticGeometry, System, World, WorldOptions, WorldState,
-    WorldStepRecord, WorldTape,
+    Articulation, ContactSide, Particles, SoftSystem, StaticGeometry, System, World, WorldBatchRollout, WorldOptions,
+    WorldState, WorldStepRecord, WorldTape,
 };
 
 /// A friction coefficient: finite and non-negative.
@@ -590,6 +591,112 @@ impl PyWorld {
         PyTuple::new(py, [out_rows(py, steps, nq, qs)?.into_any(), out_rows(py, steps, nv, vs)?.into_any(), tape])
     }
 
+    /// `B` independent recorded rollouts in one call, in parallel (rayon, GIL released):
+    /// start states `q0` (B, nq) and `v0` (B, nv), controls `controls` (B, T, nu), and
+    /// optionally per-rollout values `thetas` (B, len(param_names)) of θ (rollout b then
+    /// runs on `with_param_values(thetas[b])`). Rollout b equals `rollout` bit for bit,
+    /// whatever `threads` (`None`: all cores). Returns `(Q, V, tapes)`: shapes (B, T, nq)
+    /// and (B, T, nv), and a `WorldTape` per rollout. Raises `InputError` for wrong shapes
+    /// or non-finite values and for a failing rollout (naming it and the step),
+    /// `NumericalError` for a solver failure.
+    #[pyo3(signature = (q0, v0, controls, thetas=None, threads=None))]
+    fn rollout_batch<'py>(
+        &self,
+        py: Python<'py>,
+        q0: &Bound<'py, PyAny>,
+        v0: &Bound<'py, PyAny>,
+        controls: &Bound<'py, PyAny>,
+        thetas: Option<&Bound<'py, PyAny>>,
+        #[pyo3(from_py_with = threads_arg)] threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let (nq, nv, nu, np) = (self.world.nq(), self.world.nv(), self.world.nu(), self.world.num_params());
+        let (b, qs) = matrix(q0, "q0", None, nq)?;
+        let (_, vs) = matrix(v0, "v0", Some(b), nv)?;
+        let c = array(controls, "controls")?;
+        let steps = match c.shape.as_slice() {
+            [bb, t, n] if *bb == b && *n == nu => *t,
+            shape => {
+                return Err(input_error(format!(
+                    "controls must have shape (B, T, nu) = ({b}, T, {nu}), got shape {}",
+                    shape_str(shape)
+                )))
+            }
+        };
+        let thetas = match thetas.filter(|t| !t.is_none()) {
+            Some(th) => Some(matrix(th, "thetas", Some(b), np)?.1),
+            None => None,
+        };
+        let batch: Vec<WorldBatchRollout> = (0..b)
+            .map(|i| WorldBatchRollout {
+                state: WorldState {
+                    q: DVector::from_column_slice(&qs[i * nq..(i + 1) * nq]),
+                    v: DVector::from_column_slice(&vs[i * nv..(i + 1) * nv]),
+                },
+                controls: (0..steps)
+                    .map(|k| DVector::from_column_slice(&c.data[(i * steps + k) * nu..(i * steps + k + 1) * nu]))
+                    .collect(),
+                theta: thetas.as_ref().map(|th| DVector::from_column_slice(&th[i * np..(i + 1) * np])),
+            })
+            .collect();
+        let out = py.detach(|| self.world.rollout_batch(&batch, threads)).py_err()?;
+        let mut q_all = Vec::with_capacity(b * steps * nq);
+        let mut v_all = Vec::with_capacity(b * steps * nv);
+        for (states, _) in &out {
+            for s in states {
+                q_all.extend_from_slice(s.q.as_slice());
+                v_all.extend_from_slice(s.v.as_slice());
+            }
+        }
+        let shape3 = |data: Vec<f64>, n: usize| -> PyResult<Bound<'py, PyAny>> {
+            Ok(out_rows(py, b * steps, n, data)?.reshape([b, steps, n])?.into_any())
+        };
+        let tapes = out
+            .into_iter()
+            .map(|(_, tape)| Ok(Bound::new(py, PyWorldTape { tape, nv, nu })?.into_any()))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyTuple::new(py, [shape3(q_all, nq)?, shape3(v_all, nv)?, pyo3::types::PyList::new(py, tapes)?.into_any()])
+    }
+
+    /// `q` (nq) with every quaternion normalised (articulations with ball or free joints;
+    /// the other systems' coordinates are kept). Raises `InputError` for a wrong length,
+    /// non-finite values or a quaternion far from unit length (norm outside [0.5, 2]).
+    fn normalize<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>) -> PyResult<Bound<'py, numpy::PyArray1<f64>>> {
+        let q = dvector(q, "q", self.world.nq(), "world.nq")?;
+        Ok(out_vec(py, self.world.normalize(&q).py_err()?.as_slice()))
+    }
+
+    /// A gradient `g` (nq) on the coordinates of `q` as a tangent gradient (nv), `Eᵀ g`
+    /// with `E = ∂(q ⊕ δ)/∂δ`, system by system (`Model.tangent_gradient` for an
+    /// articulation, the identity for particles and soft bodies): how a loss on the
+    /// coordinates of `Q` reaches `WorldTape.backward`. Raises `InputError` for wrong
+    /// lengths, non-finite values or a quaternion far from unit length.
+    fn tangent_gradient<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        g: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, numpy::PyArray1<f64>>> {
+        let q = dvector(q, "q", self.world.nq(), "world.nq")?;
+        let g = dvector(g, "g", self.world.nq(), "world.nq")?;
+        Ok(out_vec(py, self.world.tangent_gradient(&q, &g).py_err()?.as_slice()))
+    }
+
+    /// A tangent gradient `g` (nv) at `q` as a gradient on the coordinates of `q` (nq) for
+    /// the function `q ↦ ℓ(normalize(q))`, system by system (`Model.coordinate_gradient`
+    /// for an articulation: no component along a quaternion; the identity for particles and
+    /// soft bodies). Raises `InputError` for wrong lengths, non-finite values or a
+    /// quaternion far from unit length.
+    fn coordinate_gradient<'py>(
+        &self,
+        py: Python<'py>,
+        q: &Bound<'py, PyAny>,
+        g: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, numpy::PyArray1<f64>>> {
+        let q = dvector(q, "q", self.world.nq(), "world.nq")?;
+        let g = dvector(g, "g", self.world.nv(), "world.nv")?;
+        Ok(out_vec(py, self.world.coordinate_gradient(&q, &g).py_err()?.as_slice()))
+    }
+
     /// `q ⊕ dq`: moves the configuration `q` (nq) along the tangent vector `dq` (nv),
     /// system by system (unit quaternions stay unit).
     fn retract<'py>(
@@ -805,6 +912,103 @@ impl PyWorldTape {
             out.push(out_vec(py, g.theta.as_slice()).into_any());
         }
         PyTuple::new(py, out)
+    }
+
+    /// Reverse-mode sweeps of many world rollouts at once, on coordinates, in parallel
+    /// (rayon, GIL released): the reverse pass behind `stiction.torch.world_rollout` and
+    /// `stiction.jax.world_rollout`. `tapes`: B tapes of T steps each of worlds of one size
+    /// (the same tape may appear several times); `q0` (B, nq): the start coordinates as the
+    /// caller gave them (quaternions of any length near 1); `grad_q` (B, T, nq): ∂ℓ/∂q on the
+    /// *coordinates* of the states after each step, mapped to the tangent space at those
+    /// states (`World.tangent_gradient`); `grad_v` (B, T, nv); `None` means zero. Returns
+    /// `{"q0": (B, nq), "v0": (B, nv), "u": (B, T, nu), "theta": (B, len(param_names))}`,
+    /// the gradient on `q0` being `World.coordinate_gradient` of the tape's tangent one.
+    /// Raises `InputError` for an empty list, tapes of other sizes, wrong shapes or
+    /// non-finite values.
+    #[staticmethod]
+    #[pyo3(signature = (tapes, q0, grad_q=None, grad_v=None, threads=None))]
+    fn vjp_batch<'py>(
+        py: Python<'py>,
+        tapes: Vec<Bound<'py, PyWorldTape>>,
+        q0: &Bound<'py, PyAny>,
+        grad_q: Option<&Bound<'py, PyAny>>,
+        grad_v: Option<&Bound<'py, PyAny>>,
+        #[pyo3(from_py_with = threads_arg)] threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let tapes: Vec<&WorldTape> = tapes.iter().map(|t| &t.get().tape).collect();
+        let batch = tapes.len();
+        let world = tapes
+            .first()
+            .and_then(|t| t.world())
+            .ok_or_else(|| input_error("vjp_batch needs at least one tape, and tapes with at least one step"))?;
+        let (nq, nv, nu, np, steps) = (world.nq(), world.nv(), world.nu(), world.num_params(), tapes[0].len());
+        for (i, t) in tapes.iter().enumerate() {
+            let same = t.len() == steps
+                && t.world().is_some_and(|w| w.nq() == nq && w.nv() == nv && w.nu() == nu && w.num_params() == np);
+            if !same {
+                return Err(input_error(format!(
+                    "tape {i} does not match tape 0 (every tape needs {steps} steps of a world with nq = {nq}, \
+                     nv = {nv}, nu = {nu} and {np} parameters)"
+                )));
+            }
+        }
+        let rows3 = |obj: Option<&Bound<'py, PyAny>>, name: &str, n: usize| -> PyResult<Option<Vec<f64>>> {
+            let Some(obj) = obj.filter(|o| !o.is_none()) else { return Ok(None) };
+            let a = array(obj, name)?;
+            if a.shape != [batch, steps, n] {
+                return Err(input_error(format!(
+                    "{name} must have shape (B, T, {n}) = ({batch}, {steps}, {n}), got shape {}",
+                    shape_str(&a.shape)
+                )));
+            }
+            if let Some((i, x)) = a.data.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+                return Err(input_error(format!("{name} has a non-finite entry ({x}) at flat index {i}")));
+            }
+            Ok(Some(a.data))
+        };
+        let gq = rows3(grad_q, "grad_q", nq)?;
+        let gv = rows3(grad_v, "grad_v", nv)?;
+        let (_, q0) = matrix(q0, "q0", Some(batch), nq)?;
+        // Per rollout, in parallel: tangent cotangents, the sweep, and the start gradient on
+        // coordinates; flattened as q0 (nq), v0 (nv), u (T·nu), theta (np).
+        let one = |b: usize| -> stiction::Result<Vec<f64>> {
+            let tape = tapes[b];
+            let w = tape.world().expect("checked non-empty");
+            let mut tq = Vec::with_capacity(steps);
+            let mut tv = Vec::with_capacity(steps);
+            for (t, rec) in tape.records().iter().enumerate() {
+                let at = (b * steps + t) * nq;
+                tq.push(match &gq {
+                    Some(g) => w.tangent_gradient(&rec.next_state().q, &DVector::from_column_slice(&g[at..at + nq]))?,
+                    None => DVector::zeros(nv),
+                });
+                let at = (b * steps + t) * nv;
+                tv.push(
+                    gv.as_ref().map_or_else(|| DVector::zeros(nv), |g| DVector::from_column_slice(&g[at..at + nv])),
+                );
+            }
+            let g = tape.backward(&tq, &tv)?;
+            let start = DVector::from_column_slice(&q0[b * nq..(b + 1) * nq]);
+            let mut flat = Vec::with_capacity(nq + nv + steps * nu + np);
+            flat.extend_from_slice(w.coordinate_gradient(&start, &g.q0)?.as_slice());
+            flat.extend_from_slice(g.v0.as_slice());
+            g.u.iter().for_each(|u| flat.extend_from_slice(u.as_slice()));
+            flat.extend_from_slice(g.theta.as_slice());
+            Ok(flat)
+        };
+        let out: Vec<f64> =
+            py.detach(|| stiction::sim::map_rollouts(batch, threads, one)).py_err()?.into_iter().flatten().collect();
+        let width = nq + nv + steps * nu + np;
+        let column = |offset: usize, n: usize| -> Vec<f64> {
+            (0..batch).flat_map(|b| out[b * width + offset..b * width + offset + n].iter().copied()).collect()
+        };
+        let d = PyDict::new(py);
+        d.set_item("q0", out_rows(py, batch, nq, column(0, nq))?)?;
+        d.set_item("v0", out_rows(py, batch, nv, column(nq, nv))?)?;
+        let u = out_rows(py, batch * steps, nu, column(nq + nv, steps * nu))?;
+        d.set_item("u", u.reshape([batch, steps, nu])?)?;
+        d.set_item("theta", out_rows(py, batch, np, column(nq + nv + steps * nu, np))?)?;
+        Ok(d)
     }
 
     fn __repr__(&self) -> String {

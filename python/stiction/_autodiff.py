@@ -22,7 +22,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._stiction import InputError, Tape
+from ._stiction import InputError, SoftRollout, Tape, WorldTape
 
 __all__: List[str] = []
 
@@ -128,38 +128,191 @@ def reduce_to(grad: np.ndarray, shape: Sequence[int]) -> np.ndarray:
     return grad.reshape(shape)
 
 
-# Soft bodies (`stiction.SoftBody`): one rollout per call, no batch dimension.
+# Soft bodies (`stiction.SoftBody`): batched like the rigid rollouts above. Shapes: ``x0`` and
+# ``v0`` ``(..., ndof)``, ``controls`` ``(..., T, ndof)``, ``theta`` ``(..., np)`` with one
+# common (broadcast) leading shape; every leading index is an independent rollout, run in
+# parallel by ``SoftBody.rollout_batch`` and swept by ``SoftRollout.backward_batch``.
 
 
-def soft_check(body, x0_shape, v0_shape, controls_shape, theta_shape) -> int:
-    """The horizon T of a soft-body rollout; raises ``InputError`` with the expected shapes."""
+def soft_check(body, x0_shape, v0_shape, controls_shape, theta_shape) -> Tuple[Tuple[int, ...], int]:
+    """The broadcast leading (batch) shape of a soft-body rollout's inputs and its horizon T;
+    raises ``InputError`` with the expected shapes."""
     n, npar = body.ndof, len(body.param_names)
-    for name, shape, want in (("x0", x0_shape, (n,)), ("v0", v0_shape, (n,)), ("theta", theta_shape, (npar,))):
-        if tuple(shape) != want:
-            raise InputError(f"{name} must have shape {want}, got {tuple(shape)} (soft rollouts take no batch dimension)")
-    if len(controls_shape) != 2 or controls_shape[1] != n or controls_shape[0] < 1:
-        raise InputError(f"controls must have shape (T, {n}) with T >= 1 (body.ndof vertex forces per step), "
-                         f"got {tuple(controls_shape)}")
-    return int(controls_shape[0])
+
+    def lead_of(name, shape, tail, tail_text):
+        shape = tuple(shape)
+        if len(shape) < len(tail) or shape[len(shape) - len(tail):] != tail:
+            raise InputError(f"{name} must have shape (..., {tail_text}), got {shape}")
+        return shape[: len(shape) - len(tail)]
+
+    controls_shape = tuple(controls_shape)
+    if len(controls_shape) < 2 or controls_shape[-1] != n or controls_shape[-2] < 1:
+        raise InputError(f"controls must have shape (..., T, {n}) with T >= 1 (body.ndof vertex forces per step), "
+                         f"got {controls_shape}")
+    steps = int(controls_shape[-2])
+    leads = [
+        lead_of("x0", x0_shape, (n,), f"{n}) (body.ndof"),
+        lead_of("v0", v0_shape, (n,), f"{n}) (body.ndof"),
+        controls_shape[:-2],
+        lead_of("theta", theta_shape, (npar,), f"{npar}) (len(body.param_names)"),
+    ]
+    try:
+        lead = np.broadcast_shapes(*leads)
+    except ValueError:
+        raise InputError(f"the batch shapes of x0, v0, controls and theta do not broadcast: {leads}") from None
+    if 0 in lead:
+        raise InputError(f"the batch shape {tuple(lead)} of a soft rollout holds no rollout")
+    return tuple(lead), steps
+
+
+def soft_broadcast(body, x0, v0, controls, theta):
+    """The four inputs as float64 numpy arrays broadcast to the common leading shape."""
+    lead, steps = soft_check(body, np.shape(x0), np.shape(v0), np.shape(controls), np.shape(theta))
+    n, npar = body.ndof, len(body.param_names)
+    shapes = (lead + (n,), lead + (n,), lead + (steps, n), lead + (npar,))
+    return [np.broadcast_to(np.asarray(a, dtype=np.float64), s) for a, s in zip((x0, v0, controls, theta), shapes)]
 
 
 def soft_forward(body, x0, v0, controls, theta, dt, integrator):
-    """Runs the rollout of ``body`` with parameters ``theta`` (the pins held where ``x0`` has
-    them). Returns ``(X, V, rollout)``, the states after each step, shapes ``(T, ndof)``."""
-    stepped = body.with_params(np.asarray(theta, dtype=np.float64))
-    r = stepped.rollout(np.asarray(x0, dtype=np.float64), np.asarray(v0, dtype=np.float64),
-                        np.asarray(controls, dtype=np.float64), dt=dt, integrator=integrator)
-    X, V = r.states
-    return X, V, r
+    """Runs the rollouts of ``body`` (inputs already broadcast, see :func:`soft_broadcast`),
+    rollout b with parameters ``theta[b]`` and its pins held where its ``x0`` has them.
+    Returns ``(X, V, rollouts)``: the states after each step, shape ``L + (T, ndof)``, and one
+    ``SoftRollout`` per rollout (row-major over ``L``)."""
+    n, npar = body.ndof, len(body.param_names)
+    lead, steps = x0.shape[:-1], controls.shape[-2]
+    batch = int(np.prod(lead, dtype=np.int64))
+    flat = lambda a, *tail: np.ascontiguousarray(a.reshape((batch,) + tail), dtype=np.float64)  # noqa: E731
+    rollouts = body.rollout_batch(flat(x0, n), flat(v0, n), flat(controls, steps, n), thetas=flat(theta, npar),
+                                  dt=dt, integrator=integrator)
+    states = [r.states for r in rollouts]
+    X = np.stack([s[0] for s in states]).reshape(lead + (steps, n))
+    V = np.stack([s[1] for s in states]).reshape(lead + (steps, n))
+    return X, V, rollouts
 
 
-def soft_backward(body, rollout, gX, gV):
-    """``(∂ℓ/∂x0, ∂ℓ/∂v0, ∂ℓ/∂controls, ∂ℓ/∂θ)`` for upstream gradients on the states. The pins
-    are held at ``x0``'s pinned coordinates, so their targets' gradients (every step) add to
-    those coordinates of ``∂ℓ/∂x0``."""
-    g = rollout.backward(np.asarray(gX, dtype=np.float64), np.asarray(gV, dtype=np.float64))
+def soft_backward(body, X, rollouts, gX, gV):
+    """``(∂ℓ/∂x0, ∂ℓ/∂v0, ∂ℓ/∂controls, ∂ℓ/∂θ)`` for upstream gradients ``gX``, ``gV`` on the
+    states ``X`` of :func:`soft_forward` (``None``: zero). The pins are held at ``x0``'s pinned
+    coordinates, so their targets' gradients (every step) add to those coordinates of
+    ``∂ℓ/∂x0``. The cotangents may carry more batch entries than the rollouts (broadcast, as in
+    :func:`backward`); the gradients have the leading shape of that broadcast."""
+    n, npar = body.ndof, len(body.param_names)
+    lead_in, steps = X.shape[:-2], X.shape[-2]
+    lead = np.broadcast_shapes(lead_in, *[np.shape(g)[:-2] for g in (gX, gV) if g is not None])
+    batch = int(np.prod(lead, dtype=np.int64))
+    which = np.broadcast_to(np.arange(len(rollouts)).reshape(lead_in), lead).ravel()
+    cot = lambda g: None if g is None else np.ascontiguousarray(  # noqa: E731
+        np.broadcast_to(g, lead + (steps, n)).reshape(batch, steps, n), dtype=np.float64)
+    g = SoftRollout.backward_batch([rollouts[r] for r in which], cot(gX), cot(gV))
     gx0 = np.array(g["x0"], dtype=np.float64)
     pins = np.asarray(body.pinned_dofs, dtype=np.int64)
     if pins.size:
-        gx0[pins] += np.asarray(g["targets"]).sum(axis=0)
-    return gx0, g["v0"], g["u"], g["theta"]
+        gx0[:, pins] += np.asarray(g["targets"]).sum(axis=1)
+    return (
+        gx0.reshape(lead + (n,)),
+        np.asarray(g["v0"]).reshape(lead + (n,)),
+        np.asarray(g["u"]).reshape(lead + (steps, n)),
+        np.asarray(g["theta"]).reshape(lead + (npar,)),
+    )
+
+
+# Worlds (`stiction.World`): batched like the rigid rollouts. Shapes: ``q0`` ``(..., nq)``,
+# ``v0`` ``(..., nv)``, ``controls`` ``(..., T, nu)``, ``theta`` ``(..., np)``; every leading
+# index is an independent rollout, run in parallel by ``World.rollout_batch`` and swept by
+# ``WorldTape.vjp_batch``. Configurations are coordinates: start quaternions (articulations
+# with ball or free joints) are normalised before stepping, upstream gradients on ``Q`` are
+# mapped to the tangent space (``World.tangent_gradient``) and the tangent gradient of ``q0``
+# back to coordinates (``World.coordinate_gradient``); both are the identity for worlds of
+# particles, soft bodies and scalar joints (``nq == nv``).
+
+
+def world_dims(world) -> Tuple[int, int, int, int]:
+    """``(nq, nv, nu, np)`` of a world."""
+    return world.nq, world.nv, world.nu, len(world.param_names)
+
+
+def world_default_theta(world) -> np.ndarray:
+    """The world's current parameter values θ."""
+    return np.asarray(world.param_values(), dtype=np.float64)
+
+
+def world_check(world, q0_shape, v0_shape, controls_shape, theta_shape) -> Tuple[Tuple[int, ...], int]:
+    """The broadcast leading (batch) shape of a world rollout's inputs and its horizon T;
+    raises ``InputError`` with the expected shapes."""
+    nq, nv, nu, npar = world_dims(world)
+
+    def lead_of(name, shape, tail, tail_text):
+        shape = tuple(shape)
+        if len(shape) < len(tail) or shape[len(shape) - len(tail):] != tail:
+            raise InputError(f"{name} must have shape (..., {tail_text}), got {shape}")
+        return shape[: len(shape) - len(tail)]
+
+    controls_shape = tuple(controls_shape)
+    if len(controls_shape) < 2 or controls_shape[-1] != nu or controls_shape[-2] < 1:
+        raise InputError(f"controls must have shape (..., T, {nu}) with T >= 1 (world.nu controls per step), "
+                         f"got {controls_shape}")
+    steps = int(controls_shape[-2])
+    leads = [
+        lead_of("q0", q0_shape, (nq,), f"{nq}) (world.nq"),
+        lead_of("v0", v0_shape, (nv,), f"{nv}) (world.nv"),
+        controls_shape[:-2],
+        lead_of("theta", theta_shape, (npar,), f"{npar}) (len(world.param_names)"),
+    ]
+    try:
+        lead = np.broadcast_shapes(*leads)
+    except ValueError:
+        raise InputError(f"the batch shapes of q0, v0, controls and theta do not broadcast: {leads}") from None
+    if 0 in lead:
+        raise InputError(f"the batch shape {tuple(lead)} of a world rollout holds no rollout")
+    return tuple(lead), steps
+
+
+def world_broadcast(world, q0, v0, controls, theta):
+    """The four inputs as float64 numpy arrays broadcast to the common leading shape."""
+    lead, steps = world_check(world, np.shape(q0), np.shape(v0), np.shape(controls), np.shape(theta))
+    nq, nv, nu, npar = world_dims(world)
+    shapes = (lead + (nq,), lead + (nv,), lead + (steps, nu), lead + (npar,))
+    return [np.broadcast_to(np.asarray(a, dtype=np.float64), s) for a, s in zip((q0, v0, controls, theta), shapes)]
+
+
+def world_forward(world, q0, v0, controls, theta, theta_given=True):
+    """Runs the rollouts of ``world`` (inputs already broadcast, see :func:`world_broadcast`),
+    rollout b on ``world.with_param_values(theta[b])`` when ``theta_given`` (else on ``world``
+    itself), from ``q0[b]`` with its quaternions normalised. Returns ``(Q, V, tapes)``: shapes
+    ``L + (T, nq)`` and ``L + (T, nv)``, and one ``WorldTape`` per rollout."""
+    nq, nv, nu, npar = world_dims(world)
+    lead, steps = q0.shape[:-1], controls.shape[-2]
+    batch = int(np.prod(lead, dtype=np.int64))
+    flat = lambda a, *tail: np.ascontiguousarray(a.reshape((batch,) + tail), dtype=np.float64)  # noqa: E731
+    q0f = flat(q0, nq)
+    if nq != nv:
+        q0f = np.stack([world.normalize(row) for row in q0f])
+    thetas = flat(theta, npar) if theta_given and npar else None
+    Q, V, tapes = world.rollout_batch(q0f, flat(v0, nv), flat(controls, steps, nu), thetas=thetas)
+    return Q.reshape(lead + (steps, nq)), V.reshape(lead + (steps, nv)), tapes
+
+
+def world_backward(world, q0, Q, tapes, gQ, gV):
+    """``(∂ℓ/∂q0, ∂ℓ/∂v0, ∂ℓ/∂controls, ∂ℓ/∂θ)`` for upstream gradients ``gQ`` (on the
+    coordinates of ``Q``) and ``gV`` (``None``: zero); ``∂ℓ/∂q0`` is on the coordinates of
+    ``q0`` as given (see above). The cotangents may carry more batch entries than the
+    rollouts (broadcast, as in :func:`backward`)."""
+    nq, nv, nu, npar = world_dims(world)
+    lead_in, steps = Q.shape[:-2], Q.shape[-2]
+    lead = np.broadcast_shapes(lead_in, *[np.shape(g)[:-2] for g in (gQ, gV) if g is not None])
+    batch = int(np.prod(lead, dtype=np.int64))
+    which = np.broadcast_to(np.arange(len(tapes)).reshape(lead_in), lead).ravel()
+    q0f = np.ascontiguousarray(q0.reshape(len(tapes), nq)[which], dtype=np.float64)
+
+    def cot(g, n):
+        if g is None:
+            return None
+        return np.ascontiguousarray(np.broadcast_to(g, lead + (steps, n)).reshape(batch, steps, n), dtype=np.float64)
+
+    g = WorldTape.vjp_batch([tapes[r] for r in which], q0f, cot(gQ, nq), cot(gV, nv))
+    return (
+        np.asarray(g["q0"]).reshape(lead + (nq,)),
+        np.asarray(g["v0"]).reshape(lead + (nv,)),
+        np.asarray(g["u"]).reshape(lead + (steps, nu)),
+        np.asarray(g["theta"]).reshape(lead + (npar,)),
+    )

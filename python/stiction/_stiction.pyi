@@ -1014,6 +1014,48 @@ class World:
 
         :raises InputError: wrong shapes or non-finite values (the message names the step).
         """
+    def rollout_batch(
+        self,
+        q0: ArrayLike,
+        v0: ArrayLike,
+        controls: ArrayLike,
+        thetas: Optional[ArrayLike] = None,
+        threads: Optional[int] = None,
+    ) -> Tuple[Any, Any, List["WorldTape"]]:
+        """``B`` independent recorded rollouts, in parallel in Rust (rayon; the GIL is
+        released): start states ``q0`` (B, nq), ``v0`` (B, nv), controls ``controls``
+        (B, T, nu), optionally per-rollout values ``thetas`` (B, len(param_names)) of θ
+        (rollout b then runs on ``with_param_values(thetas[b])``).
+
+        Each rollout equals :meth:`rollout` bit for bit, for any ``threads`` (``None``: all
+        cores). Returns ``(Q, V, tapes)``: shapes (B, T, nq) and (B, T, nv), and a
+        :class:`WorldTape` per rollout.
+
+        :raises InputError: wrong shapes, non-finite values, a failing rollout (the message
+            names it and the step), ``threads`` not an integer >= 1.
+        :raises ModelError: a θ outside its domain.
+        """
+    def normalize(self, q: ArrayLike) -> Vector:
+        """``q`` (nq) with every quaternion normalised (articulations with ball or free joints;
+        the other systems' coordinates are kept).
+
+        :raises InputError: a wrong length, non-finite values, a quaternion far from unit
+            length (norm outside [0.5, 2]).
+        """
+    def tangent_gradient(self, q: ArrayLike, g: ArrayLike) -> Vector:
+        """A gradient ``g`` (nq) on the coordinates of ``q`` as a tangent gradient (nv),
+        ``Eᵀ g`` with ``E = ∂(q ⊕ δ)/∂δ``, system by system (:meth:`Model.tangent_gradient`
+        for an articulation, the identity for particles and soft bodies).
+
+        :raises InputError: wrong lengths, non-finite values, a quaternion far from unit length.
+        """
+    def coordinate_gradient(self, q: ArrayLike, g: ArrayLike) -> Vector:
+        """A tangent gradient ``g`` (nv) at ``q`` as a gradient on the coordinates of ``q``
+        (nq) for ``q ↦ ℓ(normalize(q))``, system by system (:meth:`Model.coordinate_gradient`
+        for an articulation: no component along a quaternion; the identity otherwise).
+
+        :raises InputError: wrong lengths, non-finite values, a quaternion far from unit length.
+        """
     def retract(self, q: ArrayLike, dq: ArrayLike) -> Vector:
         """``q ⊕ dq``: moves ``q`` (nq) along the tangent vector ``dq`` (nv), system by system."""
     def difference(self, q0: ArrayLike, q1: ArrayLike) -> Vector:
@@ -1130,6 +1172,27 @@ class WorldTape:
         shape (T, nu); with ``params=True`` also ``grad_theta``, summed over the steps.
 
         :raises InputError: an empty tape, wrong shapes or non-finite values.
+        """
+    @staticmethod
+    def vjp_batch(
+        tapes: Sequence["WorldTape"],
+        q0: ArrayLike,
+        grad_q: Optional[ArrayLike] = None,
+        grad_v: Optional[ArrayLike] = None,
+        threads: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """Reverse-mode sweeps of B tapes (T steps each, worlds of one size; a tape may appear
+        several times) on coordinates, in parallel in Rust: the reverse pass behind
+        ``stiction.torch.world_rollout`` and ``stiction.jax.world_rollout``. ``q0`` (B, nq):
+        the start coordinates as given (quaternions of any length near 1); ``grad_q``
+        (B, T, nq): gradients on the coordinates of the states after each step
+        (:meth:`World.tangent_gradient` maps them); ``grad_v`` (B, T, nv); None: zero.
+
+        Returns ``{"q0": (B, nq), "v0": (B, nv), "u": (B, T, nu), "theta": (B, np)}``, the
+        ``q0`` gradient on its coordinates (:meth:`World.coordinate_gradient`).
+
+        :raises InputError: an empty list, tapes of other sizes, wrong shapes or non-finite
+            values.
         """
 
 class TetMesh:
@@ -1384,6 +1447,33 @@ class SoftBody:
         """``N`` recorded steps under the vertex forces ``controls`` (shape (N, ndof)) with
         the pin ``targets`` of each step (shape (N, len(pinned_dofs)); None: held where ``x``
         has them). A failing step's error names it."""
+    def rollout_batch(
+        self,
+        x: ArrayLike,
+        v: ArrayLike,
+        controls: ArrayLike,
+        targets: Optional[ArrayLike] = None,
+        thetas: Optional[ArrayLike] = None,
+        dt: float = 1e-3,
+        tolerance: float = 1e-10,
+        max_iterations: int = 50,
+        line_search: bool = True,
+        integrator: str = "backward_euler",
+        threads: Optional[int] = None,
+    ) -> List["SoftRollout"]:
+        """``B`` independent recorded rollouts, in parallel in Rust (rayon; the GIL is
+        released): start states ``x``, ``v`` (B, ndof), vertex forces ``controls``
+        (B, T, ndof), pin ``targets`` (B, T, len(pinned_dofs); None: each rollout's pins held
+        where its ``x`` has them), per-rollout parameter values ``thetas``
+        (B, len(param_names); None: this body's). Options as :meth:`step`.
+
+        Rollout b equals :meth:`rollout` of ``with_params(thetas[b])`` (or of this body) bit
+        for bit, for any ``threads`` (``None``: all cores). Returns B :class:`SoftRollout`.
+
+        :raises InputError: wrong shapes, NaN, a failing rollout (the message names it and
+            the step), ``threads`` not an integer >= 1.
+        :raises ModelError: a θ outside the materials' domain.
+        """
     def gradcheck(
         self,
         x: ArrayLike,
@@ -1491,6 +1581,21 @@ class SoftRollout:
         "theta"}``.
 
         :raises InputError: an empty rollout, wrong shapes or NaN.
+        """
+    @staticmethod
+    def backward_batch(
+        rollouts: Sequence["SoftRollout"],
+        grad_x: Optional[ArrayLike] = None,
+        grad_v: Optional[ArrayLike] = None,
+        threads: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """:meth:`backward` of B rollouts (of one body's size and T steps each; the same
+        rollout may appear several times) in parallel in Rust: ``grad_x``, ``grad_v``
+        (B, T, ndof; None: zero). Returns ``{"x0", "v0" (B, ndof), "u" (B, T, ndof),
+        "targets" (B, T, len(pinned_dofs)), "theta" (B, len(param_names))}``, row b equal to
+        ``rollouts[b].backward(grad_x[b], grad_v[b])``.
+
+        :raises InputError: an empty list, rollouts of different sizes, wrong shapes or NaN.
         """
 
 class GradReport:

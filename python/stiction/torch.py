@@ -5,6 +5,8 @@ rollout; its backward pass runs over those tapes in Rust (``Tape.backward``), no
 Python. :func:`step` is the one-step case. Both are differentiable with respect to the start
 state, the torques and the simulator's parameters θ (``Simulator(params=...)``), and accept a
 leading batch dimension on any input (broadcast; batched rollouts run in parallel with rayon).
+:func:`soft_rollout` and :func:`world_rollout` do the same for a :class:`stiction.SoftBody` and a
+:class:`stiction.World` (θ: their ``param_names``).
 
 >>> import torch, stiction, stiction.torch as st
 >>> sim = stiction.Simulator(stiction.samples.pendulum_chain(2), dt=0.01, params=["mass:link1"])
@@ -40,7 +42,7 @@ except ImportError as e:  # pragma: no cover - exercised by test_optional_import
 
 from . import _autodiff
 
-__all__ = ["rollout", "soft_rollout", "step"]
+__all__ = ["rollout", "soft_rollout", "step", "world_rollout"]
 
 
 def _numpy(x: torch.Tensor) -> np.ndarray:
@@ -123,22 +125,25 @@ def step(sim, q, v, tau, theta=None) -> Tuple[torch.Tensor, torch.Tensor]:
 
 
 class _SoftRollout(torch.autograd.Function):
-    """``(x0, v0, controls, theta) ↦ (X, V)`` over one recorded soft-body rollout."""
+    """``(x0, v0, controls, theta) ↦ (X, V)`` over a batch of recorded soft-body rollouts."""
 
     @staticmethod
     def forward(ctx, body, options, x0, v0, controls, theta):  # noqa: D401 - torch's signature
-        _autodiff.soft_check(body, x0.shape, v0.shape, controls.shape, theta.shape)
-        X, V, r = _autodiff.soft_forward(body, _numpy(x0), _numpy(v0), _numpy(controls), _numpy(theta), *options)
-        ctx.rollout, ctx.body = r, body
+        args = _autodiff.soft_broadcast(body, _numpy(x0), _numpy(v0), _numpy(controls), _numpy(theta))
+        X, V, rollouts = _autodiff.soft_forward(body, *args, *options)
+        ctx.rollouts, ctx.body, ctx.X = rollouts, body, X
+        ctx.shapes = (x0.shape, v0.shape, controls.shape, theta.shape)
         device = x0.device
         return torch.from_numpy(X).to(device), torch.from_numpy(V).to(device)
 
     @staticmethod
     def backward(ctx, gX, gV):
-        grads = _autodiff.soft_backward(ctx.body, ctx.rollout, _numpy(gX), _numpy(gV))
+        grads = _autodiff.soft_backward(ctx.body, ctx.X, ctx.rollouts, _numpy(gX), _numpy(gV))
         device = gX.device
-        out = [torch.from_numpy(np.ascontiguousarray(g)).to(device) if needed else None
-               for g, needed in zip(grads, ctx.needs_input_grad[2:])]
+        out = [
+            torch.from_numpy(np.ascontiguousarray(_autodiff.reduce_to(g, shape))).to(device) if needed else None
+            for g, shape, needed in zip(grads, ctx.shapes, ctx.needs_input_grad[2:])
+        ]
         return (None, None, *out)
 
 
@@ -147,18 +152,80 @@ def soft_rollout(body, x0, v0, controls, theta=None, dt=1e-3, integrator="backwa
     ``controls``, differentiable with respect to ``x0``, ``v0``, ``controls`` and ``theta`` (the
     values of ``body.param_names``; ``None``: the body's own values, not differentiated). The
     pins are held where ``x0`` has them (a gradient in ``x0``'s pinned coordinates moves the
-    pins too). No batch dimension.
+    pins too). Any input may carry leading batch dimensions (broadcast, as :func:`rollout`):
+    every leading index is an independent rollout, with its own ``theta`` when ``theta`` is
+    batched; the batch runs in parallel (``SoftBody.rollout_batch``, rayon).
 
     :param body: a :class:`stiction.SoftBody`.
-    :param x0: start positions, ``(ndof,)``; :param v0: start velocities, ``(ndof,)``.
-    :param controls: vertex forces, ``(T, ndof)``.
+    :param x0: start positions, ``(..., ndof)``; :param v0: start velocities, ``(..., ndof)``.
+    :param controls: vertex forces, ``(..., T, ndof)``.
+    :param theta: parameter values, ``(..., len(body.param_names))``.
     :param dt: the time step; :param integrator: ``"backward_euler"`` or ``"implicit_midpoint"``.
-    :returns: ``(X, V)``, the states after each step, shapes ``(T, ndof)``.
-    :raises InputError: wrong shapes, NaN inputs, a failed step.
+    :returns: ``(X, V)``, the states after each step, shapes ``(..., T, ndof)``.
+    :raises InputError: wrong shapes, NaN inputs, a failed step (the message names the
+        rollout and the step).
     :raises ModelError: ``theta`` outside the materials' domain.
     """
     x0 = _as_tensor(x0, "x0", None)
     v0 = _as_tensor(v0, "v0", x0)
     controls = _as_tensor(controls, "controls", x0)
     theta = _as_tensor(np.asarray(body.param_values) if theta is None else theta, "theta", x0)
+    _autodiff.soft_check(body, x0.shape, v0.shape, controls.shape, theta.shape)
     return _SoftRollout.apply(body, (float(dt), integrator), x0, v0, controls, theta)
+
+
+class _WorldRollout(torch.autograd.Function):
+    """``(q0, v0, controls, theta) ↦ (Q, V)`` over a batch of recorded world rollouts."""
+
+    @staticmethod
+    def forward(ctx, world, theta_given, q0, v0, controls, theta):  # noqa: D401 - torch's signature
+        args = _autodiff.world_broadcast(world, _numpy(q0), _numpy(v0), _numpy(controls), _numpy(theta))
+        Q, V, tapes = _autodiff.world_forward(world, *args, theta_given=theta_given)
+        ctx.world, ctx.tapes, ctx.q0, ctx.Q = world, tapes, args[0], Q
+        ctx.shapes = (q0.shape, v0.shape, controls.shape, theta.shape)
+        device = q0.device
+        return torch.from_numpy(Q).to(device), torch.from_numpy(V).to(device)
+
+    @staticmethod
+    def backward(ctx, gQ, gV):
+        grads = _autodiff.world_backward(ctx.world, ctx.q0, ctx.Q, ctx.tapes, _numpy(gQ), _numpy(gV))
+        device = gQ.device
+        out = [
+            torch.from_numpy(np.ascontiguousarray(_autodiff.reduce_to(g, shape))).to(device) if needed else None
+            for g, shape, needed in zip(grads, ctx.shapes, ctx.needs_input_grad[2:])
+        ]
+        return (None, None, *out)
+
+
+def world_rollout(world, q0, v0, controls, theta=None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``T`` steps of a :class:`stiction.World` from ``(q0, v0)`` under the controls
+    ``controls``, differentiable with respect to ``q0``, ``v0``, ``controls`` and ``theta`` (the
+    values of ``world.param_names``: a soft body's material and damping parameters; ``None``:
+    the world's own values, not differentiated). Any input may carry leading batch dimensions
+    (broadcast, as :func:`rollout`); the batch runs in parallel (``World.rollout_batch``).
+
+    ``q0`` and ``Q`` are coordinates. Particles, soft bodies and scalar joints have plain
+    coordinates (``nq == nv``) and the gradient of ``q0`` is the ordinary one. An articulation
+    with ball or free joints has quaternions: they are normalised before stepping, a gradient
+    on ``Q`` is mapped to the tangent space at each state (``World.tangent_gradient``), and the
+    gradient of ``q0`` is that of ``q0 ↦ rollout(normalize(q0))`` on its coordinates
+    (``World.coordinate_gradient`` of the tape's tangent gradient), with no component along a
+    quaternion — as :func:`rollout` does for a simulator.
+
+    :param world: a :class:`stiction.World`.
+    :param q0: start configuration, ``(..., nq)``; :param v0: start velocity, ``(..., nv)``.
+    :param controls: controls, ``(..., T, nu)`` (joint torques, particle and vertex forces).
+    :param theta: values of ``world.param_names``, ``(..., np)``.
+    :returns: ``(Q, V)``, the states after each step, shapes ``(..., T, nq)`` and ``(..., T, nv)``.
+    :raises InputError: wrong shapes, non-finite inputs, a failed step (the message names the
+        rollout and the step).
+    :raises ModelError: ``theta`` outside its domain (e.g. Poisson's ratio >= 0.5).
+    :raises TypeError: a tensor that is not float64.
+    """
+    q0 = _as_tensor(q0, "q0", None)
+    v0 = _as_tensor(v0, "v0", q0)
+    controls = _as_tensor(controls, "controls", q0)
+    theta_given = theta is not None
+    theta = _as_tensor(_autodiff.world_default_theta(world) if theta is None else theta, "theta", q0)
+    _autodiff.world_check(world, q0.shape, v0.shape, controls.shape, theta.shape)
+    return _WorldRollout.apply(world, theta_given, q0, v0, controls, theta)

@@ -607,8 +607,173 @@ def test_jax_soft_rollout_gradients_match_central_differences():
     analytic = sum(float((np.asarray(g) * d).sum()) for g, d in zip(grads, direction))
     fd = _soft_loss_fd(body, x0, v0, controls, wx, wv, theta0, direction, 1e-5)
     assert abs(analytic - fd) <= 1e-6 * abs(fd)
-    with pytest.raises(stiction.InputError, match="no batch"):
-        sj.soft_rollout(body, jnp.zeros((2, body.ndof)), v0, controls)
+    with pytest.raises(stiction.InputError, match="do not broadcast"):
+        sj.soft_rollout(body, jnp.zeros((2, body.ndof)), jnp.zeros((3, body.ndof)), controls)
+
+
+def _soft_batch_scene(batch=3, steps=4):
+    """The autodiff scene's body with a batch of perturbed starts, forces and parameters."""
+    body, x0, _, _, _, _ = _soft_autodiff_scene()
+    rng = np.random.default_rng(21)
+    n = body.ndof
+    free = np.setdiff1d(np.arange(n), body.pinned_dofs)
+    X0 = np.tile(x0, (batch, 1))
+    X0[:, free] += 1e-3 * rng.standard_normal((batch, free.size))
+    V0 = 0.05 * rng.standard_normal((batch, n))
+    U = 0.2 * rng.standard_normal((batch, steps, n))
+    TH = np.tile(np.asarray(body.param_values), (batch, 1)) * (1.0 + 0.2 * rng.random((batch, len(body.param_names))))
+    WX = rng.standard_normal((batch, steps, n))
+    WV = 0.01 * rng.standard_normal((batch, steps, n))
+    return body, X0, V0, U, TH, WX, WV
+
+
+def _soft_batch_loss_fd(body, inputs, weights, direction, h):
+    """Central difference of the batch's linear loss along a direction in (X0, V0, U, TH),
+    each rollout run on its own with ``SoftBody.rollout``."""
+    WX, WV = weights
+
+    def loss(s):
+        X0, V0, U, TH = [a + s * d for a, d in zip(inputs, direction)]
+        total = 0.0
+        for b in range(X0.shape[0]):
+            X, V = body.with_params(TH[b]).rollout(X0[b], V0[b], U[b], dt=5e-3).states
+            total += float((WX[b] * X).sum() + (WV[b] * V).sum())
+        return total
+    return (loss(h) - loss(-h)) / (2 * h)
+
+
+def _batch_direction(inputs, seed):
+    rng = np.random.default_rng(seed)
+    X0, V0, U, TH = inputs
+    return (1e-3 * rng.standard_normal(X0.shape), rng.standard_normal(V0.shape), rng.standard_normal(U.shape),
+            rng.standard_normal(TH.shape) * (np.abs(TH) + 1e-2))
+
+
+def test_soft_rollout_batch_equals_single_rollouts_bit_for_bit():
+    body, X0, V0, U, TH, WX, WV = _soft_batch_scene()
+    batch, steps, n = U.shape
+    pins = body.pinned_dofs
+    targets = np.repeat(X0[:, None, pins], steps, axis=1) + 1e-3
+    for kwargs in ({}, {"thetas": TH}, {"thetas": TH, "targets": targets, "threads": 1}):
+        rollouts = body.rollout_batch(X0, V0, U, dt=5e-3, **kwargs)
+        assert len(rollouts) == batch and all(isinstance(r, SoftRollout) for r in rollouts)
+        grads = SoftRollout.backward_batch(rollouts, WX, WV, threads=kwargs.get("threads"))
+        assert grads["u"].shape == (batch, steps, n) and grads["targets"].shape == (batch, steps, len(pins))
+        for b, r in enumerate(rollouts):
+            single = body.with_params(TH[b]) if "thetas" in kwargs else body
+            t = kwargs["targets"][b] if "targets" in kwargs else None
+            ref = single.rollout(X0[b], V0[b], U[b], targets=t, dt=5e-3)
+            for got, want in zip(r.states, ref.states):
+                assert np.array_equal(got, want)
+            g = ref.backward(WX[b], WV[b])
+            for k in ("x0", "v0", "u", "targets", "theta"):
+                assert np.array_equal(grads[k][b], g[k]), k
+    # The same rollout may appear several times; missing cotangents are zero.
+    rollouts = body.rollout_batch(X0[:1], V0[:1], U[:1], dt=5e-3)
+    twice = SoftRollout.backward_batch([rollouts[0], rollouts[0]], grad_x=WX[:2])
+    assert np.array_equal(twice["x0"][0], rollouts[0].backward(WX[0])["x0"])
+    assert np.array_equal(twice["theta"][1], rollouts[0].backward(WX[1])["theta"])
+
+
+def test_soft_rollout_batch_bad_inputs_raise():
+    body, X0, V0, U, TH, WX, _ = _soft_batch_scene()
+    with pytest.raises(InputError, match=r"v must have shape \(3, 36\)"):
+        body.rollout_batch(X0, V0[:2], U)
+    with pytest.raises(InputError, match=r"controls must have shape \(B, T, 36\)"):
+        body.rollout_batch(X0, V0, U[0])
+    with pytest.raises(InputError, match="thetas"):
+        body.rollout_batch(X0, V0, U, thetas=TH[:, :2])
+    with pytest.raises(InputError, match="targets"):
+        body.rollout_batch(X0, V0, U, targets=np.zeros((3, 2, len(body.pinned_dofs))))
+    bad = U.copy()
+    bad[1, 2, 4] = np.nan
+    with pytest.raises(InputError, match="controls"):
+        body.rollout_batch(X0, V0, bad)
+    bad_theta = TH.copy()
+    bad_theta[2, 1] = 0.7  # Poisson's ratio >= 0.5
+    with pytest.raises((InputError, ModelError), match="batch rollout 2"):
+        body.rollout_batch(X0, V0, U, thetas=bad_theta)
+    with pytest.raises(InputError, match="threads"):
+        body.rollout_batch(X0, V0, U, threads=0)
+    rollouts = body.rollout_batch(X0, V0, U)
+    with pytest.raises(InputError, match="at least one rollout"):
+        SoftRollout.backward_batch([])
+    with pytest.raises(InputError, match="grad_x"):
+        SoftRollout.backward_batch(rollouts, WX[:, :2])
+    short = body.rollout_batch(X0[:1], V0[:1], U[:1, :2])
+    with pytest.raises(InputError, match="rollout 1 does not match"):
+        SoftRollout.backward_batch([rollouts[0], short[0]])
+
+
+def test_torch_soft_rollout_batch_matches_single_rollouts_and_central_differences():
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    import stiction.torch as st
+
+    body, X0, V0, U, TH, WX, WV = _soft_batch_scene()
+    inputs = (X0, V0, U, TH)
+    args = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in inputs]
+    X, V = st.soft_rollout(body, *args, dt=5e-3)
+    assert X.shape == U.shape and V.shape == U.shape
+    for b in range(X0.shape[0]):
+        Xb, Vb = st.soft_rollout(body, *(torch.tensor(a[b]) for a in inputs), dt=5e-3)
+        assert torch.equal(Xb, X[b]) and torch.equal(Vb, V[b])
+    ((X * torch.tensor(WX)).sum() + (V * torch.tensor(WV)).sum()).backward()
+    direction = _batch_direction(inputs, 22)
+    analytic = sum(float((a.grad.numpy() * d).sum()) for a, d in zip(args, direction))
+    fd = _soft_batch_loss_fd(body, inputs, (WX, WV), direction, 1e-5)
+    assert abs(analytic - fd) <= 1e-6 * abs(fd)
+    # Broadcast: one start state and θ shared by the batch; their gradients sum over it.
+    x0 = torch.tensor(X0[0], requires_grad=True)
+    theta = torch.tensor(TH[0], requires_grad=True)
+    X, V = st.soft_rollout(body, x0, torch.tensor(V0), torch.tensor(U), theta, dt=5e-3)
+    (X * torch.tensor(WX)).sum().backward()
+    shared = (np.tile(X0[0], (3, 1)), V0, U, np.tile(TH[0], (3, 1)))
+    rng = np.random.default_rng(23)
+    dx, dth = 1e-3 * rng.standard_normal(X0.shape[1]), rng.standard_normal(TH.shape[1]) * (np.abs(TH[0]) + 1e-2)
+    direction = (np.tile(dx, (3, 1)), 0 * V0, 0 * U, np.tile(dth, (3, 1)))
+    analytic = float(x0.grad.numpy() @ dx + theta.grad.numpy() @ dth)
+    fd = _soft_batch_loss_fd(body, shared, (WX, 0 * WV), direction, 1e-5)
+    assert abs(analytic - fd) <= 1e-6 * abs(fd)
+    with pytest.raises(InputError, match=r"controls must have shape \(\.\.\., T, 36\)"):
+        st.soft_rollout(body, args[0], args[1], torch.zeros(3, 4, 5, dtype=torch.float64))
+    with pytest.raises(InputError, match="do not broadcast"):
+        st.soft_rollout(body, args[0], args[1][:2], args[2])
+    with pytest.raises(InputError, match=r"theta must have shape"):
+        st.soft_rollout(body, args[0], args[1], args[2], args[3][:, :2])
+
+
+def test_jax_soft_rollout_batch_matches_vmap_and_central_differences():
+    jax = pytest.importorskip("jax", reason="jax is not installed")
+    import jax.numpy as jnp
+    import stiction.jax as sj
+
+    jax.config.update("jax_enable_x64", True)
+    body, X0, V0, U, TH, WX, WV = _soft_batch_scene()
+    inputs = (X0, V0, U, TH)
+
+    def loss(x0, v0, controls, theta):
+        X, V = sj.soft_rollout(body, x0, v0, controls, theta, dt=5e-3)
+        return (X * WX).sum() + (V * WV).sum()
+
+    jargs = [jnp.asarray(a) for a in inputs]
+    X, V = sj.soft_rollout(body, *jargs, dt=5e-3)
+    Xm, Vm = jax.vmap(lambda *a: sj.soft_rollout(body, *a, dt=5e-3))(*jargs)
+    assert np.array_equal(np.asarray(X), np.asarray(Xm)) and np.array_equal(np.asarray(V), np.asarray(Vm))
+    grads = jax.jit(jax.grad(loss, argnums=(0, 1, 2, 3)))(*jargs)
+    direction = _batch_direction(inputs, 24)
+    analytic = sum(float((np.asarray(g) * d).sum()) for g, d in zip(grads, direction))
+    fd = _soft_batch_loss_fd(body, inputs, (WX, WV), direction, 1e-5)
+    assert abs(analytic - fd) <= 1e-6 * abs(fd)
+    # jax.jacrev sweeps many cotangents over one rollout (batched cotangents, unbatched inputs).
+    jac = jax.jacrev(lambda v0: sj.soft_rollout(body, jargs[0][0], v0, jargs[2][0], dt=5e-3)[0][-1, :3])(jargs[1][0])
+    assert jac.shape == (3, 36)
+    r = body.rollout(X0[0], V0[0], U[0], dt=5e-3)
+    for i in range(3):
+        gx = np.zeros((4, 36))
+        gx[-1, i] = 1.0
+        assert np.allclose(np.asarray(jac[i]), r.backward(gx)["v0"], rtol=1e-12, atol=1e-14)
+    with pytest.raises(InputError, match=r"x0 must have shape \(\.\.\., 36\)"):
+        sj.soft_rollout(body, jnp.zeros((3, 35)), jargs[1], jargs[2])
 
 
 def test_soft_gradcheck_reports_every_block():

@@ -59,7 +59,7 @@ impl Default for SoftOptions {
 }
 
 impl SoftOptions {
-    fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         if !(self.dt.is_finite() && self.dt > 0.0) {
             return Err(Error::InvalidInput(format!("soft step: dt must be finite and positive, got {}", self.dt)));
         }

@@ -3,6 +3,8 @@
 //! (issue #21; docs/soft.md).
 //!
 //! * [`mesh`] — [`TetMesh`]: the validated rest mesh, volumes, shape-function gradients.
+//! * [`batch`] — [`rollout_batch`] and [`backward_batch`]: independent rollouts of one
+//!   body (own start state, forces, targets and θ each) and their reverse sweeps, in parallel.
 //! * [`generate`] — box and rod meshes.
 //! * [`surface`] — the boundary triangles of a mesh (collision, output).
 //! * [`io`] — Gmsh `.msh` 4.1, VTK unstructured grids, TetGen `.node`/`.ele`; VTK output
@@ -12,6 +14,7 @@
 //!   stage (effective mass `(h²/c) H(x_f)`) with its adjoints, for `world::SoftSystem`.
 
 mod adjoint;
+pub mod batch;
 pub mod body;
 pub mod coupling;
 mod damping;
@@ -27,6 +30,7 @@ pub mod surface;
 pub mod sysid;
 
 pub use adjoint::{SoftGradients, SoftJacobians};
+pub use batch::{backward_batch, rollout_batch, SoftBatchCotangent, SoftBatchRollout};
 pub use body::{SoftBody, SoftBodyBuilder, SoftDamping, SoftMaterial, SoftRegion};
 pub use coupling::{LinearizedStep, StartGradients};
 pub use implicit::{

@@ -112,6 +112,23 @@ impl System for Articulation {
         self.model.difference_into(q0, q1, out);
     }
 
+    fn normalize(&self, q: &[f64], out: &mut [f64]) -> Result<()> {
+        out.copy_from_slice(self.model.normalize(&DVector::from_column_slice(q))?.as_slice());
+        Ok(())
+    }
+
+    fn tangent_gradient(&self, q: &[f64], g: &[f64], out: &mut [f64]) -> Result<()> {
+        let t = self.model.tangent_gradient(&DVector::from_column_slice(q), &DVector::from_column_slice(g))?;
+        out.copy_from_slice(t.as_slice());
+        Ok(())
+    }
+
+    fn coordinate_gradient(&self, q: &[f64], g: &[f64], out: &mut [f64]) -> Result<()> {
+        let c = self.model.coordinate_gradient(&DVector::from_column_slice(q), &DVector::from_column_slice(g))?;
+        out.copy_from_slice(c.as_slice());
+        Ok(())
+    }
+
     fn check(&self, q: &[f64], v: &[f64], u: &[f64]) -> Result<()> {
         // A valid time step: only the state and control are checked here.
         StepInputs { q, v, tau: u, wrenches: None, dt: 1e-3 }.check(&self.model)

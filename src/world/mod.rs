@@ -40,14 +40,14 @@ pub use articulation::Articulation;
 pub use attachments::{Anchor, Attachment};
 pub use contacts::{ContactSide, ShapeRef, WorldContact};
 pub use particles::Particles;
-pub use rollout::{WorldTape, WorldTapeGradients};
+pub use rollout::{WorldBatchRollout, WorldTape, WorldTapeGradients};
 pub use soft_body::SoftSystem;
 pub use static_geometry::StaticGeometry;
 pub use step::{WorldState, WorldStepRecord};
 pub use system::{InputGradients, System, SystemStep};
 pub use vjp::WorldGradients;
 
-use crate::error::{Error, Result};
+use crate::error::{check_vector, Error, Result};
 use crate::math::Vec3;
 use crate::solver::{BoxedLcpSolver, ConstraintSolver};
 use crate::step::{check_dt, ContactModel, ContactOptions};
@@ -306,6 +306,51 @@ impl World {
         for (s, system) in self.systems.iter().enumerate() {
             let (qr, vr, _) = self.blocks(s).unwrap_or_default();
             system.difference(&q0.as_slice()[qr.clone()], &q1.as_slice()[qr], &mut out.as_mut_slice()[vr]);
+        }
+        Ok(out)
+    }
+
+    /// `q` with every quaternion normalised, system by system (a start configuration
+    /// given on coordinates, as the PyTorch and JAX wrappers take it). Errors: the size, a
+    /// quaternion far from unit length (norm outside [0.5, 2]).
+    pub fn normalize(&self, q: &DVector<f64>) -> Result<DVector<f64>> {
+        check_vector("world q", q.as_slice(), self.nq())?;
+        let mut out = q.clone();
+        for (s, system) in self.systems.iter().enumerate() {
+            let (qr, _, _) = self.blocks(s).unwrap_or_default();
+            system.normalize(&q.as_slice()[qr.clone()], &mut out.as_mut_slice()[qr])?;
+        }
+        Ok(out)
+    }
+
+    /// A gradient `g` on the coordinates of `q` (size [`World::nq`]) as a tangent gradient
+    /// (size [`World::nv`]), `Eᵀ g` system by system ([`crate::Model::tangent_gradient`] for
+    /// an articulation, the identity for vector-space systems). This is how a loss written on
+    /// the coordinates of the states reaches [`WorldTape::backward`]. Errors: sizes,
+    /// non-finite values, a quaternion far from unit length.
+    pub fn tangent_gradient(&self, q: &DVector<f64>, g: &DVector<f64>) -> Result<DVector<f64>> {
+        check_vector("world q", q.as_slice(), self.nq())?;
+        check_vector("world coordinate gradient", g.as_slice(), self.nq())?;
+        let mut out = DVector::zeros(self.nv());
+        for (s, system) in self.systems.iter().enumerate() {
+            let (qr, vr, _) = self.blocks(s).unwrap_or_default();
+            system.tangent_gradient(&q.as_slice()[qr.clone()], &g.as_slice()[qr], &mut out.as_mut_slice()[vr])?;
+        }
+        Ok(out)
+    }
+
+    /// A tangent gradient `g` (size [`World::nv`]) at `q` as a gradient on the coordinates
+    /// of `q` (size [`World::nq`]) of the function `q ↦ ℓ(normalize(q))`, system by system
+    /// ([`crate::Model::coordinate_gradient`] for an articulation: no component along a
+    /// quaternion; the identity for vector-space systems). Errors: sizes, non-finite
+    /// values, a quaternion far from unit length.
+    pub fn coordinate_gradient(&self, q: &DVector<f64>, g: &DVector<f64>) -> Result<DVector<f64>> {
+        check_vector("world q", q.as_slice(), self.nq())?;
+        check_vector("world tangent gradient", g.as_slice(), self.nv())?;
+        let mut out = DVector::zeros(self.nq());
+        for (s, system) in self.systems.iter().enumerate() {
+            let (qr, vr, _) = self.blocks(s).unwrap_or_default();
+            system.coordinate_gradient(&q.as_slice()[qr.clone()], &g.as_slice()[vr], &mut out.as_mut_slice()[qr])?;
         }
         Ok(out)
     }

@@ -46,7 +46,49 @@ impl World {
     }
 }
 
+/// One rollout of a world batch ([`World::rollout_batch`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorldBatchRollout {
+    /// The start state.
+    pub state: WorldState,
+    /// The controls of every step ([`World::nu`] each).
+    pub controls: Vec<DVector<f64>>,
+    /// Values of the world's parameters θ ([`World::param_names`]) for this rollout; `None`:
+    /// the world's own.
+    pub theta: Option<DVector<f64>>,
+}
+
+impl World {
+    /// Runs every rollout of `batch` with recording, in parallel (`threads`: `None` uses
+    /// rayon's global pool, `Some(n)` a pool of `n` threads), rollout `i` on
+    /// `self.with_param_values(θ_i)` when it has a θ; returns the states after each step and
+    /// the tape of each rollout, in batch order. A world step keeps no state between calls,
+    /// so every result equals the sequential [`World::rollout_recorded`] bit for bit,
+    /// whatever the thread count. Errors: those of [`World::rollout_recorded`] and
+    /// [`World::with_param_values`] for the first failing rollout in batch order, naming it
+    /// and the step; a zero thread count.
+    pub fn rollout_batch(
+        &self,
+        batch: &[WorldBatchRollout],
+        threads: Option<usize>,
+    ) -> Result<Vec<(Vec<WorldState>, WorldTape)>> {
+        crate::sim::map_rollouts(batch.len(), threads, |i| {
+            let item = &batch[i];
+            match &item.theta {
+                Some(theta) => self.with_param_values(theta)?.rollout_recorded(&item.state, &item.controls),
+                None => self.rollout_recorded(&item.state, &item.controls),
+            }
+        })
+    }
+}
+
 impl WorldTape {
+    /// The world the tape's steps were taken in (that of its first record; `None` for an
+    /// empty tape).
+    pub fn world(&self) -> Option<&World> {
+        self.records.first().map(|r| &r.world)
+    }
+
     /// The step records.
     pub fn records(&self) -> &[WorldStepRecord] {
         &self.records

@@ -62,6 +62,28 @@ pub trait System: Send + Sync + Debug {
     fn retract(&self, q: &[f64], dq: &[f64], out: &mut [f64]);
     /// `out = q₁ ⊖ q₀`: the tangent vector (nv) with `q₀ ⊕ out = q₁`.
     fn difference(&self, q0: &[f64], q1: &[f64], out: &mut [f64]);
+    /// `out = q` with every quaternion normalised (for a start configuration given on
+    /// coordinates). The default copies `q`: systems whose configuration is a vector space
+    /// (nq = nv) keep it. Errors: a quaternion far from unit length.
+    fn normalize(&self, q: &[f64], out: &mut [f64]) -> Result<()> {
+        out.copy_from_slice(q);
+        Ok(())
+    }
+    /// `out = Eᵀ g`: a gradient `g` on the coordinates of `q` (nq) as a tangent gradient
+    /// (nv), `E = ∂(q ⊕ δ)/∂δ` at `δ = 0`. The default copies `g` (nq = nv). Errors: a
+    /// quaternion far from unit length.
+    fn tangent_gradient(&self, _q: &[f64], g: &[f64], out: &mut [f64]) -> Result<()> {
+        out.copy_from_slice(g);
+        Ok(())
+    }
+    /// `out = Dᵀ g`: a tangent gradient `g` (nv) at `q` as a gradient on the coordinates
+    /// (nq) of the function `q ↦ ℓ(normalize(q))` (`D = ∂(normalize(q̂) ⊖ q)/∂q̂` at
+    /// `q̂ = q`). The default copies `g` (nq = nv). Errors: a quaternion far from unit
+    /// length.
+    fn coordinate_gradient(&self, _q: &[f64], g: &[f64], out: &mut [f64]) -> Result<()> {
+        out.copy_from_slice(g);
+        Ok(())
+    }
     /// Checks a state and control of this system (sizes, finiteness, unit quaternions).
     fn check(&self, q: &[f64], v: &[f64], u: &[f64]) -> Result<()>;
     /// The names of the system's differentiable parameters θ (default: none).
