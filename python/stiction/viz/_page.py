@@ -48,7 +48,12 @@ _PLAYER = r"""
     if (a.dtype === "uint32") return new Uint32Array(u8.buffer);
     return new Float32Array(u8.buffer);
   }
-  var viewer = new MeshCat.Viewer(document.getElementById("meshcat-pane"));
+  var params = new URLSearchParams(window.location.search);
+  // ?aa=0 turns antialiasing off (cheaper with software rendering).
+  var pane = document.getElementById("meshcat-pane");
+  var renderer = new THREE.WebGLRenderer({antialias: params.get("aa") !== "0", alpha: true});
+  pane.appendChild(renderer.domElement);
+  var viewer = new MeshCat.Viewer(pane, true, renderer);
   window.stictionViewer = viewer;
   viewer.hide_background();
   viewer.set_property(["Axes"], "visible", false);
@@ -66,7 +71,7 @@ _PLAYER = r"""
     cyl.position.addVectors(a, b).multiplyScalar(0.5);
     if (len > 0) cyl.quaternion.setFromUnitVectors(new THREE.Vector3(0, 1, 0), d.normalize());
     g.add(cyl);
-    [a, b].forEach(function (p) { var s = new THREE.Mesh(new THREE.SphereGeometry(r, 24, 12), m); s.position.copy(p); g.add(s); });
+    [a, b].forEach(function (p) { var s = new THREE.Mesh(new THREE.SphereGeometry(r, 16, 8), m); s.position.copy(p); g.add(s); });
     return g;
   }
   function build(s) {
@@ -77,7 +82,7 @@ _PLAYER = r"""
     }
     var v = decode(s.vertices), n = v.length / 3, r = s.radius > 0 ? s.radius : view.point_radius;
     if (n === 1) {
-      var sp = new THREE.Mesh(new THREE.SphereGeometry(r, 32, 16), m);
+      var sp = new THREE.Mesh(new THREE.SphereGeometry(r, 24, 12), m);
       sp.position.set(v[0], v[1], v[2]);
       return sp;
     }
@@ -123,7 +128,7 @@ _PLAYER = r"""
     return {geo: geo, pos: pos, X: X, n: n};
   });
   D.markers.forEach(function (s, k) {
-    var obj = new THREE.Mesh(new THREE.SphereGeometry(s.radius, 32, 16), mat(s.color, s.opacity));
+    var obj = new THREE.Mesh(new THREE.SphereGeometry(s.radius, 24, 12), mat(s.color, s.opacity));
     obj.position.set(s.position[0], s.position[1], s.position[2]);
     viewer.set_object(["stiction", s.name || ("marker" + k)], obj);
   });
@@ -211,7 +216,6 @@ _PLAYER = r"""
     }
     requestAnimationFrame(tick);
   }
-  var params = new URLSearchParams(window.location.search);
   var t0 = params.get("t");
   if (t0 === "end") t = tEnd; else if (t0 !== null && isFinite(+t0)) t = Math.min(Math.max(+t0, 0), tEnd);
   show(frameAt(t));
