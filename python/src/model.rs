@@ -681,7 +681,7 @@ impl PyModel {
         let poses = self.run(py, |m, d| {
             let shapes = &m.collision_model().shapes;
             let mut out = Vec::new();
-            let rows = if nq == 0 { lead.first().copied().unwrap_or(1) } else { data.len() / nq };
+            let rows = lead.first().copied().unwrap_or(1);
             for r in 0..rows {
                 dynamics::forward_kinematics(m, d, &data[r * nq..(r + 1) * nq])?;
                 out.extend(shapes.iter().map(|s| s.world_pose(&d.x_world)));

@@ -532,7 +532,7 @@ impl PyWorld {
     fn shape_poses<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>) -> PyResult<Bound<'py, numpy::PyArrayDyn<f64>>> {
         let nq = self.world.nq();
         let (mut lead, data) = crate::shapes::configurations(q, "q", nq, "world.nq")?;
-        let rows = if nq == 0 { lead.first().copied().unwrap_or(1) } else { data.len() / nq };
+        let rows = lead.first().copied().unwrap_or(1);
         let world = &self.world;
         let poses = py.detach(|| -> stiction::Result<Vec<SE3>> {
             let mut out = Vec::new();
