@@ -65,6 +65,16 @@ def _quaternions(R):
     return q / np.linalg.norm(q, axis=-1, keepdims=True)
 
 
+def _rotation(q):
+    """Rotation matrices (..., 3, 3) of unit quaternions ``[w, x, y, z]`` (..., 4)."""
+    w, x, y, z = np.moveaxis(np.asarray(q, dtype=float), -1, 0)
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], axis=-1),
+        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], axis=-1),
+        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], axis=-1),
+    ], axis=-2)
+
+
 def _pose7(H):
     """4x4 transforms (..., 4, 4) as ``[x, y, z, qw, qx, qy, qz]`` (..., 7)."""
     H = np.asarray(H, dtype=float)
@@ -332,18 +342,27 @@ class Viewer:
 
     # -- output ------------------------------------------------------------------------
     def _view(self):
-        pts = [self.tracks[..., :3].reshape(-1, 3)]
+        """The camera's target and the radius of a sphere holding the scene: the shapes'
+        vertices (padded by their radii) at up to 20 frames, the surfaces, the markers."""
+        T = len(self.times)
+        frames = np.unique(np.linspace(0, T - 1, min(T, 20)).round().astype(int))
+        pts = [self.tracks[frames, :, :3].reshape(-1, 3)]
         for s in self.shapes:
-            if s["kind"] != "plane" and s["track"] < 0:
-                pts.append(s["vertices"] + s["local"][:3])
-        pts += [X.reshape(-1, 3) for X in self.surface_positions]
+            if s["kind"] == "plane" or not len(s["vertices"]):
+                continue
+            local = s["vertices"] @ _rotation(s["local"][3:]).T + s["local"][:3]
+            if s["track"] >= 0:
+                P = self.tracks[frames, s["track"]]
+                world = np.einsum("fij,vj->fvi", _rotation(P[:, 3:]), local) + P[:, None, :3]
+            else:
+                world = local[None]
+            world = world.reshape(-1, 3)
+            pts += [world - s["radius"], world + s["radius"]]
+        pts += [X[frames].reshape(-1, 3) for X in self.surface_positions]
         pts += [m["position"][None, :] for m in self.markers]
         pts = np.concatenate([p for p in pts if len(p)] or [np.zeros((1, 3))])
         lo, hi = pts.min(axis=0), pts.max(axis=0)
-        size = max(float(np.linalg.norm(hi - lo)), 0.0)
-        pad = max([float(np.abs(s["vertices"]).max()) + s["radius"] for s in self.shapes
-                   if s["kind"] != "plane" and len(s["vertices"])] + [0.0])
-        radius = max(0.5 * size + pad, 0.1)
+        radius = max(0.5 * float(np.linalg.norm(hi - lo)), 0.05)
         return {"center": ((lo + hi) / 2).tolist(), "radius": radius, "point_radius": 0.01 * radius,
                 "normal_length": 0.15 * radius}
 

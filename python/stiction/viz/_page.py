@@ -178,7 +178,7 @@ _PLAYER = r"""
   }
   // Camera: look at the scene's centre from the front-right, above.
   var c = view.center, d = new THREE.Vector3(1.0, -1.6, 0.8).normalize();
-  var dist = 1.4 * view.radius / Math.sin((viewer.camera.fov || 75) * Math.PI / 360);
+  var dist = 0.9 * view.radius / Math.sin((viewer.camera.fov || 75) * Math.PI / 360);
   var eye = [c[0] + dist * d.x, c[1] + dist * d.y, c[2] + dist * d.z];
   viewer.camera.position.set(eye[0], eye[2], -eye[1]);
   viewer.camera.far = Math.max(100, 20 * dist);
