@@ -232,6 +232,9 @@ def test_json_model_reference(tmp_path):
     path.write_text(json.dumps(spec))
     v = viz.load_trajectory(path)
     assert len(v.times) == 11 and v.markers[0]["name"] == "target"
+    spec["markers"] = [{"name": "ball", "position": [0.0, 0.2, 0.3], "radius": 0.05, "opacity": 0.5}]
+    path.write_text(json.dumps(spec))
+    assert [m["name"] for m in viz.load_trajectory(path).markers] == ["target", "ball"]
     inline = dict(spec, model=json.loads(model.to_json()))
     del inline["model_file"]
     assert len(viz.load_trajectory(inline).times) == 11
@@ -295,7 +298,9 @@ def test_bad_input_raises_clear_errors(tmp_path):
 
 # -- the browser -------------------------------------------------------------------------
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--use-angle=swiftshader",
-                  "--enable-unsafe-swiftshader", "--hide-scrollbars", "--mute-audio", "--no-first-run"]
+                  "--enable-unsafe-swiftshader", "--hide-scrollbars", "--mute-audio", "--no-first-run",
+                  # No network: every host name fails to resolve (the pages must not need one).
+                  "--host-resolver-rules=MAP * ~NOTFOUND"]
 
 
 def chromium(*args, timeout=120):

@@ -455,7 +455,7 @@ def load_trajectory(source, base_dir=None):
     scene (``shapes``, ``times``, ``poses``, ...: what :meth:`Viewer.save_json` writes) or a
     model reference (``model``: the model's JSON object or text, or ``model_file``: a path
     relative to the file, of :meth:`stiction.Model.to_json` output; with ``q`` (T, nq) and
-    ``dt``; optional ``targets``: points).
+    ``dt``; optional ``targets``: points, and ``markers`` as in a scene).
 
     :raises InputError: malformed content, a trajectory that does not fit its model.
     """
@@ -499,6 +499,9 @@ def _from_model_reference(data, base_dir):
     v.animate(Q, float(data["dt"]), fps=float(data.get("fps", 60.0)))
     for p in data.get("targets", []):
         v.add_target(p)
+    for m in data.get("markers", []):
+        v.add_sphere(m["position"], m.get("radius"), color=m.get("color", TARGET), opacity=m.get("opacity", 1.0),
+                     name=m.get("name"))
     return v
 
 
