@@ -106,6 +106,18 @@ def test_world_shapes_surfaces_and_poses():
     assert world.shape_poses(np.stack([q, q, q])).shape == (3, len(shapes), 4, 4)
 
 
+def test_quaternions_of_rotations_including_half_turns():
+    rng = np.random.default_rng(7)
+    A = np.linalg.qr(rng.normal(size=(50, 3, 3)))[0]
+    A *= np.sign(np.linalg.det(A))[:, None, None]
+    axes = np.array([[1, -1, 0], [0, 1, -1], [1, 0, -1], [1, 1, 1]]) / np.sqrt([[2], [2], [2], [3]])
+    half = np.array([2 * np.outer(a, a) - np.eye(3) for a in axes])  # rotations by pi
+    R = np.concatenate([A, half, np.eye(3)[None]])
+    q = viz._quaternions(R)
+    np.testing.assert_allclose(np.linalg.norm(q, axis=1), 1.0)
+    np.testing.assert_allclose(viz._rotation(q), R, atol=1e-12)
+
+
 # -- pages -------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["cartpole_swingup", "box_push", "arm_reach"])
 def test_example_pages(pages, name):

@@ -52,17 +52,39 @@ def _color(k):
 
 
 def _quaternions(R):
-    """Unit quaternions ``[w, x, y, z]`` of rotation matrices ``R`` (..., 3, 3)."""
-    m00, m11, m22 = R[..., 0, 0], R[..., 1, 1], R[..., 2, 2]
-    w = 0.5 * np.sqrt(np.maximum(0.0, 1.0 + m00 + m11 + m22))
-    x = 0.5 * np.sqrt(np.maximum(0.0, 1.0 + m00 - m11 - m22))
-    y = 0.5 * np.sqrt(np.maximum(0.0, 1.0 - m00 + m11 - m22))
-    z = 0.5 * np.sqrt(np.maximum(0.0, 1.0 - m00 - m11 + m22))
-    x = np.copysign(x, R[..., 2, 1] - R[..., 1, 2])
-    y = np.copysign(y, R[..., 0, 2] - R[..., 2, 0])
-    z = np.copysign(z, R[..., 1, 0] - R[..., 0, 1])
-    q = np.stack([w, x, y, z], axis=-1)
-    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+    """Unit quaternions ``[w, x, y, z]`` of rotation matrices ``R`` (..., 3, 3), by Shepperd's
+    method (the largest of |w|, |x|, |y|, |z| first: exact at half turns too)."""
+    R = np.asarray(R, dtype=float)
+    lead = R.shape[:-2]
+    m = R.reshape(-1, 3, 3)
+    m00, m11, m22 = m[:, 0, 0], m[:, 1, 1], m[:, 2, 2]
+    case = np.argmax(np.stack([m00 + m11 + m22, m00, m11, m22], axis=1), axis=1)
+    q = np.empty((len(m), 4))
+    for k in range(4):
+        sel = case == k
+        if not sel.any():
+            continue
+        a = m[sel]
+        d = (a[:, 0, 0], a[:, 1, 1], a[:, 2, 2])
+        if k == 0:
+            r = np.sqrt(np.maximum(1.0 + d[0] + d[1] + d[2], 0.0))
+            v = [r / 2, (a[:, 2, 1] - a[:, 1, 2]) / (2 * r), (a[:, 0, 2] - a[:, 2, 0]) / (2 * r),
+                 (a[:, 1, 0] - a[:, 0, 1]) / (2 * r)]
+        elif k == 1:
+            r = np.sqrt(np.maximum(1.0 + d[0] - d[1] - d[2], 0.0))
+            v = [(a[:, 2, 1] - a[:, 1, 2]) / (2 * r), r / 2, (a[:, 0, 1] + a[:, 1, 0]) / (2 * r),
+                 (a[:, 0, 2] + a[:, 2, 0]) / (2 * r)]
+        elif k == 2:
+            r = np.sqrt(np.maximum(1.0 - d[0] + d[1] - d[2], 0.0))
+            v = [(a[:, 0, 2] - a[:, 2, 0]) / (2 * r), (a[:, 0, 1] + a[:, 1, 0]) / (2 * r), r / 2,
+                 (a[:, 1, 2] + a[:, 2, 1]) / (2 * r)]
+        else:
+            r = np.sqrt(np.maximum(1.0 - d[0] - d[1] + d[2], 0.0))
+            v = [(a[:, 1, 0] - a[:, 0, 1]) / (2 * r), (a[:, 0, 2] + a[:, 2, 0]) / (2 * r),
+                 (a[:, 1, 2] + a[:, 2, 1]) / (2 * r), r / 2]
+        q[sel] = np.stack(v, axis=1)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    return q.reshape(lead + (4,))
 
 
 def _rotation(q):
