@@ -178,11 +178,16 @@ def test_frames_are_subsampled_to_fps():
     assert v.times[-1] == 0.999  # the last row is always kept
 
 
-def test_show_one_configuration(tmp_path):
+def test_show_one_configuration_and_jupyter(tmp_path):
+    import html
+
     model = stiction.samples.arm7()
     v = viz.Viewer(model).show(model.random_configuration(seed=1))
     d = payload(v.to_html())
     assert len(arr(d["times"])) == 1
+    frame = v._repr_html_()
+    m = re.fullmatch(r'<iframe srcdoc="([^"]*)" [^>]*></iframe>', frame, re.S)
+    assert m and html.unescape(m.group(1)) == v.to_html()
 
 
 def test_page_size_of_a_10s_100_body_rollout(tmp_path):

@@ -419,6 +419,14 @@ class Viewer:
         """The page as a string (:meth:`save_html`)."""
         return render_page(self.to_dict(encode=True))
 
+    def _repr_html_(self):
+        """Jupyter: the page in an iframe (``srcdoc``: the page travels inside the notebook, no
+        server)."""
+        import html
+
+        return (f'<iframe srcdoc="{html.escape(self.to_html(), quote=True)}" '
+                'style="width: 100%; height: 520px; border: 0" allow="fullscreen"></iframe>')
+
     def save_html(self, path):
         """Writes the page (one self-contained HTML file) to ``path``; returns ``path``."""
         with open(path, "w", encoding="utf-8") as f:
