@@ -63,6 +63,8 @@ pub struct Reach {
     pub tool_path: Vec<Vec3>,
     /// The clearance of the penalised points at every state.
     pub clearances: Vec<f64>,
+    /// The optimised states x_0 … x_T.
+    pub states: Vec<State>,
 }
 
 /// The problem: model, start state, target, obstacle centre, the cost and the obstacle term.
@@ -134,6 +136,7 @@ pub fn solve(jacobians: JacobianSource, progress: Option<&mut dyn FnMut(&IlqrPro
         max_torque: r.controls.iter().map(|u| u.amax()).fold(0.0, f64::max),
         tool_path,
         clearances,
+        states: r.states,
     })
 }
 
@@ -175,6 +178,9 @@ fn main() -> stiction::Result<()> {
                 .map(|(t, (e, c))| vec![t as f64 * DT, e.x, e.y, e.z, *c])
                 .collect();
             csv::write_csv("arm_reach", "t,ee_x,ee_y,ee_z,clearance", &rows, " --xy ee_x,ee_y --xy ee_y,ee_z");
+            let (t, c) = (p.target, p.center);
+            let markers = [("target", [t.x, t.y, t.z], 0.02), ("obstacle", [c.x, c.y, c.z], RADIUS)];
+            csv::write_trajectory("arm_reach", &p.model, &r.states, DT, &markers);
         }
     }
     Ok(())

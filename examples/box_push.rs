@@ -229,6 +229,8 @@ fn main() -> stiction::Result<()> {
                 })
                 .collect();
             csv::write_csv("box_push", "t,box_x,box_y,pusher_x,pusher_y,force_x,force_y", &rows, "");
+            let goal = ("goal", [GOAL[0], GOAL[1], HALF[2]], 0.0);
+            csv::write_trajectory("box_push", &push_model()?, &p.states, DT, &[goal]);
         }
     }
     Ok(())

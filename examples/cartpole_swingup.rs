@@ -2,8 +2,11 @@
 //! the same with finite-difference Jacobians, and single shooting (L-BFGS).
 //!
 //! Run: `cargo run --release --example cartpole_swingup`. Writes the iLQR trajectory
-//! to `target/cartpole_swingup.csv` (columns t, x, theta, xdot, thetadot, force).
+//! to `target/cartpole_swingup.csv` (columns t, x, theta, xdot, thetadot, force) and
+//! `target/cartpole_swingup.trajectory.json` (`python3 -m stiction.viz` makes it a web page).
 
+#[path = "support/csv.rs"]
+mod csv;
 #[path = "support/progress.rs"]
 mod progress;
 use nalgebra::DVector;
@@ -86,6 +89,7 @@ fn main() -> stiction::Result<()> {
             println!("  python3 scripts/plot_example.py {} --out target/cartpole_swingup.png", path.display());
         }
     }
+    csv::write_trajectory("cartpole_swingup", &cartpole(), &results[0].states, DT, &[]);
     println!("single shooting (L-BFGS, Tape::backward gradients):");
     let options = ShootingOptions { bounds: Some(bounds), max_iterations: 500, ..Default::default() };
     let r = shooting(&mut sim, &x0, &u0, &cost, &options, None)?;

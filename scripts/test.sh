@@ -27,11 +27,24 @@ fi
 # against Pinocchio's mass matrix and inverse dynamics); mujoco the oracle of
 # python/tests/test_mjcf_mujoco.py, and gymnasium its MJCF models from the MuJoCo ecosystem
 # (the XML files its MuJoCo environments ship; gymnasium itself is not imported).
-if ! "$VENV/bin/python" -c "import maturin, numpy, pytest, scipy, matplotlib, torch, jax, pinocchio, mujoco, gymnasium" >/dev/null 2>&1 \
+# meshcat ships the three.js viewer bundle that stiction.viz inlines into its pages.
+if ! "$VENV/bin/python" -c "import maturin, numpy, pytest, scipy, matplotlib, torch, jax, pinocchio, mujoco, gymnasium, PIL; import importlib.util as u; assert u.find_spec('meshcat')" >/dev/null 2>&1 \
     || [[ ! -x "$VENV/bin/maturin" ]] \
     || ! compgen -G "$VENV/lib/python3*/site-packages/cmeel.prefix/share/example-robot-data/robots" >/dev/null; then
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
-        "maturin>=1.16,<2" numpy pytest scipy matplotlib torch jax pin example-robot-data mujoco gymnasium
+        "maturin>=1.16,<2" numpy pytest scipy matplotlib torch jax pin example-robot-data mujoco gymnasium meshcat
+fi
+
+# Debian's chromium takes the screenshots of python/tests/test_viz.py (headless, software WebGL);
+# where it cannot be installed (not root, no apt) those tests skip with a reason.
+if ! command -v chromium >/dev/null 2>&1; then
+    if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        banner "apt-get install chromium (for the stiction.viz screenshot tests)"
+        (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium) \
+            || echo "chromium could not be installed: the stiction.viz screenshot tests will skip"
+    else
+        echo "chromium is not installed: the stiction.viz screenshot tests will skip"
+    fi
 fi
 "$VENV/bin/python" --version
 "$VENV/bin/maturin" --version

@@ -33,3 +33,41 @@ pub fn write_csv(name: &str, header: &str, rows: &[Vec<f64>], plot_args: &str) {
         Err(e) => println!("could not write {}: {e}", path.display()),
     }
 }
+
+/// Writes a trajectory of `model` (rows of `states` at times `k·dt`) to
+/// `target/{name}.trajectory.json` in the `stiction-trajectory` format (docs/viz.md, the
+/// model-reference form), with `markers` (`(name, position, radius)`; a radius of 0: the
+/// viewer's default), and prints the command that turns it into a web page.
+pub fn write_trajectory(
+    name: &str,
+    model: &stiction::Model,
+    states: &[stiction::State],
+    dt: f64,
+    markers: &[(&str, [f64; 3], f64)],
+) {
+    let path = std::path::Path::new("target").join(format!("{name}.trajectory.json"));
+    let model_json = match model.to_json() {
+        Ok(j) => j,
+        Err(e) => return println!("could not write {}: {e}", path.display()),
+    };
+    let row = |q: &[f64]| format!("[{}]", q.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","));
+    let q = states.iter().map(|s| row(s.q.as_slice())).collect::<Vec<_>>().join(",");
+    let markers = markers
+        .iter()
+        .map(|(n, p, r)| {
+            let radius = if *r > 0.0 { format!(",\"radius\":{r}") } else { String::new() };
+            format!("{{\"name\":\"{n}\",\"position\":{}{radius}}}", row(p))
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    let text = format!(
+        "{{\"format\":\"stiction-trajectory\",\"version\":1,\"title\":\"{name}\",\"dt\":{dt},\"model\":{model_json},\"q\":[{q}],\"markers\":[{markers}]}}\n"
+    );
+    match std::fs::create_dir_all("target").and_then(|_| std::fs::write(&path, text)) {
+        Ok(()) => {
+            println!("wrote {}; view it with", path.display());
+            println!("  python3 -m stiction.viz {} -o target/{name}.html", path.display());
+        }
+        Err(e) => println!("could not write {}: {e}", path.display()),
+    }
+}

@@ -105,9 +105,21 @@ def plot(r, path):
     return save(fig, path)
 
 
+def page(r, path):
+    """Writes the reach as a web page (stiction.viz, docs/viz.md) with the target and the obstacle;
+    returns ``path``."""
+    from stiction.viz import Viewer
+
+    viewer = Viewer(stiction.samples.arm7(), title="arm reach around an obstacle (iLQR)")
+    viewer.animate(r["q"], DT).add_target(r["target"], radius=0.02)
+    viewer.add_sphere(r["center"], RADIUS, color=(0.84, 0.15, 0.16), opacity=0.35, name="obstacle")
+    return viewer.save_html(path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-fd", action="store_true", help="skip the finite-difference run")
+    parser.add_argument("--html", metavar="PATH.html", help="write the reach as a web page (stiction.viz)")
     add_plot_arguments(parser, "arm_reach")
     args = parser.parse_args(argv)
     _, target, center, _, _ = problem()
@@ -119,6 +131,9 @@ def main(argv=None):
         print(f"iLQR, {jacobians} Jacobians:")
         results[jacobians] = solve(jacobians)
     results["plot"] = plot(results["analytic"], plot_path(args))
+    if args.html:
+        results["html"] = page(results["analytic"], args.html)
+        print(f"wrote {args.html}")
     return results
 
 

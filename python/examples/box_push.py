@@ -127,9 +127,20 @@ def plot(r, path):
     return save(fig, path)
 
 
+def page(r, path):
+    """Writes the push as a web page (stiction.viz, docs/viz.md) with the contacts and the goal;
+    returns ``path``."""
+    from stiction.viz import Viewer
+
+    viewer = Viewer(push_model(), title="box push (iLQR)")
+    viewer.animate(r["q"], DT, contacts="auto").add_target([GOAL[0], GOAL[1], HALF[2]], name="goal")
+    return viewer.save_html(path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-fd", action="store_true", help="skip the finite-difference run")
+    parser.add_argument("--html", metavar="PATH.html", help="write the push as a web page (stiction.viz)")
     add_plot_arguments(parser, "box_push")
     args = parser.parse_args(argv)
     print(f"box push: 1 kg box, friction {FRICTION}, goal ({GOAL[0]:.2f}, {GOAL[1]:.2f}) m from the origin, "
@@ -139,6 +150,9 @@ def main(argv=None):
         print(f"iLQR, {jacobians} Jacobians:")
         results[jacobians] = solve(jacobians)
     results["plot"] = plot(results["analytic"], plot_path(args))
+    if args.html:
+        results["html"] = page(results["analytic"], args.html)
+        print(f"wrote {args.html}")
     return results
 
 

@@ -97,11 +97,20 @@ def plot(result, path):
     return save(fig, path)
 
 
+def page(result, path):
+    """Writes the swing-up as a web page (stiction.viz, docs/viz.md); returns ``path``."""
+    from stiction.viz import Viewer
+
+    viewer = Viewer(stiction.samples.cartpole(), title="cartpole swing-up (iLQR)")
+    return viewer.animate(result["q"], DT).save_html(path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--fd", action="store_true", help="also run with finite-difference Jacobians")
     parser.add_argument("--no-shooting", action="store_true", help="skip the single-shooting comparison")
     parser.add_argument("--csv", help="write t, x, theta, xdot, thetadot, force to this file")
+    parser.add_argument("--html", metavar="PATH.html", help="write the swing-up as a web page (stiction.viz)")
     add_plot_arguments(parser, "cartpole_swingup")
     args = parser.parse_args(argv)
     result = swing_up("analytic")
@@ -116,6 +125,9 @@ def main(argv=None):
         np.savetxt(args.csv, table, delimiter=",", header="t,x,theta,xdot,thetadot,force", comments="")
         print(f"wrote {args.csv}")
     result["plot"] = plot(result, plot_path(args))
+    if args.html:
+        result["html"] = page(result, args.html)
+        print(f"wrote {args.html}")
     return result
 
 

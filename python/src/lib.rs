@@ -16,6 +16,7 @@ mod model;
 mod optim;
 mod params;
 mod samples;
+mod shapes;
 mod simulator;
 mod soft;
 mod sysid;

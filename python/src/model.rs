@@ -650,6 +650,48 @@ impl PyModel {
     fn nshapes(&self) -> usize {
         self.model.collision_model().shapes.len()
     }
+    /// The parent body of every body, in body order (`None`: the world).
+    #[getter]
+    fn parents(&self) -> Vec<Option<usize>> {
+        self.model.parents().to_vec()
+    }
+    /// The compiled collision shapes, in the order of `nshapes` (every body's, in body
+    /// order, then the world's), each a dict: `kind`, `body` (the body index, `None` for
+    /// the world's shapes), `pose` (4x4, the shape frame in the body frame; in the world
+    /// for the world's shapes), `radius`, `vertices` (k, 3) and `triangles` (m, 3) of the
+    /// shape's core in the shape frame (what viewers draw; docs/viz.md).
+    fn collision_shapes<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.model
+            .collision_model()
+            .shapes
+            .iter()
+            .map(|s| {
+                let d = crate::shapes::shape_dict(py, s)?;
+                d.set_item("body", s.body)?;
+                Ok(d)
+            })
+            .collect()
+    }
+    /// World poses (4x4) of the collision shapes at `q` (nq,): shape (nshapes, 4, 4); or at
+    /// every row of a trajectory `Q` (T, nq): shape (T, nshapes, 4, 4).
+    /// Raises `InputError` for another shape or a non-finite entry.
+    fn shape_poses<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>) -> PyResult<Bound<'py, numpy::PyArrayDyn<f64>>> {
+        let nq = self.model.nq();
+        let (lead, data) = crate::shapes::configurations(q, "q", nq, "model.nq")?;
+        let poses = self.run(py, |m, d| {
+            let shapes = &m.collision_model().shapes;
+            let mut out = Vec::new();
+            let rows = lead.first().copied().unwrap_or(1);
+            for r in 0..rows {
+                dynamics::forward_kinematics(m, d, &data[r * nq..(r + 1) * nq])?;
+                out.extend(shapes.iter().map(|s| s.world_pose(&d.x_world)));
+            }
+            Ok(out)
+        })?;
+        let mut lead = lead;
+        lead.push(self.model.collision_model().shapes.len());
+        Ok(crate::shapes::out_poses(py, &lead, &poses))
+    }
     /// Kinetic energy 1/2 v^T M v (armature included).
     fn kinetic_energy(&self, py: Python<'_>, q: &Bound<'_, PyAny>, v: &Bound<'_, PyAny>) -> PyResult<f64> {
         let (q, v) = (self.q(q, "q")?, self.v(v, "v")?);

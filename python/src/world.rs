@@ -507,6 +507,76 @@ impl PyWorld {
         self.world.systems().len()
     }
 
+    /// Every system's collision shapes, system by system, each a dict (docs/viz.md):
+    /// `system`, `shape` (its index in the system), `element` (the body, particle or
+    /// vertex carrying it; `None` for static shapes), `kind`, `pose` (4x4, the shape frame
+    /// on its element; in the world for static shapes), `radius`, `vertices` (k, 3) and
+    /// `triangles` (m, 3) of the core in the shape frame.
+    fn collision_shapes<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let mut out = Vec::new();
+        for (i, sys) in self.world.systems().iter().enumerate() {
+            for (k, s) in sys.shapes().iter().enumerate() {
+                let d = crate::shapes::shape_dict(py, s)?;
+                d.set_item("system", i)?;
+                d.set_item("shape", k)?;
+                d.set_item("element", sys.shape_element(k))?;
+                out.push(d);
+            }
+        }
+        Ok(out)
+    }
+
+    /// World poses (4x4) of every shape of `collision_shapes` at `q` (nq,): shape (S, 4, 4);
+    /// or at every row of a trajectory `Q` (T, nq): shape (T, S, 4, 4).
+    /// Raises `InputError` for another shape, a non-finite entry or an invalid
+    /// configuration.
+    fn shape_poses<'py>(&self, py: Python<'py>, q: &Bound<'py, PyAny>) -> PyResult<Bound<'py, numpy::PyArrayDyn<f64>>> {
+        let nq = self.world.nq();
+        let (mut lead, data) = crate::shapes::configurations(q, "q", nq, "world.nq")?;
+        let rows = lead.first().copied().unwrap_or(1);
+        let world = &self.world;
+        let poses = py.detach(|| -> stiction::Result<Vec<SE3>> {
+            let mut out = Vec::new();
+            for r in 0..rows {
+                let q = &data[r * nq..(r + 1) * nq];
+                for (i, sys) in world.systems().iter().enumerate() {
+                    let (qr, _, _) = world.blocks(i).expect("system in range");
+                    // One pose per element, computed once per row.
+                    let mut cache: std::collections::HashMap<usize, SE3> = std::collections::HashMap::new();
+                    for (k, s) in sys.shapes().iter().enumerate() {
+                        let pose = match sys.shape_element(k) {
+                            Some(e) => {
+                                let x = match cache.get(&e) {
+                                    Some(x) => *x,
+                                    None => {
+                                        let x = sys.element_pose(&q[qr.clone()], e)?;
+                                        cache.insert(e, x);
+                                        x
+                                    }
+                                };
+                                x * s.local
+                            }
+                            None => s.local,
+                        };
+                        out.push(pose);
+                    }
+                }
+            }
+            Ok(out)
+        });
+        let poses = poses.py_err()?;
+        lead.push(self.world.systems().iter().map(|s| s.shapes().len()).sum());
+        Ok(crate::shapes::out_poses(py, &lead, &poses))
+    }
+
+    /// The drawn surface of each system, in order: triangles (k, 3) int64 over the
+    /// system's elements — a soft body's boundary triangles over its vertices, whose
+    /// positions are `q[blocks(i)[0]].reshape(-1, 3)` — and an empty (0, 3) array for
+    /// systems drawn by their collision shapes.
+    fn surfaces<'py>(&self, py: Python<'py>) -> Vec<Bound<'py, numpy::PyArray2<i64>>> {
+        self.world.systems().iter().map(|s| crate::shapes::out_triangles(py, &s.surface_triangles())).collect()
+    }
+
     /// A short description of each system, in order.
     #[getter]
     fn system_names(&self) -> Vec<String> {

@@ -245,6 +245,28 @@ class Model:
     @property
     def nshapes(self) -> int:
         """Number of collision shapes: every body's, in body order, then the world's."""
+    @property
+    def parents(self) -> List[Optional[int]]:
+        """The parent body of every body, in body order (``None``: the world)."""
+    def collision_shapes(self) -> List[Dict[str, Any]]:
+        """The compiled collision shapes, in the order of :attr:`nshapes`, each a dict (what
+        :mod:`stiction.viz` draws; docs/viz.md):
+
+        * ``kind``: ``"plane"``, ``"sphere"``, ``"box"``, ``"capsule"``, ``"cylinder"`` (a
+          prism), ``"convex_mesh"`` or ``"mesh"``;
+        * ``body``: the body index, ``None`` for the world's shapes;
+        * ``pose`` (4, 4): the shape frame in the body frame (in the world for the world's shapes);
+        * ``radius``: the sweep radius (a sphere's or capsule's radius; 0 otherwise);
+        * ``vertices`` (k, 3) and ``triangles`` (m, 3, int64): the core in the shape frame —
+          a sphere's core is one point, a capsule's a segment along z, a convex core's faces
+          are fanned into triangles, a plane (the half-space z <= 0) has none.
+        """
+    def shape_poses(self, q: ArrayLike) -> np.ndarray:
+        """World poses (4 x 4) of the collision shapes at ``q`` (nq,): shape (nshapes, 4, 4);
+        at every row of ``Q`` (T, nq): shape (T, nshapes, 4, 4).
+
+        :raises InputError: another shape, or a non-finite entry (named by row and column).
+        """
     def contacts(self, q: ArrayLike, margin: float = 0.0, jacobians: bool = False) -> Dict[str, Any]:
         """The contacts at configuration ``q``: every feature pair of two shapes whose
         signed distance is below ``margin`` (metres, >= 0; 0 keeps touching and
@@ -989,6 +1011,23 @@ class World:
     @property
     def num_systems(self) -> int:
         """The number of systems."""
+    def collision_shapes(self) -> List[Dict[str, Any]]:
+        """Every system's collision shapes, system by system, each a dict as
+        :meth:`Model.collision_shapes` (``kind``, ``pose``, ``radius``, ``vertices``,
+        ``triangles``) with ``system``, ``shape`` (its index in the system) and ``element``
+        (the body, particle or vertex carrying it; ``None`` for static shapes) instead of
+        ``body``; ``pose`` is the shape frame on its element (in the world for static shapes)."""
+    def shape_poses(self, q: ArrayLike) -> np.ndarray:
+        """World poses (4 x 4) of the shapes of :meth:`collision_shapes` at ``q`` (nq,): shape
+        (S, 4, 4); at every row of ``Q`` (T, nq): shape (T, S, 4, 4).
+
+        :raises InputError: another shape, a non-finite entry or an invalid configuration.
+        """
+    def surfaces(self) -> List[npt.NDArray[np.int64]]:
+        """The drawn surface of each system, in order: triangles (k, 3) over the system's
+        elements — a soft body's boundary triangles (outward normals) over its vertices, whose
+        positions are ``q[world.blocks(i)[0]].reshape(-1, 3)`` — and an empty (0, 3) array
+        for systems drawn by their collision shapes."""
     @property
     def system_names(self) -> List[str]:
         """A short description of each system, in order."""

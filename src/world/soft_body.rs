@@ -119,6 +119,10 @@ impl System for SoftSystem {
         false
     }
 
+    fn surface_triangles(&self) -> Vec<[usize; 3]> {
+        surface(self.body.mesh()).triangles
+    }
+
     fn retract(&self, q: &[f64], dq: &[f64], out: &mut [f64]) {
         euclidean_retract(q, dq, out);
     }

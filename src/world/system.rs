@@ -58,6 +58,12 @@ pub trait System: Send + Sync + Debug {
     /// Whether two shapes of this system may collide with each other (the group/mask
     /// bits are checked by the world as well).
     fn self_collides(&self, a: usize, b: usize) -> bool;
+    /// Triangles over this system's elements (element indices) that draw its surface,
+    /// right-hand normals outward, for viewers: a soft body's boundary, whose corners are
+    /// its vertices. Empty (the default) for systems drawn by their collision shapes.
+    fn surface_triangles(&self) -> Vec<[usize; 3]> {
+        Vec::new()
+    }
     /// `out = q ⊕ dq`: moves the configuration along the tangent vector `dq` (nv).
     fn retract(&self, q: &[f64], dq: &[f64], out: &mut [f64]);
     /// `out = q₁ ⊖ q₀`: the tangent vector (nv) with `q₀ ⊕ out = q₁`.
