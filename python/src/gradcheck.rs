@@ -1,5 +1,6 @@
 //! `stiction.gradcheck` and `stiction.GradReport`: analytic step Jacobians against
-//! finite differences.
+//! finite differences; `stiction.load_scene` and `stiction.gradcheck_scene`: scene files
+//! (rigid or soft-body) of `stiction gradcheck`.
 
 use crate::contact_options::contact_options;
 use crate::convert::{dvector, out_vec, wrenches};
@@ -9,10 +10,12 @@ use crate::params::params_arg;
 use crate::params::PyParamSpec;
 use crate::simulator::velocity_products;
 use crate::simulator::PySimulator;
+use crate::soft::PySoftBody;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
-use stiction::gradcheck::{check_step, FdMethod, GradReport, GradcheckConfig, Scene};
+use stiction::gradcheck::{check_step, AnyScene, FdMethod, GradReport, GradcheckConfig, Scene, SoftScene};
+use stiction::soft::SoftIntegrator;
 use stiction::step::IntegratorOptions;
 use stiction::{Control, SimOptions, Simulator, State};
 
@@ -151,18 +154,34 @@ pub fn gradcheck(
 }
 
 /// Loads a scene file (the JSON format of `stiction gradcheck` and `examples/scenes`,
-/// see `docs/gradients.md`): a model source (`"sample"`, `"urdf"` or `"model"`),
-/// simulation options, an optional state and control, parameter names and a tolerance.
-/// Returns a dict: `model` (`Model`), `simulator` (a `Simulator` with the scene's
-/// options and `params`), `params` (`ParamSpec`), `dt`, `q`, `v`, `tau` (arrays, or None
-/// when the scene gives no state/control), `tolerance` (float or None) and
-/// `description` (str or None). Raises `InputError` for a missing or malformed file and
-/// `LoadError` when the scene's URDF (or a mesh of it) cannot be loaded.
+/// see `docs/gradients.md`), rigid or soft-body. Returns a dict with `kind` (`"rigid"` or
+/// `"soft"`), `description` (str or None), `tolerance` (float or None) and `dt`.
+///
+/// A rigid scene (a model source: `"sample"`, `"urdf"`, `"mjcf"` or `"model"`) adds
+/// `model` (`Model`), `simulator` (a `Simulator` with the scene's options and `params`),
+/// `params` (`ParamSpec`), `q`, `v`, `tau` (arrays, or None when the scene gives no
+/// state/control).
+///
+/// A soft-body scene (a top-level `"soft"`) adds `body` (`SoftBody`), `options` (a dict
+/// `dt`, `tolerance`, `max_iterations`, `line_search`, `integrator`: the keyword arguments
+/// of `SoftBody.step`), `x`, `v` (arrays, or None without a state), `u` and `targets`
+/// (arrays, or None where the scene leaves them random).
+///
+/// Raises `InputError` for a missing or malformed file (the message names the file and
+/// the bad field) and `LoadError` when the scene's URDF, MJCF or mesh file (or a mesh of
+/// it) cannot be loaded.
 #[pyfunction]
 pub fn load_scene<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
-    let scene = py.detach(|| Scene::load(&path)).py_err()?;
+    match py.detach(|| AnyScene::load(&path)).py_err()? {
+        AnyScene::Rigid(scene) => rigid_scene_dict(py, *scene),
+        AnyScene::Soft(scene) => soft_scene_dict(py, scene),
+    }
+}
+
+fn rigid_scene_dict(py: Python<'_>, scene: Scene) -> PyResult<Bound<'_, PyDict>> {
     let Scene { description, model, options, state, control, params, tolerance } = scene;
     let d = PyDict::new(py);
+    d.set_item("kind", "rigid")?;
     d.set_item("description", description)?;
     d.set_item("dt", options.dt)?;
     d.set_item("params", PyParamSpec::wrap(params.clone(), &model)?)?;
@@ -179,4 +198,71 @@ pub fn load_scene<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, Py
     d.set_item("tau", control.as_ref().map(|c| out_vec(py, c.tau.as_slice())))?;
     d.set_item("tolerance", tolerance)?;
     Ok(d)
+}
+
+fn soft_scene_dict(py: Python<'_>, scene: SoftScene) -> PyResult<Bound<'_, PyDict>> {
+    let SoftScene { description, body, options, state, u, targets, tolerance } = scene;
+    let d = PyDict::new(py);
+    d.set_item("kind", "soft")?;
+    d.set_item("description", description)?;
+    d.set_item("dt", options.dt)?;
+    d.set_item("body", PySoftBody::from_body(body))?;
+    let o = PyDict::new(py);
+    o.set_item("dt", options.dt)?;
+    o.set_item("tolerance", options.tolerance)?;
+    o.set_item("max_iterations", options.max_iterations)?;
+    o.set_item("line_search", options.line_search)?;
+    let integrator = match options.integrator {
+        SoftIntegrator::BackwardEuler => "backward_euler",
+        SoftIntegrator::ImplicitMidpoint => "implicit_midpoint",
+    };
+    o.set_item("integrator", integrator)?;
+    d.set_item("options", o)?;
+    let (x, v) = match &state {
+        Some(s) => (Some(out_vec(py, s.x.as_slice())), Some(out_vec(py, s.v.as_slice()))),
+        None => (None, None),
+    };
+    d.set_item("x", x)?;
+    d.set_item("v", v)?;
+    d.set_item("u", u.as_ref().map(|u| out_vec(py, u.as_slice())))?;
+    d.set_item("targets", targets.as_ref().map(|t| out_vec(py, t.as_slice())))?;
+    d.set_item("tolerance", tolerance)?;
+    Ok(d)
+}
+
+/// Runs the gradient checks of a scene file, rigid or soft-body, as `stiction gradcheck
+/// SCENE` does: `states` cases (default 1 when the scene has a state, else 5; the first is
+/// the scene's state when it has one, the others random, reproducible from `seed`), each
+/// checked by finite differences (`method` `"ridders"`, `"central"` or `"both"`, step
+/// `step`) with the relative tolerance `rel_tol` (default: the scene's `tolerance`, else
+/// 1e-6). Returns one `GradReport` per case. Raises as `load_scene` for the file,
+/// `InputError` for invalid settings, and the error of a check that cannot be computed
+/// (e.g. `NumericalError`).
+#[pyfunction]
+#[pyo3(signature = (path, states=None, seed=0, method="ridders", rel_tol=None, step=1e-3, abs_floor=1e-5))]
+#[allow(clippy::too_many_arguments)]
+pub fn gradcheck_scene(
+    py: Python<'_>,
+    path: PathBuf,
+    states: Option<&Bound<'_, PyAny>>,
+    seed: u64,
+    method: &str,
+    rel_tol: Option<f64>,
+    step: f64,
+    abs_floor: f64,
+) -> PyResult<Vec<PyGradReport>> {
+    let states = states.filter(|s| !s.is_none()).map(|s| crate::convert::count(s, "states", 1)).transpose()?;
+    let method = FdMethod::parse(method)
+        .ok_or_else(|| input_error(format!("method must be 'central', 'ridders' or 'both', got '{method}'")))?;
+    let scene = py.detach(|| AnyScene::load(&path)).py_err()?;
+    let rel_tol = rel_tol.or(scene.tolerance()).unwrap_or(GradcheckConfig::default().rel_tol);
+    let config = GradcheckConfig { method, step, rel_tol, abs_floor };
+    config.validate().py_err()?;
+    let n = states.unwrap_or(if scene.has_state() { 1 } else { 5 });
+    (0..n)
+        .map(|k| {
+            let report = py.detach(|| scene.check(k, seed, &config)).py_err()?;
+            Ok(PyGradReport { report })
+        })
+        .collect()
 }

@@ -55,6 +55,7 @@ fn _stiction(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<soft::PySoftRollout>()?;
     m.add_function(wrap_pyfunction!(gradcheck::gradcheck, m)?)?;
     m.add_function(wrap_pyfunction!(gradcheck::load_scene, m)?)?;
+    m.add_function(wrap_pyfunction!(gradcheck::gradcheck_scene, m)?)?;
     m.add_function(wrap_pyfunction!(model::load_mjcf, m)?)?;
     m.add_function(wrap_pyfunction!(optim::_ilqr, m)?)?;
     m.add_function(wrap_pyfunction!(optim::_shooting, m)?)?;

@@ -530,6 +530,11 @@ impl PySoftBody {
         &self.inner
     }
 
+    /// Wraps a Rust body (for `stiction.load_scene`).
+    pub(crate) fn from_body(body: Arc<SoftBody>) -> PySoftBody {
+        PySoftBody { mesh: Arc::new(body.mesh().clone()), inner: body }
+    }
+
     fn with_body(&self, body: SoftBody) -> PySoftBody {
         PySoftBody { inner: Arc::new(body), mesh: self.mesh.clone() }
     }

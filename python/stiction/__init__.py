@@ -37,6 +37,7 @@ from ._stiction import (
     WorldTape,
     __version__,
     gradcheck,
+    gradcheck_scene,
     load_mjcf,
     load_scene,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "WorldTape",
     "__version__",
     "gradcheck",
+    "gradcheck_scene",
     "load",
     "load_mjcf",
     "load_scene",

@@ -1709,20 +1709,50 @@ def load_mjcf(path: PathLike, strict: bool = False, merge_fixed_joints: bool = T
 
 def load_scene(path: PathLike) -> Dict[str, Any]:
     """Loads a scene file: the JSON format of ``stiction gradcheck`` and
-    ``examples/scenes`` (docs/gradients.md, "Scene files"), with one model source
-    (``"sample"``, ``"urdf"`` or ``"mjcf"`` relative to the file, or ``"model"``), simulation options,
-    an optional state and control, parameter names and a tolerance.
+    ``examples/scenes`` (docs/gradients.md, "Scene files"), rigid or soft-body.
 
-    Returns a dict: ``model`` (:class:`Model`), ``simulator`` (a :class:`Simulator` with
-    the scene's ``dt``, gravity, velocity products and ``params``), ``params``
-    (:class:`ParamSpec`), ``dt``, ``q``, ``v``, ``tau`` (arrays, or None where the scene
-    gives no state or control), ``tolerance`` (float or None) and ``description``
-    (str or None).
+    Every scene gives ``kind`` (``"rigid"`` or ``"soft"``), ``description`` (str or None),
+    ``tolerance`` (float or None) and ``dt``.
 
-    :raises InputError: a missing file, malformed JSON, unknown fields, wrong lengths or
-        unknown parameter names (the message names the scene file and the cause).
-    :raises LoadError: the scene's URDF (or one of its meshes) cannot be loaded (the message
-        names that file).
+    A rigid scene (one model source: ``"sample"``, ``"urdf"`` or ``"mjcf"`` relative to the
+    file, or ``"model"``; simulation options, an optional state and control, parameter
+    names) adds ``model`` (:class:`Model`), ``simulator`` (a :class:`Simulator` with the
+    scene's ``dt``, gravity, velocity products and ``params``), ``params``
+    (:class:`ParamSpec`), ``q``, ``v``, ``tau`` (arrays, or None where the scene gives no
+    state or control).
+
+    A soft-body scene (a top-level ``"soft"``: mesh, materials, damping, gravity, pins;
+    step options, an optional state and control) adds ``body`` (:class:`SoftBody`),
+    ``options`` (a dict ``dt``, ``tolerance``, ``max_iterations``, ``line_search``,
+    ``integrator``: the keyword arguments of :meth:`SoftBody.step`), ``x``, ``v`` (arrays,
+    or None without a state), ``u`` and ``targets`` (arrays, or None where the scene leaves
+    them random).
+
+    :raises InputError: a missing file, malformed JSON, unknown fields, bad values, wrong
+        lengths or unknown parameter names (the message names the scene file and the field).
+    :raises LoadError: the scene's URDF, MJCF or mesh file (or one of its meshes) cannot be
+        loaded (the message names that file).
+    """
+
+def gradcheck_scene(
+    path: PathLike,
+    states: Optional[int] = None,
+    seed: int = 0,
+    method: str = "ridders",
+    rel_tol: Optional[float] = None,
+    step: float = 1e-3,
+    abs_floor: float = 1e-5,
+) -> List[GradReport]:
+    """Runs the gradient checks of a scene file, rigid or soft-body, as
+    ``stiction gradcheck SCENE`` does; returns one :class:`GradReport` per case.
+
+    :param states: the number of cases (default 1 when the scene has a state, else 5); the
+        first is the scene's state when it has one, the others random, reproducible from
+        ``seed``.
+    :param rel_tol: default the scene's ``tolerance``, else 1e-6.
+    :raises InputError: as :func:`load_scene`, or invalid settings.
+    :raises LoadError: as :func:`load_scene`.
+    :raises NumericalError: a check whose step fails.
     """
 
 def pendulum_chain(n: int, length: float = 1.0, mass: float = 1.0) -> Model:

@@ -119,6 +119,10 @@ def test_load_scene_examples():
     for path in sorted(SCENES.glob("*.json")):
         scene = stiction.load_scene(path)
         raw = json.loads(path.read_text())
+        if "soft" in raw:  # soft-body scenes: tests/test_soft_scenes.py
+            assert scene["kind"] == "soft"
+            continue
+        assert scene["kind"] == "rigid"
         model, sim, spec = scene["model"], scene["simulator"], scene["params"]
         assert isinstance(model, stiction.Model) and isinstance(sim, Simulator)
         assert spec.entries == raw["params"] and sim.params == spec

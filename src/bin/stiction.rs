@@ -1,13 +1,14 @@
 //! The `stiction` command-line tool.
 //!
 //! `stiction gradcheck SCENE.json [--states N] [--seed S] [--method central|ridders|both] [--tol X] [--step H]`
-//! checks the analytic Jacobians of one simulator step against finite differences on
-//! the states of a scene file (see `docs/gradients.md`, "Scene files"). Exit status:
+//! checks the analytic Jacobians of one simulator step (rigid scenes) or one soft-body
+//! step (soft scenes) against finite differences on the states of a scene file (see
+//! `docs/gradients.md`, "Scene files"). Exit status:
 //! 0 when every check passes, 1 when one fails (or the Jacobians cannot be computed),
 //! 2 on usage or input errors.
 
 use std::process::ExitCode;
-use stiction::gradcheck::{check_step, FdMethod, GradcheckConfig, Scene};
+use stiction::gradcheck::{AnyScene, FdMethod, GradcheckConfig};
 
 const HELP: &str = "\
 stiction: tools for the stiction differentiable physics engine
@@ -17,8 +18,9 @@ USAGE:
     stiction --help
 
 COMMANDS:
-    gradcheck   Check the analytic Jacobians of one simulator step against finite
-                differences, on the states of a scene file (docs/gradients.md, \"Scene files\")
+    gradcheck   Check the analytic Jacobians of one simulator step (or soft-body step)
+                against finite differences, on the states of a scene file
+                (docs/gradients.md, \"Scene files\")
 
 GRADCHECK OPTIONS:
     --states N        number of states to check (default: 1 if the scene has a state, else 5)
@@ -86,7 +88,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
 }
 
 fn gradcheck(args: Args) -> ExitCode {
-    let scene = match Scene::load(&args.scene) {
+    let scene = match AnyScene::load(&args.scene) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
@@ -94,17 +96,24 @@ fn gradcheck(args: Args) -> ExitCode {
         }
     };
     let mut config = args.config;
-    config.rel_tol = args.tol.or(scene.tolerance).unwrap_or(config.rel_tol);
-    let n = args.states.unwrap_or(if scene.state.is_some() { 1 } else { 5 });
-    if let Some(d) = &scene.description {
+    config.rel_tol = args.tol.or(scene.tolerance()).unwrap_or(config.rel_tol);
+    let n = args.states.unwrap_or(if scene.has_state() { 1 } else { 5 });
+    if let Some(d) = scene.description() {
         println!("{d}");
     }
-    println!("scene '{}': {} state(s), seed {}, method {}", args.scene, n, args.seed, config.method.name());
+    println!(
+        "scene '{}' ({}): {} state(s), seed {}, method {}",
+        args.scene,
+        scene.kind(),
+        n,
+        args.seed,
+        config.method.name()
+    );
     let mut passed = 0;
-    for (k, (state, control)) in scene.cases(n, args.seed).iter().enumerate() {
+    for k in 0..n {
         println!();
         println!("state {}/{}:", k + 1, n);
-        match check_step(&scene.model, &scene.options, &scene.params, state, control, &config) {
+        match scene.check(k, args.seed, &config) {
             Ok(report) => {
                 println!("{report}");
                 passed += report.passed() as usize;

@@ -11,7 +11,8 @@
 //! * [`check_step`] (in `step.rs`): the eight Jacobian blocks of one simulator step;
 //! * [`check_jacobian`] (in `jacobian.rs`): any user function with Euclidean input;
 //! * [`check_soft_step`] (in `soft.rs`): the ten Jacobian blocks of one soft-body step;
-//! * [`scene`]: JSON scene files read by the `stiction gradcheck` command.
+//! * [`scene`]: JSON scene files read by the `stiction gradcheck` command — rigid
+//!   ([`Scene`]) or soft-body ([`SoftScene`], in [`soft_scene`]), either read by [`AnyScene`].
 
 pub mod fd;
 mod jacobian;
@@ -19,16 +20,41 @@ pub mod manifold;
 pub mod report;
 pub mod scene;
 mod soft;
+pub mod soft_scene;
 mod step;
 
 pub use fd::{FdEstimate, FdJacobian};
 pub use jacobian::check_jacobian;
 pub use report::{BlockReport, GradReport};
-pub use scene::Scene;
+pub use scene::{AnyScene, Scene};
 pub use soft::{check_soft_step, SOFT_STEP_BLOCKS};
+pub use soft_scene::{SoftCase, SoftScene};
 pub use step::{check_step, fd_step_jacobians, STEP_BLOCKS};
 
+use crate::error::Error;
 use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The text of the scene file at `path` and the directory its relative paths resolve
+/// against (`.` for a bare file name).
+fn read_scene(path: &Path) -> crate::Result<(String, &Path)> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::InvalidInput(format!("cannot read scene '{}': {e}", path.display())))?;
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    Ok((text, dir))
+}
+
+/// An error of the scene file at `path`, naming it: input and JSON errors keep their kind
+/// with the file's name in front, a model or mesh file that fails to load stays a load
+/// error (it names that file), and any other error becomes [`Error::InvalidInput`].
+fn in_scene(path: &Path, e: Error) -> Error {
+    match e {
+        Error::InvalidInput(m) => Error::InvalidInput(format!("scene '{}': {m}", path.display())),
+        Error::Serde(m) => Error::Serde(format!("scene '{}': {m}", path.display())),
+        Error::Load(e) => Error::Load(e),
+        other => Error::InvalidInput(format!("scene '{}': {other}", path.display())),
+    }
+}
 
 /// How finite differences are taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -1,6 +1,9 @@
-//! Scene files: JSON descriptions of a gradient check (model, simulation options,
-//! optional state and control, parameters θ, tolerance), read by `stiction gradcheck`.
-//! The format is documented in `docs/gradients.md` ("Scene files"):
+//! Scene files: JSON descriptions of a gradient check, read by `stiction gradcheck`.
+//! A scene is rigid ([`Scene`]: a model, simulation options, optional state and control,
+//! parameters θ, tolerance) or soft ([`SoftScene`]: a soft body, step options, optional
+//! state and control, tolerance; it has a top-level `"soft"` object instead of a model
+//! source). [`AnyScene`] reads either kind and runs its checks. The format is documented
+//! in `docs/gradients.md` ("Scene files"); a rigid scene:
 //!
 //! ```json
 //! {
@@ -20,6 +23,8 @@
 //! written by [`Model::to_json`]). Robot files load with the loaders' defaults (welded links
 //! merged).
 
+use super::soft_scene::SoftScene;
+use super::{check_soft_step, check_step, GradReport, GradcheckConfig};
 use crate::error::{check_vector, Error, Result};
 use crate::io::{load_mjcf, load_urdf, MjcfOptions, UrdfOptions};
 use crate::math::{SplitMix64, Vec3};
@@ -137,23 +142,23 @@ pub fn sample_model(spec: &str) -> Result<Model> {
 }
 
 impl Scene {
-    /// Reads and validates a scene file; relative paths in it resolve against its directory.
+    /// Reads and validates a rigid-body scene file; relative paths in it resolve against its
+    /// directory. A soft-body scene (with `"soft"`) is refused: read either kind with
+    /// [`AnyScene::load`].
     pub fn load(path: impl AsRef<Path>) -> Result<Scene> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::InvalidInput(format!("cannot read scene '{}': {e}", path.display())))?;
-        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        Scene::parse(&text, dir).map_err(|e| match e {
-            Error::InvalidInput(m) => Error::InvalidInput(format!("scene '{}': {m}", path.display())),
-            Error::Serde(m) => Error::Serde(format!("scene '{}': {m}", path.display())),
-            // A model file that fails to load stays a load error (it names that file).
-            Error::Load(e) => Error::Load(e),
-            other => Error::InvalidInput(format!("scene '{}': {other}", path.display())),
-        })
+        let (text, dir) = super::read_scene(path)?;
+        Scene::parse(&text, dir).map_err(|e| super::in_scene(path, e))
     }
 
-    /// Parses scene JSON; relative paths resolve against `base_dir`.
+    /// Parses rigid-body scene JSON; relative paths resolve against `base_dir`. A soft-body
+    /// scene is refused ([`Error::InvalidInput`]): parse either kind with [`AnyScene::parse`].
     pub fn parse(json: &str, base_dir: &Path) -> Result<Scene> {
+        if super::soft_scene::is_soft(json)? {
+            return Err(Error::InvalidInput(
+                "this is a soft-body scene (it has \"soft\"): read it with AnyScene, not Scene".into(),
+            ));
+        }
         let file: SceneFile = serde_json::from_str(json).map_err(|e| Error::Serde(e.to_string()))?;
         let sources = [file.urdf.is_some(), file.mjcf.is_some(), file.sample.is_some(), file.model.is_some()];
         if sources.iter().filter(|&&s| s).count() != 1 {
@@ -244,25 +249,106 @@ impl Scene {
     /// [`Model::random_configuration`], velocities uniform in [−1, 1]) reproducible from
     /// `seed`; every pair uses the scene's control, or random torques uniform in [−1, 1].
     pub fn cases(&self, n: usize, seed: u64) -> Vec<(State, Control)> {
+        (0..n).map(|k| self.case(k, seed)).collect()
+    }
+
+    /// Case `k` of [`Scene::cases`] (the same whatever their number).
+    pub fn case(&self, k: usize, seed: u64) -> (State, Control) {
         let (nv, m) = (self.model.nv(), &self.model);
-        (0..n)
-            .map(|k| {
-                let mut rng = SplitMix64::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(k as u64));
-                let random_state = |rng: &mut SplitMix64| State {
-                    q: m.random_configuration(rng.next_u64()),
-                    v: DVector::from_fn(nv, |_, _| rng.range(-1.0, 1.0)),
-                };
-                let state = match (&self.state, k) {
-                    (Some(s), 0) => s.clone(),
-                    _ => random_state(&mut rng),
-                };
-                let control = match &self.control {
-                    Some(c) => c.clone(),
-                    None => Control::torques(DVector::from_fn(nv, |_, _| rng.range(-1.0, 1.0))),
-                };
-                (state, control)
-            })
-            .collect()
+        let mut rng = SplitMix64::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(k as u64));
+        let random_state = |rng: &mut SplitMix64| State {
+            q: m.random_configuration(rng.next_u64()),
+            v: DVector::from_fn(nv, |_, _| rng.range(-1.0, 1.0)),
+        };
+        let state = match (&self.state, k) {
+            (Some(s), 0) => s.clone(),
+            _ => random_state(&mut rng),
+        };
+        let control = match &self.control {
+            Some(c) => c.clone(),
+            None => Control::torques(DVector::from_fn(nv, |_, _| rng.range(-1.0, 1.0))),
+        };
+        (state, control)
+    }
+}
+
+/// A scene file of either kind: rigid ([`Scene`]) or soft-body ([`SoftScene`], a file with a
+/// top-level `"soft"` object).
+#[derive(Clone, Debug)]
+pub enum AnyScene {
+    /// An articulated rigid-body scene (a model source); boxed, as a model is much larger
+    /// than a soft body's shared handle.
+    Rigid(Box<Scene>),
+    /// A soft-body scene.
+    Soft(SoftScene),
+}
+
+impl AnyScene {
+    /// Reads and validates a scene file of either kind; relative paths in it resolve
+    /// against its directory. Errors name the file (see [`Scene::load`], [`SoftScene::load`]).
+    pub fn load(path: impl AsRef<Path>) -> Result<AnyScene> {
+        let path = path.as_ref();
+        let (text, dir) = super::read_scene(path)?;
+        AnyScene::parse(&text, dir).map_err(|e| super::in_scene(path, e))
+    }
+
+    /// Parses scene JSON of either kind: a soft-body scene when it has a top-level
+    /// `"soft"`, else a rigid one. Relative paths resolve against `base_dir`.
+    pub fn parse(json: &str, base_dir: &Path) -> Result<AnyScene> {
+        if super::soft_scene::is_soft(json)? {
+            Ok(AnyScene::Soft(SoftScene::parse(json, base_dir)?))
+        } else {
+            Ok(AnyScene::Rigid(Box::new(Scene::parse(json, base_dir)?)))
+        }
+    }
+
+    /// `"rigid"` or `"soft"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AnyScene::Rigid(_) => "rigid",
+            AnyScene::Soft(_) => "soft",
+        }
+    }
+
+    /// Free-text description from the file.
+    pub fn description(&self) -> Option<&str> {
+        match self {
+            AnyScene::Rigid(s) => s.description.as_deref(),
+            AnyScene::Soft(s) => s.description.as_deref(),
+        }
+    }
+
+    /// The relative tolerance of the check, if the file sets one.
+    pub fn tolerance(&self) -> Option<f64> {
+        match self {
+            AnyScene::Rigid(s) => s.tolerance,
+            AnyScene::Soft(s) => s.tolerance,
+        }
+    }
+
+    /// Whether the file gives a state to check.
+    pub fn has_state(&self) -> bool {
+        match self {
+            AnyScene::Rigid(s) => s.state.is_some(),
+            AnyScene::Soft(s) => s.state.is_some(),
+        }
+    }
+
+    /// Runs the gradient check of case `k` ([`Scene::case`] or [`SoftScene::case`]) drawn
+    /// with `seed`, by [`check_step`] or [`check_soft_step`]: case 0 is the scene's state
+    /// when it has one. Errors: those of the check (a step that fails, Jacobians that
+    /// cannot be computed, invalid settings).
+    pub fn check(&self, k: usize, seed: u64, config: &GradcheckConfig) -> Result<GradReport> {
+        match self {
+            AnyScene::Rigid(s) => {
+                let (state, control) = s.case(k, seed);
+                check_step(&s.model, &s.options, &s.params, &state, &control, config)
+            }
+            AnyScene::Soft(s) => {
+                let case = s.case(k, seed);
+                check_soft_step(&s.body, &case.state, &case.u, &case.targets, &s.options, config)
+            }
+        }
     }
 }
 
@@ -352,5 +438,44 @@ mod tests {
         }
         let e = Scene::load("/nonexistent/scene.json").unwrap_err().to_string();
         assert!(e.contains("cannot read scene"), "{e}");
+    }
+
+    #[test]
+    fn either_kind() {
+        let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes");
+        for (name, kind) in [
+            ("arm7.json", "rigid"),
+            ("all_joint_types.json", "rigid"),
+            ("soft_bar.json", "soft"),
+            ("soft_two_region_block.json", "soft"),
+        ] {
+            let path = examples.join(name);
+            let s = AnyScene::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(s.kind(), kind, "{name}");
+            assert!(s.description().is_some() && s.tolerance() == Some(1e-6), "{name}");
+            assert_eq!(s.has_state(), name == "arm7.json");
+            assert_eq!(Scene::load(&path).is_ok(), kind == "rigid", "{name}");
+        }
+        let e = Scene::load(examples.join("soft_bar.json")).unwrap_err().to_string();
+        assert!(e.contains("soft_bar.json") && e.contains("soft-body scene") && e.contains("AnyScene"), "{e}");
+        // Errors of either kind name the file; a malformed file is a JSON error.
+        for (json, want) in [
+            ("{", "serialization"),
+            (r#"{"soft": 3}"#, "invalid type"),
+            (r#"{"sample": "arm7", "soft": {}}"#, "unknown field `sample`"),
+            (r#"{"sample": "arm7", "x": 1}"#, "unknown field `x`"),
+        ] {
+            let e = AnyScene::parse(json, Path::new(".")).unwrap_err().to_string();
+            assert!(e.contains(want), "{json}: {e}");
+        }
+        // A soft check through AnyScene is the one of the case it draws.
+        let s = AnyScene::load(examples.join("soft_bar.json")).unwrap();
+        let config = GradcheckConfig::default();
+        let report = s.check(1, 4, &config).unwrap();
+        assert!(report.passed(), "{report}");
+        let AnyScene::Soft(soft) = &s else { unreachable!() };
+        let case = soft.case(1, 4);
+        let direct = check_soft_step(&soft.body, &case.state, &case.u, &case.targets, &soft.options, &config).unwrap();
+        assert_eq!(direct.max_rel_error(), report.max_rel_error());
     }
 }
