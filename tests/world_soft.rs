@@ -47,6 +47,11 @@ fn block(model: MaterialModel, cells: [usize; 3], extent: Vec3, origin: Vec3, pi
     b.build().unwrap()
 }
 
+/// The 2 × 2 × 1-cell Neo-Hookean [`block`] (10 × 10 × 4 cm), unpinned, its bottom at `z`.
+fn small_block(z: f64) -> SoftBody {
+    block(MaterialModel::StableNeoHookean, [2, 2, 1], Vec3::new(0.1, 0.1, 0.04), Vec3::new(-0.05, -0.05, z), false)
+}
+
 fn soft_system(body: SoftBody, integrator: SoftIntegrator, mu: f64) -> SoftSystem {
     SoftSystem::new(Arc::new(body), tight(integrator), Material::new(mu, 0.0), 0.0).unwrap()
 }
@@ -237,13 +242,7 @@ fn momentum_and_com(body: &SoftBody, x: &[f64], v: &[f64]) -> (Vec3, Vec3) {
 fn without_contact_the_world_step_is_the_soft_step() {
     for integrator in [SoftIntegrator::BackwardEuler, SoftIntegrator::ImplicitMidpoint] {
         let (_, s, u) = block_on_ground(MaterialModel::StableNeoHookean, integrator, 5);
-        let body = block(
-            MaterialModel::StableNeoHookean,
-            [2, 2, 1],
-            Vec3::new(0.1, 0.1, 0.04),
-            Vec3::new(-0.05, -0.05, -2e-4),
-            false,
-        );
+        let body = small_block(-2e-4);
         let body = Arc::new(body);
         let sys = SoftSystem::new(body.clone(), tight(integrator), Material::new(1.0, 0.0), 0.0).unwrap();
         let w = world(vec![Arc::new(sys)]);
@@ -263,13 +262,7 @@ fn without_contact_the_world_step_is_the_soft_step() {
 /// its weight.
 #[test]
 fn a_block_settles_on_the_ground_carrying_its_weight() {
-    let body = Arc::new(block(
-        MaterialModel::StableNeoHookean,
-        [2, 2, 1],
-        Vec3::new(0.1, 0.1, 0.04),
-        Vec3::new(-0.05, -0.05, 2e-3),
-        false,
-    ));
+    let body = Arc::new(small_block(2e-3));
     let sys = SoftSystem::new(body.clone(), SoftOptions::default(), Material::new(0.8, 0.0), 0.0).unwrap();
     let w = world(vec![Arc::new(StaticGeometry::ground(Material::new(0.8, 0.0))), Arc::new(sys)]);
     let n = body.ndof();
@@ -297,13 +290,7 @@ fn a_block_settles_on_the_ground_carrying_its_weight() {
 #[test]
 fn a_sliding_block_decelerates_at_mu_g() {
     let mu = 0.3;
-    let body = block(
-        MaterialModel::StableNeoHookean,
-        [2, 2, 1],
-        Vec3::new(0.1, 0.1, 0.04),
-        Vec3::new(-0.05, -0.05, 0.0),
-        false,
-    );
+    let body = small_block(0.0);
     let body = Arc::new(body.to_builder().damping(SoftDamping { mass: 0.0, stiffness: 0.005 }).build().unwrap());
     let sys = SoftSystem::new(body.clone(), SoftOptions::default(), Material::new(mu, 0.0), 0.0).unwrap();
     let w = world(vec![Arc::new(StaticGeometry::ground(Material::new(mu, 0.0))), Arc::new(sys)]);
@@ -647,13 +634,7 @@ fn a_block_welded_to_a_free_box_keeps_momentum() {
 #[test]
 fn a_hundred_step_world_rollout_gradient_matches_ridders() {
     let steps = 100;
-    let body = block(
-        MaterialModel::StableNeoHookean,
-        [2, 2, 1],
-        Vec3::new(0.1, 0.1, 0.04),
-        Vec3::new(-0.05, -0.05, 0.0),
-        false,
-    );
+    let body = small_block(0.0);
     let body = Arc::new(body);
     let sys =
         SoftSystem::new(body.clone(), tight(SoftIntegrator::BackwardEuler), Material::new(1.0, 0.0), 0.0).unwrap();

@@ -134,35 +134,40 @@ def reduce_to(grad: np.ndarray, shape: Sequence[int]) -> np.ndarray:
 # parallel by ``SoftBody.rollout_batch`` and swept by ``SoftRollout.backward_batch``.
 
 
+def _batch_shape(what, states, controls_shape, nu, unit, theta) -> Tuple[Tuple[int, ...], int]:
+    """The broadcast leading (batch) shape of a rollout's inputs and its horizon T. ``states``
+    are ``(name, shape, size, size_text)`` of the two start-state arrays, ``theta`` the same
+    for the parameters; the controls have shape (..., T, nu), ``unit`` naming what one step
+    holds. Raises ``InputError`` with the expected shapes."""
+
+    def lead_of(name, shape, size, size_text):
+        shape = tuple(shape)
+        if len(shape) < 1 or shape[-1] != size:
+            raise InputError(f"{name} must have shape (..., {size}) ({size_text}), got {shape}")
+        return shape[:-1]
+
+    controls_shape = tuple(controls_shape)
+    if len(controls_shape) < 2 or controls_shape[-1] != nu or controls_shape[-2] < 1:
+        raise InputError(f"controls must have shape (..., T, {nu}) with T >= 1 ({unit} per step), "
+                         f"got {controls_shape}")
+    leads = [lead_of(*states[0]), lead_of(*states[1]), controls_shape[:-2], lead_of(*theta)]
+    names = f"{states[0][0]}, {states[1][0]}, controls and {theta[0]}"
+    try:
+        lead = np.broadcast_shapes(*leads)
+    except ValueError:
+        raise InputError(f"the batch shapes of {names} do not broadcast: {leads}") from None
+    if 0 in lead:
+        raise InputError(f"the batch shape {tuple(lead)} of a {what} rollout holds no rollout")
+    return tuple(lead), int(controls_shape[-2])
+
+
 def soft_check(body, x0_shape, v0_shape, controls_shape, theta_shape) -> Tuple[Tuple[int, ...], int]:
     """The broadcast leading (batch) shape of a soft-body rollout's inputs and its horizon T;
     raises ``InputError`` with the expected shapes."""
     n, npar = body.ndof, len(body.param_names)
-
-    def lead_of(name, shape, tail, tail_text):
-        shape = tuple(shape)
-        if len(shape) < len(tail) or shape[len(shape) - len(tail):] != tail:
-            raise InputError(f"{name} must have shape (..., {tail_text}), got {shape}")
-        return shape[: len(shape) - len(tail)]
-
-    controls_shape = tuple(controls_shape)
-    if len(controls_shape) < 2 or controls_shape[-1] != n or controls_shape[-2] < 1:
-        raise InputError(f"controls must have shape (..., T, {n}) with T >= 1 (body.ndof vertex forces per step), "
-                         f"got {controls_shape}")
-    steps = int(controls_shape[-2])
-    leads = [
-        lead_of("x0", x0_shape, (n,), f"{n}) (body.ndof"),
-        lead_of("v0", v0_shape, (n,), f"{n}) (body.ndof"),
-        controls_shape[:-2],
-        lead_of("theta", theta_shape, (npar,), f"{npar}) (len(body.param_names)"),
-    ]
-    try:
-        lead = np.broadcast_shapes(*leads)
-    except ValueError:
-        raise InputError(f"the batch shapes of x0, v0, controls and theta do not broadcast: {leads}") from None
-    if 0 in lead:
-        raise InputError(f"the batch shape {tuple(lead)} of a soft rollout holds no rollout")
-    return tuple(lead), steps
+    states = (("x0", x0_shape, n, "body.ndof"), ("v0", v0_shape, n, "body.ndof"))
+    theta = ("theta", theta_shape, npar, "len(body.param_names)")
+    return _batch_shape("soft", states, controls_shape, n, "body.ndof vertex forces", theta)
 
 
 def soft_broadcast(body, x0, v0, controls, theta):
@@ -240,31 +245,9 @@ def world_check(world, q0_shape, v0_shape, controls_shape, theta_shape) -> Tuple
     """The broadcast leading (batch) shape of a world rollout's inputs and its horizon T;
     raises ``InputError`` with the expected shapes."""
     nq, nv, nu, npar = world_dims(world)
-
-    def lead_of(name, shape, tail, tail_text):
-        shape = tuple(shape)
-        if len(shape) < len(tail) or shape[len(shape) - len(tail):] != tail:
-            raise InputError(f"{name} must have shape (..., {tail_text}), got {shape}")
-        return shape[: len(shape) - len(tail)]
-
-    controls_shape = tuple(controls_shape)
-    if len(controls_shape) < 2 or controls_shape[-1] != nu or controls_shape[-2] < 1:
-        raise InputError(f"controls must have shape (..., T, {nu}) with T >= 1 (world.nu controls per step), "
-                         f"got {controls_shape}")
-    steps = int(controls_shape[-2])
-    leads = [
-        lead_of("q0", q0_shape, (nq,), f"{nq}) (world.nq"),
-        lead_of("v0", v0_shape, (nv,), f"{nv}) (world.nv"),
-        controls_shape[:-2],
-        lead_of("theta", theta_shape, (npar,), f"{npar}) (len(world.param_names)"),
-    ]
-    try:
-        lead = np.broadcast_shapes(*leads)
-    except ValueError:
-        raise InputError(f"the batch shapes of q0, v0, controls and theta do not broadcast: {leads}") from None
-    if 0 in lead:
-        raise InputError(f"the batch shape {tuple(lead)} of a world rollout holds no rollout")
-    return tuple(lead), steps
+    states = (("q0", q0_shape, nq, "world.nq"), ("v0", v0_shape, nv, "world.nv"))
+    theta = ("theta", theta_shape, npar, "len(world.param_names)")
+    return _batch_shape("world", states, controls_shape, nu, "world.nu controls", theta)
 
 
 def world_broadcast(world, q0, v0, controls, theta):
