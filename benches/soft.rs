@@ -1,8 +1,10 @@
 //! Criterion benches of the soft body's implicit step (issue #21): one backward-Euler
 //! step of a stable Neo-Hookean block clamped at its base and swaying (dt = 10 ms), its
-//! VJP, and the step's growth with the number of tets (1k to 50k). Before measuring,
-//! each size prints its Newton iterations and the step's time split (assembly,
-//! factorization, solves, line search). `soft_world`: a soft block resting on the ground in
+//! VJP, and the step's growth with the number of tets (1k to 50k), with both linear
+//! solvers (`step`/`vjp`: a direct factorization per Newton iteration; `step_kept`/
+//! `vjp_kept`: one kept single-precision factor preconditioning conjugate gradients).
+//! Before measuring, each size prints its Newton iterations and the step's time split
+//! (assembly, factorization, solves, line search). `soft_world`: a soft block resting on the ground in
 //! a `World`, its step and VJP. Run: `cargo bench --bench soft -- --noplot`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
@@ -13,7 +15,9 @@ use std::time::Duration;
 use stiction::collision::Material;
 use stiction::math::Vec3;
 use stiction::soft::generate::box_mesh;
-use stiction::soft::{step, MaterialModel, SoftBody, SoftDamping, SoftMaterial, SoftOptions, SoftState};
+use stiction::soft::{
+    step, MaterialModel, SoftBody, SoftDamping, SoftLinearSolver, SoftMaterial, SoftOptions, SoftState,
+};
 use stiction::solver::ncp::NcpSolver;
 use stiction::world::{SoftSystem, StaticGeometry, System, World, WorldOptions, WorldState};
 
@@ -36,31 +40,37 @@ fn scene(c: usize) -> (Arc<SoftBody>, SoftState, DVector<f64>, DVector<f64>) {
 }
 
 fn bench(c: &mut Criterion) {
-    let options = SoftOptions { dt: 1e-2, ..Default::default() };
+    let direct = SoftOptions { dt: 1e-2, ..Default::default() };
+    let kept = SoftOptions { linear_solver: SoftLinearSolver::KEPT_SINGLE, ..direct };
     let mut group = c.benchmark_group("soft");
     group.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(4)).sample_size(10);
     // 6 c³ tets: 1,296 · 4,374 · 10,368 · 24,576 · 48,000.
     for cells in [6, 9, 12, 16, 20] {
         let (body, state, u, targets) = scene(cells);
         let tets = body.mesh().num_tets();
-        let rec = step(&body, &state, &u, &targets, &options).unwrap();
-        let r = rec.report();
-        eprintln!(
-            "soft step, {tets} tets, {} dofs: {} Newton iterations; assembly {:.2} ms, factorization {:.2} ms, solves {:.2} ms, line search {:.2} ms",
-            body.ndof(),
-            r.iterations,
-            1e3 * r.timings.assembly,
-            1e3 * r.timings.factorization,
-            1e3 * r.timings.solve,
-            1e3 * r.timings.line_search
-        );
-        group.bench_function(BenchmarkId::new("step", tets), |b| {
-            b.iter(|| black_box(step(&body, &state, &u, &targets, &options).unwrap()))
-        });
-        if cells == 12 {
-            let gx = DVector::from_element(body.ndof(), 1.0);
-            let gv = DVector::from_element(body.ndof(), 0.5);
-            group.bench_function(BenchmarkId::new("vjp", tets), |b| b.iter(|| black_box(rec.vjp(&gx, &gv).unwrap())));
+        for (name, options) in [("step", &direct), ("step_kept", &kept)] {
+            let rec = step(&body, &state, &u, &targets, options).unwrap();
+            let r = rec.report();
+            eprintln!(
+                "soft {name}, {tets} tets, {} dofs: {} Newton iterations, {} factorizations, CG iterations {:?}; assembly {:.2} ms, factorization {:.2} ms, solves {:.2} ms, line search {:.2} ms",
+                body.ndof(),
+                r.iterations,
+                r.factorizations,
+                r.linear_iterations,
+                1e3 * r.timings.assembly,
+                1e3 * r.timings.factorization,
+                1e3 * r.timings.solve,
+                1e3 * r.timings.line_search
+            );
+            group.bench_function(BenchmarkId::new(name, tets), |b| {
+                b.iter(|| black_box(step(&body, &state, &u, &targets, options).unwrap()))
+            });
+            if cells == 12 {
+                let gx = DVector::from_element(body.ndof(), 1.0);
+                let gv = DVector::from_element(body.ndof(), 0.5);
+                let vjp = if name == "step" { "vjp" } else { "vjp_kept" };
+                group.bench_function(BenchmarkId::new(vjp, tets), |b| b.iter(|| black_box(rec.vjp(&gx, &gv).unwrap())));
+            }
         }
     }
     group.finish();

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use stiction::gradcheck::fd::ridders;
 use stiction::math::{SplitMix64, Vec3};
 use stiction::soft::{
-    identify, rollout, step, MaterialModel, SoftBody, SoftDamping, SoftFitOptions, SoftIntegrator, SoftMaterial,
-    SoftOptions, SoftState, SoftTrajectory, TetMesh,
+    identify, rollout, step, MaterialModel, SoftBody, SoftDamping, SoftFitOptions, SoftIntegrator, SoftLinearSolver,
+    SoftMaterial, SoftOptions, SoftState, SoftTrajectory, TetMesh,
 };
 use stiction::Result;
 
@@ -159,6 +159,12 @@ fn check_model(model: MaterialModel) {
     let mut midpoint = two_region_scene(model);
     midpoint.options.integrator = SoftIntegrator::ImplicitMidpoint;
     check_scene(model, midpoint, "two regions, implicit midpoint");
+    // Inexact Newton with a kept single-precision factor: the forward step against
+    // Ridders, its VJP (conjugate gradients with the kept factor) against the Jacobians
+    // (a direct factorization).
+    let mut kept = two_region_scene(model);
+    kept.options.linear_solver = SoftLinearSolver::KEPT_SINGLE;
+    check_scene(model, kept, "two regions, kept factor");
 }
 
 fn check_scene(model: MaterialModel, s: Scene, label: &str) {

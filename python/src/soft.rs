@@ -25,8 +25,8 @@ use stiction::soft::surface::surface;
 use stiction::soft::{
     backward_batch as soft_backward_batch, identify, rollout, rollout_batch as soft_rollout_batch, static_equilibrium,
     step, MaterialModel, NewtonReport, SoftBatchCotangent, SoftBatchRollout, SoftBody, SoftDamping, SoftFitOptions,
-    SoftIntegrator, SoftMaterial, SoftOptions, SoftRollout, SoftRolloutGradients, SoftState, SoftStepRecord,
-    SoftTrajectory, TetMesh,
+    SoftIntegrator, SoftLinearSolver, SoftMaterial, SoftOptions, SoftRollout, SoftRolloutGradients, SoftState,
+    SoftStepRecord, SoftTrajectory, TetMesh,
 };
 
 /// The material names `MaterialModel::from_name` accepts.
@@ -147,6 +147,9 @@ pub(crate) fn max_iterations_arg(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
 fn report_dict<'py>(py: Python<'py>, r: &NewtonReport) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("iterations", r.iterations)?;
+    d.set_item("factorizations", r.factorizations)?;
+    d.set_item("linear_iterations", r.linear_iterations.clone())?;
+    d.set_item("final_check", r.final_check)?;
     d.set_item("gradient_norms", r.gradient_norms.clone())?;
     d.set_item("step_norms", r.step_norms.clone())?;
     d.set_item("step_lengths", r.step_lengths.clone())?;
@@ -571,8 +574,28 @@ pub(crate) fn options(
     max_iterations: usize,
     line_search: bool,
     integrator: &str,
+    linear_solver: &str,
 ) -> PyResult<SoftOptions> {
-    Ok(SoftOptions { dt, tolerance, max_iterations, line_search, integrator: integrator_arg(integrator)? })
+    Ok(SoftOptions {
+        dt,
+        tolerance,
+        max_iterations,
+        line_search,
+        integrator: integrator_arg(integrator)?,
+        linear_solver: linear_solver_arg(linear_solver)?,
+    })
+}
+
+/// `"direct"`, `"kept_factor"` (single-precision kept factor) or `"kept_factor_f64"`.
+pub(crate) fn linear_solver_arg(name: &str) -> PyResult<SoftLinearSolver> {
+    match name {
+        "direct" => Ok(SoftLinearSolver::Direct),
+        "kept_factor" => Ok(SoftLinearSolver::KeptFactor { single_precision: true }),
+        "kept_factor_f64" => Ok(SoftLinearSolver::KeptFactor { single_precision: false }),
+        other => Err(input_error(format!(
+            "unknown linear_solver '{other}' (expected 'direct', 'kept_factor' or 'kept_factor_f64')"
+        ))),
+    }
 }
 
 /// `"backward_euler"` or `"implicit_midpoint"`.
@@ -760,9 +783,14 @@ impl PySoftBody {
     /// `record=True`. Raises `InputError` for wrong lengths, NaN or invalid options,
     /// `NumericalError` when Newton does not converge in `max_iterations`. `integrator`:
     /// `"backward_euler"` (default) or `"implicit_midpoint"` (second order, no numerical
-    /// damping, keeps angular momentum).
+    /// damping, keeps angular momentum). `linear_solver`: `"direct"` (default; a sparse
+    /// Cholesky factorization per Newton iteration), `"kept_factor"` (inexact Newton: one
+    /// single-precision factor per step preconditions conjugate gradients on the exact
+    /// Hessian; the record keeps it for the adjoint; several times faster from a few
+    /// thousand tets) or `"kept_factor_f64"` (the same with a double-precision factor).
     #[pyo3(signature = (x, v, u=None, targets=None, dt=1e-3, tolerance=1e-10, max_iterations=50,
-                        line_search=true, record=false, integrator="backward_euler"))]
+                        line_search=true, record=false, integrator="backward_euler",
+                        linear_solver="direct"))]
     #[allow(clippy::too_many_arguments)]
     fn step<'py>(
         &self,
@@ -777,11 +805,12 @@ impl PySoftBody {
         line_search: bool,
         record: bool,
         integrator: &str,
+        linear_solver: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let state = SoftState { x: self.positions(x, "x")?, v: self.positions(v, "v")? };
         let u = self.forces(u)?;
         let targets = self.targets(targets, &state.x)?;
-        let opts = options(dt, tolerance, max_iterations, line_search, integrator)?;
+        let opts = options(dt, tolerance, max_iterations, line_search, integrator, linear_solver)?;
         let rec = py.detach(|| step(&self.inner, &state, &u, &targets, &opts)).py_err()?;
         if record {
             return Ok(Bound::new(py, PySoftStepRecord { record: rec })?.into_any());
@@ -796,7 +825,8 @@ impl PySoftBody {
     /// Newton's report (a dict as `SoftStepRecord.report`). Raises `InputError` for
     /// wrong lengths or NaN, `NumericalError` for no convergence or a body not held by
     /// enough pins.
-    #[pyo3(signature = (x=None, u=None, targets=None, tolerance=1e-10, max_iterations=50))]
+    #[pyo3(signature = (x=None, u=None, targets=None, tolerance=1e-10, max_iterations=50, linear_solver="direct"))]
+    #[allow(clippy::too_many_arguments)]
     fn static_equilibrium<'py>(
         &self,
         py: Python<'py>,
@@ -805,6 +835,7 @@ impl PySoftBody {
         targets: Option<&Bound<'py, PyAny>>,
         tolerance: f64,
         #[pyo3(from_py_with = max_iterations_arg)] max_iterations: usize,
+        linear_solver: &str,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let x = match x.filter(|x| !x.is_none()) {
             Some(x) => self.positions(x, "x")?,
@@ -812,7 +843,12 @@ impl PySoftBody {
         };
         let u = self.forces(u)?;
         let targets = self.targets(targets, &x)?;
-        let opts = SoftOptions { tolerance, max_iterations, ..SoftOptions::default() };
+        let opts = SoftOptions {
+            tolerance,
+            max_iterations,
+            linear_solver: linear_solver_arg(linear_solver)?,
+            ..SoftOptions::default()
+        };
         let (xs, report) = py.detach(|| static_equilibrium(&self.inner, &x, &u, &targets, &opts)).py_err()?;
         PyTuple::new(py, [out_vec(py, xs.as_slice()).into_any(), report_dict(py, &report)?.into_any()])
     }
@@ -822,7 +858,7 @@ impl PySoftBody {
     /// default: the pins held where `x` has them). Options as `step`. Returns a
     /// `SoftRollout`. A failing step's error names it.
     #[pyo3(signature = (x, v, controls, targets=None, dt=1e-3, tolerance=1e-10, max_iterations=50,
-                        line_search=true, integrator="backward_euler"))]
+                        line_search=true, integrator="backward_euler", linear_solver="direct"))]
     #[allow(clippy::too_many_arguments)]
     fn rollout(
         &self,
@@ -836,6 +872,7 @@ impl PySoftBody {
         #[pyo3(from_py_with = max_iterations_arg)] max_iterations: usize,
         line_search: bool,
         integrator: &str,
+        linear_solver: &str,
     ) -> PyResult<PySoftRollout> {
         let state = SoftState { x: self.positions(x, "x")?, v: self.positions(v, "v")? };
         let n = self.ndof_();
@@ -845,7 +882,7 @@ impl PySoftBody {
             Some(t) => rows_of(t, "targets", Some(controls.len()), np)?,
             None => vec![self.targets(None, &state.x)?; controls.len()],
         };
-        let opts = options(dt, tolerance, max_iterations, line_search, integrator)?;
+        let opts = options(dt, tolerance, max_iterations, line_search, integrator, linear_solver)?;
         let r = py.detach(|| rollout(&self.inner, &state, &controls, &targets, &opts)).py_err()?;
         Ok(PySoftRollout { rollout: r, ndof: n, npins: np })
     }
@@ -861,7 +898,7 @@ impl PySoftBody {
     /// failing rollout (the message names it and the step), `ModelError` for a θ outside
     /// the materials' domain.
     #[pyo3(signature = (x, v, controls, targets=None, thetas=None, dt=1e-3, tolerance=1e-10, max_iterations=50,
-                        line_search=true, integrator="backward_euler", threads=None))]
+                        line_search=true, integrator="backward_euler", linear_solver="direct", threads=None))]
     #[allow(clippy::too_many_arguments)]
     fn rollout_batch(
         &self,
@@ -876,6 +913,7 @@ impl PySoftBody {
         #[pyo3(from_py_with = max_iterations_arg)] max_iterations: usize,
         line_search: bool,
         integrator: &str,
+        linear_solver: &str,
         #[pyo3(from_py_with = threads_arg)] threads: Option<usize>,
     ) -> PyResult<Vec<PySoftRollout>> {
         let n = self.ndof_();
@@ -914,7 +952,7 @@ impl PySoftBody {
                 theta: thetas.as_ref().map(|th| DVector::from_column_slice(&th[i * npar..(i + 1) * npar])),
             })
             .collect();
-        let opts = options(dt, tolerance, max_iterations, line_search, integrator)?;
+        let opts = options(dt, tolerance, max_iterations, line_search, integrator, linear_solver)?;
         let out = py.detach(|| soft_rollout_batch(&self.inner, &batch, &opts, threads)).py_err()?;
         Ok(out.into_iter().map(|r| PySoftRollout { rollout: r, ndof: n, npins: np }).collect())
     }
@@ -1100,7 +1138,9 @@ impl PySoftStepRecord {
         self.record.options().dt
     }
 
-    /// Newton's report: a dict with `iterations`, `gradient_norms` (‖∇Φ‖∞ at each
+    /// Newton's report: a dict with `iterations`, `factorizations`, `linear_iterations`
+    /// (conjugate-gradient iterations per Newton iteration with a kept factor),
+    /// `final_check` (the step ended on the kept factor's check), `gradient_norms` (‖∇Φ‖∞ at each
     /// iterate), `step_norms` (‖Δy‖∞ of each Newton step, m), `step_lengths` (the line
     /// search's), `projected_iterations` (iterations whose Hessian needed the PSD
     /// projection), `inverted_elements` (tets with det F ≤ 0 at the end) and `timings`

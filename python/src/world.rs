@@ -185,7 +185,8 @@ fn soft_system(
     if !(tolerance.is_finite() && tolerance > 0.0) {
         return Err(input_error(format!("tolerance must be finite and positive, got {tolerance}")));
     }
-    let options = soft_options(SoftOptions::default().dt, tolerance, max_iterations, line_search, integrator)?;
+    let options =
+        soft_options(SoftOptions::default().dt, tolerance, max_iterations, line_search, integrator, "direct")?;
     SoftSystem::new(body.body().clone(), options, Material::new(friction, 0.0), radius).py_err()
 }
 

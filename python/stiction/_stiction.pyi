@@ -1419,6 +1419,7 @@ class SoftBody:
         line_search: bool = True,
         record: Literal[False] = False,
         integrator: str = "backward_euler",
+        linear_solver: str = "direct",
     ) -> Tuple[Vector, Vector]: ...
     @overload
     def step(
@@ -1434,6 +1435,7 @@ class SoftBody:
         *,
         record: Literal[True],
         integrator: str = "backward_euler",
+        linear_solver: str = "direct",
     ) -> "SoftStepRecord": ...
     def step(
         self,
@@ -1447,8 +1449,9 @@ class SoftBody:
         line_search: bool = True,
         record: bool = False,
         integrator: str = "backward_euler",
+        linear_solver: str = "direct",
     ) -> Union[Tuple[Vector, Vector], "SoftStepRecord"]:
-        """One implicit step (``integrator``: ``"backward_euler"`` or ``"implicit_midpoint"``) from ``(x, v)`` under vertex forces ``u`` (None: zero), the
+        """One implicit step (``integrator``: ``"backward_euler"`` or ``"implicit_midpoint"``; ``linear_solver``: ``"direct"``, a factorization per Newton iteration, or ``"kept_factor"``/``"kept_factor_f64"``, one kept factor preconditioning conjugate gradients) from ``(x, v)`` under vertex forces ``u`` (None: zero), the
         pins moving to ``targets`` (None: where ``x`` has them). Newton stops when its step is
         at most ``tolerance`` times the rest mesh's diagonal. Returns ``(x_next, v_next)``, or
         a :class:`SoftStepRecord` with ``record=True``.
@@ -1463,6 +1466,7 @@ class SoftBody:
         targets: Optional[ArrayLike] = None,
         tolerance: float = 1e-10,
         max_iterations: int = 50,
+        linear_solver: str = "direct",
     ) -> Tuple[Vector, Dict[str, Any]]:
         """The static equilibrium under gravity and forces ``u``, pins at ``targets`` (None:
         where ``x`` has them), by Newton from ``x`` (None: the rest positions). Returns
@@ -1482,6 +1486,7 @@ class SoftBody:
         max_iterations: int = 50,
         line_search: bool = True,
         integrator: str = "backward_euler",
+        linear_solver: str = "direct",
     ) -> "SoftRollout":
         """``N`` recorded steps under the vertex forces ``controls`` (shape (N, ndof)) with
         the pin ``targets`` of each step (shape (N, len(pinned_dofs)); None: held where ``x``
@@ -1498,6 +1503,7 @@ class SoftBody:
         max_iterations: int = 50,
         line_search: bool = True,
         integrator: str = "backward_euler",
+        linear_solver: str = "direct",
         threads: Optional[int] = None,
     ) -> List["SoftRollout"]:
         """``B`` independent recorded rollouts, in parallel in Rust (rayon; the GIL is
@@ -1582,7 +1588,9 @@ class SoftStepRecord:
         """The time step (s)."""
     @property
     def report(self) -> Dict[str, Any]:
-        """Newton's report: ``iterations``, ``gradient_norms``, ``step_norms``,
+        """Newton's report: ``iterations``, ``factorizations``, ``linear_iterations`` (conjugate-gradient
+        iterations per Newton iteration with a kept factor), ``final_check`` (the step ended on the kept
+        factor's convergence check), ``gradient_norms``, ``step_norms``,
         ``step_lengths``, ``projected_iterations``, ``inverted_elements`` and ``timings``
         (seconds in ``assembly``, ``factorization``, ``solve``, ``line_search``)."""
     def vjp(self, grad_x_next: ArrayLike, grad_v_next: ArrayLike) -> Dict[str, Vector]:

@@ -155,6 +155,37 @@ def test_step_vjp_is_the_jacobians_transpose(step_case):
         assert np.max(np.abs(g[key] - want)) <= 1e-9 * scale, key
 
 
+@pytest.mark.parametrize("solver", ["kept_factor", "kept_factor_f64"])
+def test_kept_factor_step_and_vjp_equal_the_direct_ones(step_case, solver):
+    body, (x, v, u, targets), rec = step_case
+    kept = body.step(x, v, u, targets, dt=DT, tolerance=TIGHT, record=True, linear_solver=solver)
+    np.testing.assert_allclose(kept.x_next, rec.x_next, rtol=0, atol=1e-12)
+    report = kept.report
+    assert report["factorizations"] >= 1
+    assert len(report["linear_iterations"]) == report["iterations"]
+    assert all(k >= 1 for k in report["linear_iterations"])
+    assert rec.report["linear_iterations"] == [] and rec.report["factorizations"] == rec.report["iterations"]
+    rng = np.random.default_rng(5)
+    gx, gv = rng.standard_normal(body.ndof), rng.standard_normal(body.ndof)
+    g, want = kept.vjp(gx, gv), rec.vjp(gx, gv)
+    for key in ("x", "v", "u", "targets", "theta"):
+        scale = max(np.max(np.abs(want[key])), 1e-300)
+        assert np.max(np.abs(g[key] - want[key])) <= 1e-9 * scale, key
+    xs, r = body.static_equilibrium(linear_solver=solver)
+    xd, _ = body.static_equilibrium()
+    np.testing.assert_allclose(xs, xd, rtol=0, atol=1e-11)
+    assert r["factorizations"] >= 1
+
+
+def test_unknown_linear_solver_is_an_input_error():
+    body = bar_body()
+    x = body.rest_positions
+    with pytest.raises(InputError, match="linear_solver 'cholmod'"):
+        body.step(x, np.zeros_like(x), linear_solver="cholmod")
+    with pytest.raises(InputError, match="kept_factor"):
+        body.static_equilibrium(linear_solver="")
+
+
 # --- rollouts ------------------------------------------------------------------------------
 
 

@@ -28,9 +28,10 @@ use super::body::SoftBody;
 use super::damping;
 use super::implicit::{SoftIntegrator, SoftStepRecord};
 use super::material::{Lame, Mat9};
+use super::pcg::{self, PcgStatus};
 use super::potential::{deformation_gradient, vertex, StepPotential};
 use super::sparse::{Factor, NONE};
-use crate::error::{check_vector, Result};
+use crate::error::{check_vector, Error, Result};
 use crate::math::Mat3;
 use nalgebra::{DMatrix, DVector, Vector3};
 
@@ -95,11 +96,22 @@ struct ElementTerms {
 #[derive(Debug)]
 pub(crate) struct Linearization {
     pub(crate) factor: Factor,
+    pub(crate) terms: Contraction,
+}
+
+/// What the contraction `−(∂g/∂p)ᵀ λ` needs at a step's solution.
+#[derive(Debug)]
+pub(crate) struct Contraction {
     elements: Vec<ElementTerms>,
     /// The inertia weight c and the elastic point's weight w of the integrator.
     pub(crate) inertia: f64,
     weight: f64,
 }
+
+/// Relative residual of the adjoint's conjugate-gradient solve with a kept factor.
+const ADJOINT_RTOL: f64 = 1e-13;
+/// Its iteration limit.
+const ADJOINT_MAX_ITERATIONS: usize = 200;
 
 impl SoftGradients {
     fn zeros(body: &SoftBody) -> SoftGradients {
@@ -115,15 +127,59 @@ impl SoftGradients {
 }
 
 impl SoftStepRecord {
-    /// The gradients of a loss with cotangents `∂ℓ/∂x⁺` and `∂ℓ/∂v⁺` (one factorization
-    /// of the Hessian at the solution and one back-solve).
-    /// Errors: sizes, non-finite cotangents, a singular Hessian.
+    /// The gradients of a loss with cotangents `∂ℓ/∂x⁺` and `∂ℓ/∂v⁺`: one solve with the
+    /// exact Hessian at the solution, by a fresh factorization ([`super::SoftLinearSolver::Direct`])
+    /// or by conjugate gradients preconditioned with the step's kept factor
+    /// ([`super::SoftLinearSolver::KeptFactor`]; the LU factorization when that Hessian
+    /// is indefinite). Errors: sizes, non-finite cotangents, a singular Hessian,
+    /// conjugate gradients that do not converge.
     pub fn vjp(&self, grad_x_next: &DVector<f64>, grad_v_next: &DVector<f64>) -> Result<SoftGradients> {
         let n = self.body.ndof();
         check_vector("soft grad x_next", grad_x_next.as_slice(), n)?;
         check_vector("soft grad v_next", grad_v_next.as_slice(), n)?;
-        let lin = Linearization::new(self)?;
-        Ok(self.vjp_linearized(&lin, grad_x_next, grad_v_next))
+        let Some(kept) = &self.kept else {
+            let lin = Linearization::new(self)?;
+            return Ok(self.vjp_linearized(&lin, grad_x_next, grad_v_next));
+        };
+        let potential = self.potential();
+        let hessian = potential.evaluate(self.next.x.as_slice(), true, false).hessian;
+        let terms = Contraction::new(self, &potential);
+        let a: DVector<f64> = grad_x_next + grad_v_next * (terms.inertia / self.options.dt);
+        let pattern = self.body.pattern();
+        let b: Vec<f64> = pattern.free_dofs.iter().map(|&d| a[d]).collect();
+        let mut lambda = vec![0.0; b.len()];
+        let outcome =
+            pcg::solve((pattern, &hessian), kept, &b, None, &mut lambda, (ADJOINT_RTOL, ADJOINT_MAX_ITERATIONS));
+        match outcome.status {
+            PcgStatus::Converged => {}
+            PcgStatus::NegativeCurvature => {
+                lambda.copy_from_slice(&b);
+                pattern.lu(&hessian)?.solve_in_place(&mut lambda, 1);
+            }
+            PcgStatus::NotConverged => {
+                return Err(Error::Numerical {
+                    algorithm: "soft step adjoint (kept factor)",
+                    detail: format!(
+                        "conjugate gradients reached a relative residual of {:.3e} in {} iterations, not {ADJOINT_RTOL:.0e}; step with SoftLinearSolver::Direct",
+                        outcome.relative_residual, outcome.iterations
+                    ),
+                })
+            }
+        }
+        Ok(self.vjp_with_lambda(&terms, &a, grad_v_next, &lambda))
+    }
+
+    /// The step's incremental potential (`potential.rs`).
+    fn potential(&self) -> StepPotential<'_> {
+        let midpoint = self.options.integrator == SoftIntegrator::ImplicitMidpoint;
+        StepPotential::new(
+            &self.body,
+            self.options.dt,
+            self.x.as_slice(),
+            self.v.as_slice(),
+            self.u.as_slice(),
+            midpoint,
+        )
     }
 
     /// [`SoftStepRecord::vjp`] with the step's [`Linearization`] given (sizes checked by
@@ -134,18 +190,29 @@ impl SoftStepRecord {
         grad_x_next: &DVector<f64>,
         grad_v_next: &DVector<f64>,
     ) -> SoftGradients {
-        let (h, c) = (self.options.dt, lin.inertia);
-        let a: DVector<f64> = grad_x_next + grad_v_next * (c / h);
+        let a: DVector<f64> = grad_x_next + grad_v_next * (lin.terms.inertia / self.options.dt);
         let pattern = self.body.pattern();
         let mut lambda_free: Vec<f64> = pattern.free_dofs.iter().map(|&d| a[d]).collect();
         lin.factor.solve_in_place(&mut lambda_free, 1);
+        self.vjp_with_lambda(&lin.terms, &a, grad_v_next, &lambda_free)
+    }
+
+    /// The gradients for `a = ḡ_x⁺ + c ḡ_v⁺/h` and the adjoint `λ = H⁻¹ a_f` (free indices).
+    fn vjp_with_lambda(
+        &self,
+        terms: &Contraction,
+        a: &DVector<f64>,
+        grad_v_next: &DVector<f64>,
+        lambda_free: &[f64],
+    ) -> SoftGradients {
+        let (h, c) = (self.options.dt, terms.inertia);
         let mut out = SoftGradients::zeros(&self.body);
         out.x -= grad_v_next * (c / h);
         out.v -= grad_v_next * (c - 1.0);
         for (p, &d) in self.body.pinned_dofs().iter().enumerate() {
             out.targets[p] += a[d];
         }
-        lin.contract(self, &lambda_free, &mut out);
+        terms.contract(self, lambda_free, &mut out);
         out
     }
 
@@ -184,7 +251,7 @@ impl SoftStepRecord {
             row.u.fill(0.0);
             row.targets.fill(0.0);
             row.theta.fill(0.0);
-            lin.contract(self, &inverse[r * nf..(r + 1) * nf], &mut row);
+            lin.terms.contract(self, &inverse[r * nf..(r + 1) * nf], &mut row);
             j.x_x.row_mut(d).copy_from(&row.x.transpose());
             j.x_v.row_mut(d).copy_from(&row.v.transpose());
             j.x_u.row_mut(d).copy_from(&row.u.transpose());
@@ -195,7 +262,7 @@ impl SoftStepRecord {
             j.x_targets[(d, p)] = 1.0;
         }
         // v⁺ = c (x⁺ − x)/h − (c − 1) v.
-        let (h, c) = (self.options.dt, lin.inertia);
+        let (h, c) = (self.options.dt, lin.terms.inertia);
         j.v_x = (&j.x_x - DMatrix::identity(n, n)) * (c / h);
         j.v_v = &j.x_v * (c / h) - DMatrix::identity(n, n) * (c - 1.0);
         j.v_u = &j.x_u * (c / h);
@@ -208,17 +275,24 @@ impl SoftStepRecord {
 impl Linearization {
     /// Factors the exact Hessian at `record`'s solution (Cholesky, LU when indefinite).
     pub(crate) fn new(record: &SoftStepRecord) -> Result<Linearization> {
-        let body = &*record.body;
-        let (x, y) = (record.x.as_slice(), record.next.x.as_slice());
-        let midpoint = record.options.integrator == SoftIntegrator::ImplicitMidpoint;
-        let potential =
-            StepPotential::new(body, record.options.dt, x, record.v.as_slice(), record.u.as_slice(), midpoint);
-        let ev = potential.evaluate(y, true, false);
-        let pattern = body.pattern();
+        let potential = record.potential();
+        let ev = potential.evaluate(record.next.x.as_slice(), true, false);
+        let pattern = record.body.pattern();
         let factor = match pattern.cholesky(&ev.hessian) {
             Some(f) => f,
             None => pattern.lu(&ev.hessian)?,
         };
+        Ok(Linearization { factor, terms: Contraction::new(record, &potential) })
+    }
+}
+
+impl Contraction {
+    /// The per-element terms at `record`'s solution.
+    fn new(record: &SoftStepRecord, potential: &StepPotential) -> Contraction {
+        let body = &*record.body;
+        let (x, y) = (record.x.as_slice(), record.next.x.as_slice());
+        let midpoint = record.options.integrator == SoftIntegrator::ImplicitMidpoint;
+        let pattern = body.pattern();
         let pinned = |v: usize| (0..3).any(|k| pattern.free_index[3 * v + k] == NONE);
         let elements = (0..body.mesh().num_tets())
             .map(|t| {
@@ -236,7 +310,7 @@ impl Linearization {
                 }
             })
             .collect();
-        Ok(Linearization { factor, elements, inertia: potential.inertia, weight: potential.weight })
+        Contraction { elements, inertia: potential.inertia, weight: potential.weight }
     }
 
     /// Adds `−(∂g/∂p)ᵀ λ` for the free-index vector `lambda_free` to `out`.

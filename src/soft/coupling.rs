@@ -79,7 +79,7 @@ impl LinearizedStep {
 
     /// The inertia weight c of the integrator (1 backward Euler, 2 implicit midpoint).
     fn inertia(&self) -> f64 {
-        self.linearization.inertia
+        self.linearization.terms.inertia
     }
 
     /// `x ← M̃⁻¹ x = (c/h²) H⁻¹ x` on the free coordinates, zero on the pinned ones.

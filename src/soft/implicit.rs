@@ -9,9 +9,26 @@
 //! once `‖Δy‖∞ ≤ tolerance · L` (`L` the diagonal of the rest mesh's bounding box):
 //! near the solution Newton converges quadratically, so the remaining error is far
 //! below that step.
+//!
+//! Two linear solvers ([`SoftLinearSolver`]):
+//! * `Direct` (default): a fresh numeric Cholesky factorization of the exact Hessian at
+//!   every iteration.
+//! * `KeptFactor`: inexact Newton. The Hessian at the first iterate is factored once (in
+//!   single precision by default) and kept; every Newton system `H(y_k) Δy = −∇Φ` with
+//!   the exact Hessian is solved by conjugate gradients preconditioned with that factor
+//!   (`pcg.rs`), to the relative residual `η_k = min(10⁻², ‖∇Φ_k‖∞ / ‖∇Φ_0‖∞)` (a
+//!   forcing term that keeps the convergence quadratic). Each iteration first tries the
+//!   kept factor's own step `−P⁻¹ ∇Φ` (one gradient and one back-solve): when it is within
+//!   the tolerance it is taken and the step ends without assembling another Hessian. A
+//!   conjugate-gradient solve that needs more than [`REFACTOR_AFTER`] iterations refactors
+//!   at the current iterate (counted in [`NewtonReport::factorizations`]). The record keeps
+//!   the factor for the adjoint, which solves with the exact Hessian at the solution by
+//!   the same preconditioned iteration (`adjoint.rs`).
 
 use super::body::SoftBody;
-use super::potential::StepPotential;
+use super::pcg::{self, PcgStatus};
+use super::potential::{Evaluation, StepPotential};
+use super::sparse::KeptFactor;
 use crate::error::{check_vector, Error, Result};
 use nalgebra::DVector;
 use serde::{Deserialize, Serialize};
@@ -31,7 +48,40 @@ pub struct SoftOptions {
     pub line_search: bool,
     /// The time integrator (default backward Euler).
     pub integrator: SoftIntegrator,
+    /// How each Newton system is solved (default a direct factorization per iteration).
+    #[serde(default)]
+    pub linear_solver: SoftLinearSolver,
 }
+
+/// How the Newton systems of a soft-body step are solved (`implicit.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SoftLinearSolver {
+    /// A numeric sparse Cholesky factorization of the exact Hessian at every Newton
+    /// iteration (the PSD-projected one when it is indefinite). Exact Newton steps; the
+    /// adjoint factors the Hessian at the solution again.
+    #[default]
+    Direct,
+    /// Inexact Newton with one kept factor: the Hessian at the first iterate is factored
+    /// once per step and preconditions conjugate gradients on the exact Hessian of every
+    /// later iteration; the step's record keeps the factor and the adjoint solves with it
+    /// in the same way. About one factorization per step instead of one per iteration: for
+    /// meshes whose factorization dominates the step (thousands of tets and more). The
+    /// record holds the factor (4 bytes per entry of `L` in single precision).
+    KeptFactor {
+        /// Factor in single precision (about 0.6× the time of the double factor and half
+        /// its memory); the conjugate gradients run in double precision either way.
+        single_precision: bool,
+    },
+}
+
+impl SoftLinearSolver {
+    /// The inexact-Newton solver with a single-precision kept factor.
+    pub const KEPT_SINGLE: SoftLinearSolver = SoftLinearSolver::KeptFactor { single_precision: true };
+}
+
+/// Conjugate-gradient iterations of one Newton system after which the kept factor is
+/// renewed at the current iterate.
+pub const REFACTOR_AFTER: usize = 25;
 
 /// The implicit time integrator of a soft-body step; both minimise an incremental
 /// potential (`potential.rs`).
@@ -54,6 +104,7 @@ impl Default for SoftOptions {
             max_iterations: 50,
             line_search: true,
             integrator: SoftIntegrator::BackwardEuler,
+            linear_solver: SoftLinearSolver::Direct,
         }
     }
 }
@@ -79,8 +130,20 @@ impl SoftOptions {
 /// How Newton went in one step.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NewtonReport {
-    /// Newton iterations (Hessian factorizations).
+    /// Newton iterations: Hessians assembled and solved with. With a kept factor, the
+    /// final convergence check (one gradient and one back-solve with the kept factor,
+    /// whose step is taken) is not counted; its step is the last of `step_norms` and
+    /// [`NewtonReport::final_check`] says it happened.
     pub iterations: usize,
+    /// Numeric factorizations (PSD-projected refactorizations included).
+    #[serde(default)]
+    pub factorizations: usize,
+    /// With a kept factor: the conjugate-gradient iterations of each Newton iteration.
+    #[serde(default)]
+    pub linear_iterations: Vec<usize>,
+    /// With a kept factor: the step ended on the kept factor's convergence check.
+    #[serde(default)]
+    pub final_check: bool,
     /// `‖∇Φ‖∞` over the free degrees of freedom at each iterate (N).
     pub gradient_norms: Vec<f64>,
     /// `‖Δy‖∞` of each Newton step (m).
@@ -105,7 +168,8 @@ pub struct NewtonTimings {
     pub assembly: f64,
     /// Numeric sparse Cholesky factorizations.
     pub factorization: f64,
-    /// Triangular solves.
+    /// Triangular solves, and with a kept factor the conjugate-gradient iterations
+    /// (products with the Hessian and back-solves).
     pub solve: f64,
     /// Energy evaluations of the line search.
     pub line_search: f64,
@@ -140,6 +204,8 @@ pub struct SoftStepRecord {
     pub(crate) targets: DVector<f64>,
     pub(crate) next: SoftState,
     pub(crate) report: NewtonReport,
+    /// The kept factor of [`SoftLinearSolver::KeptFactor`] (the adjoint's preconditioner).
+    pub(crate) kept: Option<Arc<KeptFactor>>,
 }
 
 impl SoftStepRecord {
@@ -203,7 +269,7 @@ pub fn step(
     for (&d, &t) in body.pinned_dofs().iter().zip(targets.iter()) {
         y[d] = t;
     }
-    let report = minimize(&potential, &mut y, options)?;
+    let (report, kept) = minimize(&potential, &mut y, options)?;
     let x_next = DVector::from_vec(y);
     // v⁺ = c (x⁺ − x)/h − (c − 1) v.
     let c = potential.inertia;
@@ -217,32 +283,50 @@ pub fn step(
         targets: targets.clone(),
         next: SoftState { x: x_next, v: v_next },
         report,
+        kept: kept.map(Arc::new),
     })
 }
 
 /// Minimises `potential` over the free degrees of freedom from `y` (pinned entries
-/// already at their targets), in place: Newton with the exact Hessian (element tangents
-/// projected when it is not positive definite) and an Armijo backtracking line search.
-fn minimize(potential: &StepPotential, y: &mut [f64], options: &SoftOptions) -> Result<NewtonReport> {
-    let body = potential.body;
-    let n = y.len();
-    let pattern = body.pattern();
-    let size = mesh_size(body);
+/// already at their targets), in place, with the linear solver of `options`; returns the
+/// report and, with [`SoftLinearSolver::KeptFactor`], the kept factor.
+fn minimize(
+    potential: &StepPotential,
+    y: &mut [f64],
+    options: &SoftOptions,
+) -> Result<(NewtonReport, Option<KeptFactor>)> {
     let mut report = NewtonReport::default();
-    let mut converged = pattern.n_free() == 0;
-    let mut trial = vec![0.0; n];
-    while !converged {
-        if report.iterations == options.max_iterations {
-            let last = report.step_norms.last().copied().unwrap_or(f64::NAN);
-            return Err(Error::Numerical {
-                algorithm: "soft body Newton",
-                detail: format!(
-                    "no convergence in {} iterations (last step {last:.3e} m, tolerance {:.3e} m); reduce dt or raise max_iterations",
-                    options.max_iterations,
-                    options.tolerance * size
-                ),
-            });
+    let kept = if potential.body.pattern().n_free() == 0 {
+        None
+    } else {
+        match options.linear_solver {
+            SoftLinearSolver::Direct => {
+                minimize_direct(potential, y, options, &mut report)?;
+                None
+            }
+            SoftLinearSolver::KeptFactor { single_precision } => {
+                Some(minimize_kept(potential, y, options, single_precision, &mut report)?)
+            }
         }
+    };
+    report.inverted_elements = (0..potential.body.mesh().num_tets())
+        .filter(|&e| super::potential::deformation_gradient(potential.body, e, y).determinant() <= 0.0)
+        .count();
+    Ok((report, kept))
+}
+
+/// Newton with the exact Hessian factored at every iteration (element tangents projected
+/// when it is not positive definite) and an Armijo backtracking line search.
+fn minimize_direct(
+    potential: &StepPotential,
+    y: &mut [f64],
+    options: &SoftOptions,
+    report: &mut NewtonReport,
+) -> Result<()> {
+    let pattern = potential.body.pattern();
+    let tolerance = options.tolerance * mesh_size(potential.body);
+    loop {
+        check_iterations(report, options, tolerance)?;
         report.iterations += 1;
         let clock = Instant::now();
         let mut ev = potential.evaluate(y, true, false);
@@ -250,6 +334,7 @@ fn minimize(potential: &StepPotential, y: &mut [f64], options: &SoftOptions) -> 
         let clock = Instant::now();
         let factor = pattern.cholesky(&ev.hessian);
         report.timings.factorization += clock.elapsed().as_secs_f64();
+        report.factorizations += 1;
         let factor = match factor {
             Some(f) => f,
             None => {
@@ -260,52 +345,232 @@ fn minimize(potential: &StepPotential, y: &mut [f64], options: &SoftOptions) -> 
                 let clock = Instant::now();
                 let factor = pattern.cholesky(&ev.hessian);
                 report.timings.factorization += clock.elapsed().as_secs_f64();
-                factor.ok_or_else(|| Error::Numerical {
-                    algorithm: "soft body Newton",
-                    detail: "the PSD-projected Hessian is not positive definite: in a step, a vertex mass or dt too \
-                             small; in static equilibrium, a body not held by enough pins"
-                        .into(),
-                })?
+                report.factorizations += 1;
+                factor.ok_or_else(not_positive_definite)?
             }
         };
-        let mut d: Vec<f64> = pattern.free_dofs.iter().map(|&k| -ev.gradient[k]).collect();
-        report.gradient_norms.push(d.iter().fold(0.0, |m: f64, g| m.max(g.abs())));
+        let mut d = negative_free_gradient(potential, &ev);
+        report.gradient_norms.push(max_abs(&d));
         let clock = Instant::now();
         factor.solve_in_place(&mut d, 1);
         report.timings.solve += clock.elapsed().as_secs_f64();
-        if !d.iter().all(|s| s.is_finite()) {
-            return Err(Error::Numerical { algorithm: "soft body Newton", detail: "a non-finite Newton step".into() });
-        }
-        let step_norm = d.iter().fold(0.0, |m: f64, s| m.max(s.abs()));
-        report.step_norms.push(step_norm);
-        converged = step_norm <= options.tolerance * size;
-        let mut t = 1.0;
-        let clock = Instant::now();
-        if options.line_search && !converged {
-            // Armijo on Φ along d; `slope_d = ∇Φ·d < 0` (H positive definite).
-            let slope_d: f64 = pattern.free_dofs.iter().zip(&d).map(|(&k, s)| ev.gradient[k] * s).sum();
-            let slack = 1e-12 * ev.energy.abs();
-            loop {
-                trial.copy_from_slice(y);
-                for (&k, s) in pattern.free_dofs.iter().zip(&d) {
-                    trial[k] += t * s;
-                }
-                if potential.energy(&trial) <= ev.energy + 1e-4 * t * slope_d + slack || t < 1e-6 {
-                    break;
-                }
-                t *= 0.5;
-            }
-        }
-        report.timings.line_search += clock.elapsed().as_secs_f64();
-        report.step_lengths.push(t);
-        for (&k, s) in pattern.free_dofs.iter().zip(&d) {
-            y[k] += t * s;
+        if take_step(potential, y, &ev, &d, options, tolerance, report)? {
+            return Ok(());
         }
     }
-    report.inverted_elements = (0..body.mesh().num_tets())
-        .filter(|&e| super::potential::deformation_gradient(body, e, y).determinant() <= 0.0)
-        .count();
-    Ok(report)
+}
+
+/// Inexact Newton with one kept factor (the module's doc): returns the factor.
+fn minimize_kept(
+    potential: &StepPotential,
+    y: &mut [f64],
+    options: &SoftOptions,
+    single: bool,
+    report: &mut NewtonReport,
+) -> Result<KeptFactor> {
+    let pattern = potential.body.pattern();
+    let nf = pattern.n_free();
+    let tolerance = options.tolerance * mesh_size(potential.body);
+    let mut factor: Option<KeptFactor> = None;
+    let mut scratch = Vec::with_capacity(nf);
+    let mut first_gradient = f64::NAN;
+    loop {
+        // The first iteration assembles the Hessian with the gradient; later ones assemble
+        // it only when the convergence check fails.
+        let clock = Instant::now();
+        let mut ev = potential.evaluate(y, factor.is_none(), false);
+        report.timings.assembly += clock.elapsed().as_secs_f64();
+        let b = negative_free_gradient(potential, &ev);
+        let gradient_norm = max_abs(&b);
+        let mut first = None;
+        if let Some(f) = &factor {
+            // The convergence check: the kept factor's own step.
+            let clock = Instant::now();
+            let mut d = vec![0.0; nf];
+            f.apply(&b, &mut d, &mut scratch);
+            report.timings.solve += clock.elapsed().as_secs_f64();
+            if max_abs(&d) <= tolerance {
+                report.gradient_norms.push(gradient_norm);
+                report.step_norms.push(max_abs(&d));
+                report.step_lengths.push(1.0);
+                report.final_check = true;
+                for (&k, s) in pattern.free_dofs.iter().zip(&d) {
+                    y[k] += s;
+                }
+                return Ok(factor.take().unwrap_or_else(|| unreachable!("checked above")));
+            }
+            first = Some(d);
+        }
+        check_iterations(report, options, tolerance)?;
+        report.iterations += 1;
+        report.gradient_norms.push(gradient_norm);
+        if first_gradient.is_nan() {
+            first_gradient = gradient_norm;
+        }
+        let mut hessian = if ev.hessian.is_empty() {
+            let clock = Instant::now();
+            let hessian = potential.evaluate(y, true, false).hessian;
+            report.timings.assembly += clock.elapsed().as_secs_f64();
+            hessian
+        } else {
+            std::mem::take(&mut ev.hessian)
+        };
+        let mut projected = false;
+        if factor.is_none() {
+            factor = Some(match kept_factor(potential, &hessian, single, report) {
+                Some(f) => f,
+                None => {
+                    projected = true;
+                    report.projected_iterations += 1;
+                    let clock = Instant::now();
+                    hessian = potential.evaluate(y, true, true).hessian;
+                    report.timings.assembly += clock.elapsed().as_secs_f64();
+                    kept_factor(potential, &hessian, single, report).ok_or_else(not_positive_definite)?
+                }
+            });
+        }
+        // The forcing term: quadratic convergence while the gradient falls.
+        let rtol = (gradient_norm / first_gradient).clamp(1e-14, 1e-2);
+        let mut d = vec![0.0; nf];
+        let mut refactored = false;
+        let mut linear_iterations = 0;
+        loop {
+            let f = factor.as_ref().unwrap_or_else(|| unreachable!("factored above"));
+            let clock = Instant::now();
+            let outcome = pcg::solve((pattern, &hessian), f, &b, first.as_deref(), &mut d, (rtol, REFACTOR_AFTER));
+            report.timings.solve += clock.elapsed().as_secs_f64();
+            linear_iterations += outcome.iterations;
+            first = None;
+            match outcome.status {
+                PcgStatus::Converged => break,
+                PcgStatus::NegativeCurvature if !projected => {
+                    // The exact Hessian is indefinite here: project its element tangents.
+                    projected = true;
+                    report.projected_iterations += 1;
+                    let clock = Instant::now();
+                    hessian = potential.evaluate(y, true, true).hessian;
+                    report.timings.assembly += clock.elapsed().as_secs_f64();
+                }
+                _ if !refactored => {
+                    // The kept factor no longer preconditions well: renew it here.
+                    refactored = true;
+                    let renewed = kept_factor(potential, &hessian, single, report).ok_or_else(not_positive_definite)?;
+                    factor = Some(renewed);
+                }
+                _ => {
+                    return Err(Error::Numerical {
+                        algorithm: "soft body Newton (kept factor)",
+                        detail: format!(
+                            "conjugate gradients did not converge with a fresh factor (relative residual {:.3e} after {} iterations); use SoftLinearSolver::Direct",
+                            outcome.relative_residual, outcome.iterations
+                        ),
+                    })
+                }
+            }
+        }
+        report.linear_iterations.push(linear_iterations);
+        if take_step(potential, y, &ev, &d, options, tolerance, report)? {
+            return Ok(factor.unwrap_or_else(|| unreachable!("factored above")));
+        }
+    }
+}
+
+/// The kept factor of `hessian` (single precision first when asked, double when that
+/// fails), counted and timed in `report`; `None` when the matrix is not positive definite.
+fn kept_factor(
+    potential: &StepPotential,
+    hessian: &[f64],
+    single: bool,
+    report: &mut NewtonReport,
+) -> Option<KeptFactor> {
+    let pattern = potential.body.pattern();
+    let clock = Instant::now();
+    let mut factor = pattern.kept_cholesky(hessian, single);
+    report.factorizations += 1;
+    if factor.is_none() && single {
+        factor = pattern.kept_cholesky(hessian, false);
+        report.factorizations += 1;
+    }
+    report.timings.factorization += clock.elapsed().as_secs_f64();
+    factor
+}
+
+/// Errors when `report` has used up the iterations of `options`.
+fn check_iterations(report: &NewtonReport, options: &SoftOptions, tolerance: f64) -> Result<()> {
+    if report.iterations < options.max_iterations {
+        return Ok(());
+    }
+    let last = report.step_norms.last().copied().unwrap_or(f64::NAN);
+    Err(Error::Numerical {
+        algorithm: "soft body Newton",
+        detail: format!(
+            "no convergence in {} iterations (last step {last:.3e} m, tolerance {tolerance:.3e} m); reduce dt or raise max_iterations",
+            options.max_iterations
+        ),
+    })
+}
+
+fn not_positive_definite() -> Error {
+    Error::Numerical {
+        algorithm: "soft body Newton",
+        detail: "the PSD-projected Hessian is not positive definite: in a step, a vertex mass or dt too small; in \
+                 static equilibrium, a body not held by enough pins"
+            .into(),
+    }
+}
+
+/// `−∇Φ` over the free degrees of freedom.
+fn negative_free_gradient(potential: &StepPotential, ev: &Evaluation) -> Vec<f64> {
+    potential.body.pattern().free_dofs.iter().map(|&k| -ev.gradient[k]).collect()
+}
+
+fn max_abs(a: &[f64]) -> f64 {
+    a.iter().fold(0.0, |m: f64, s| m.max(s.abs()))
+}
+
+/// Takes the Newton step `d` (free indices) from `y`, where `ev` was evaluated: full when
+/// it is within `tolerance` (converged: returns `true`), else along an Armijo backtracking
+/// line search on Φ when `options` asks for one.
+fn take_step(
+    potential: &StepPotential,
+    y: &mut [f64],
+    ev: &Evaluation,
+    d: &[f64],
+    options: &SoftOptions,
+    tolerance: f64,
+    report: &mut NewtonReport,
+) -> Result<bool> {
+    if !d.iter().all(|s| s.is_finite()) {
+        return Err(Error::Numerical { algorithm: "soft body Newton", detail: "a non-finite Newton step".into() });
+    }
+    let free = &potential.body.pattern().free_dofs;
+    let step_norm = max_abs(d);
+    report.step_norms.push(step_norm);
+    let converged = step_norm <= tolerance;
+    let mut t = 1.0;
+    let clock = Instant::now();
+    if options.line_search && !converged {
+        // Armijo on Φ along d; `slope_d = ∇Φ·d < 0` (H positive definite).
+        let slope_d: f64 = free.iter().zip(d).map(|(&k, s)| ev.gradient[k] * s).sum();
+        let slack = 1e-12 * ev.energy.abs();
+        let mut trial = y.to_vec();
+        loop {
+            trial.copy_from_slice(y);
+            for (&k, s) in free.iter().zip(d) {
+                trial[k] += t * s;
+            }
+            if potential.energy(&trial) <= ev.energy + 1e-4 * t * slope_d + slack || t < 1e-6 {
+                break;
+            }
+            t *= 0.5;
+        }
+    }
+    report.timings.line_search += clock.elapsed().as_secs_f64();
+    report.step_lengths.push(t);
+    for (&k, s) in free.iter().zip(d) {
+        y[k] += t * s;
+    }
+    Ok(converged)
 }
 
 /// The static equilibrium of `body` under gravity and vertex forces `u`, the pinned
@@ -330,7 +595,7 @@ pub fn static_equilibrium(
     for (&d, &t) in body.pinned_dofs().iter().zip(targets.iter()) {
         y[d] = t;
     }
-    let report = minimize(&potential, &mut y, options)?;
+    let (report, _) = minimize(&potential, &mut y, options)?;
     Ok((DVector::from_vec(y), report))
 }
 

@@ -23,6 +23,7 @@ pub mod implicit;
 pub mod io;
 pub mod material;
 pub mod mesh;
+mod pcg;
 mod potential;
 pub mod rollout;
 mod sparse;
@@ -34,7 +35,8 @@ pub use batch::{backward_batch, rollout_batch, SoftBatchCotangent, SoftBatchRoll
 pub use body::{SoftBody, SoftBodyBuilder, SoftDamping, SoftMaterial, SoftRegion};
 pub use coupling::{LinearizedStep, StartGradients};
 pub use implicit::{
-    static_equilibrium, step, NewtonReport, NewtonTimings, SoftIntegrator, SoftOptions, SoftState, SoftStepRecord,
+    static_equilibrium, step, NewtonReport, NewtonTimings, SoftIntegrator, SoftLinearSolver, SoftOptions, SoftState,
+    SoftStepRecord,
 };
 pub use material::{Lame, MaterialModel};
 pub use mesh::TetMesh;

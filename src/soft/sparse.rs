@@ -2,7 +2,9 @@
 //! pattern (the lower triangle, by columns, built once per body with `sprs`), the slot of
 //! every element-matrix entry in it (so each Newton iteration only refills values), and
 //! the sparse Cholesky factorization with `faer`: symbolic once per body, numeric per
-//! Newton iteration, with a sparse LU for the adjoint of an indefinite Hessian.
+//! Newton iteration, with a sparse LU for the adjoint of an indefinite Hessian; the
+//! kept factor of the inexact-Newton mode (`pcg.rs`), in single or double precision; and
+//! the product of the symmetric matrix with a vector.
 
 use super::mesh::TetMesh;
 use crate::error::{Error, Result};
@@ -51,6 +53,39 @@ impl Factor {
         match self {
             Factor::Llt(f) => f.solve_in_place(rhs),
             Factor::Lu(f) => f.solve_in_place(rhs),
+        }
+    }
+}
+
+/// A Cholesky factor kept over several solves as the preconditioner of conjugate
+/// gradients (`pcg.rs`): the factor of the Hessian at some point, in single precision
+/// (half the memory traffic, about 0.6× the time of the double factor) or in double.
+#[derive(Debug)]
+pub(crate) enum KeptFactor {
+    /// An `f32` factor: `z = L⁻ᵀ L⁻¹ r` computed in single precision.
+    Single(Llt<usize, f32>),
+    /// An `f64` factor.
+    Double(Llt<usize, f64>),
+}
+
+impl KeptFactor {
+    /// `z ← P⁻¹ r` (`z` and `r` of length `n_free`; `scratch` holds the single-precision
+    /// copy).
+    pub fn apply(&self, r: &[f64], z: &mut [f64], scratch: &mut Vec<f32>) {
+        let n = r.len();
+        match self {
+            KeptFactor::Single(f) => {
+                scratch.clear();
+                scratch.extend(r.iter().map(|&a| a as f32));
+                f.solve_in_place(MatMut::from_column_major_slice_mut(scratch.as_mut_slice(), n, 1));
+                for (out, &a) in z.iter_mut().zip(scratch.iter()) {
+                    *out = f64::from(a);
+                }
+            }
+            KeptFactor::Double(f) => {
+                z.copy_from_slice(r);
+                f.solve_in_place(MatMut::from_column_major_slice_mut(z, n, 1));
+            }
         }
     }
 }
@@ -147,6 +182,40 @@ impl HessianPattern {
         let symbolic = self.llt.clone()?;
         let mat = SparseColMatRef::new(self.symbolic.as_ref(), values);
         Llt::try_new_with_symbolic(symbolic, mat, Side::Lower).ok().map(Factor::Llt)
+    }
+
+    /// The Cholesky factor of the matrix with lower-triangular `values` in the precision
+    /// asked, to be kept as a preconditioner; `None` when it is not positive definite
+    /// (in that precision).
+    pub fn kept_cholesky(&self, values: &[f64], single: bool) -> Option<KeptFactor> {
+        let symbolic = self.llt.clone()?;
+        if single {
+            let values: Vec<f32> = values.iter().map(|&a| a as f32).collect();
+            let mat = SparseColMatRef::new(self.symbolic.as_ref(), values.as_slice());
+            Llt::try_new_with_symbolic(symbolic, mat, Side::Lower).ok().map(KeptFactor::Single)
+        } else {
+            let mat = SparseColMatRef::new(self.symbolic.as_ref(), values);
+            Llt::try_new_with_symbolic(symbolic, mat, Side::Lower).ok().map(KeptFactor::Double)
+        }
+    }
+
+    /// `out = A x` for the symmetric matrix `A` with lower-triangular `values` (free
+    /// indices).
+    pub fn multiply(&self, values: &[f64], x: &[f64], out: &mut [f64]) {
+        let (col_ptr, row_idx) = (self.symbolic.col_ptr(), self.symbolic.row_idx());
+        out.fill(0.0);
+        for (c, &xc) in x.iter().enumerate() {
+            let mut dot = 0.0;
+            for k in col_ptr[c]..col_ptr[c + 1] {
+                let r = row_idx[k];
+                let a = values[k];
+                out[r] += a * xc;
+                if r != c {
+                    dot += a * x[r];
+                }
+            }
+            out[c] += dot;
+        }
     }
 
     /// The LU factor of the symmetric matrix with lower-triangular `values`. Errors:
