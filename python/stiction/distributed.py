@@ -267,19 +267,29 @@ class _TapeHolder:
         self._tapes.pop(key, None)
 
 
+class _Holder:
+    """A tape-holding actor and the number of its chunks that handles still refer to."""
+
+    def __init__(self, actor):
+        self.actor, self.live = actor, 0
+
+
 class _Chunk:
     """A recorded chunk: its actor, key, recipe and shapes. Forgotten on the actor when
-    no handle refers to it any more."""
+    no handle refers to it any more (the actor itself ends with its last chunk)."""
 
-    def __init__(self, actor, key: str, recipe: list, steps: int, nq: int, nv: int, np_: int):
-        self.actor, self.key, self.recipe = actor, key, recipe
+    def __init__(self, holder: _Holder, key: str, recipe: list, steps: int, nq: int, nv: int, np_: int):
+        self.holder, self.actor, self.key, self.recipe = holder, holder.actor, key, recipe
         self.steps, self.nq, self.nv, self.np = steps, nq, nv, np_
+        holder.live += 1
 
     def __del__(self):
-        try:
-            self.actor.release.remote(self.key)
-        except Exception:  # noqa: BLE001 - the actor or Ray may be gone at exit
-            pass
+        self.holder.live -= 1
+        if self.holder.live > 0:
+            try:
+                self.actor.release.remote(self.key)
+            except Exception:  # noqa: BLE001 - Ray may be shut down already
+                pass
 
 
 class RemoteTape:
@@ -358,13 +368,13 @@ def rollout_batch(
             if _is_failure(out):
                 _raise(out)
         return np.concatenate([o[0] for o in outs]), np.concatenate([o[1] for o in outs])
-    actors = [_TapeHolder.remote() for _ in range(_actor_count(workers, len(chunks)))]
+    holders = [_Holder(_TapeHolder.remote()) for _ in range(_actor_count(workers, len(chunks)))]
     refs, handles = [], []
     for k, c in enumerate(chunks):
-        actor, key = actors[k % len(actors)], uuid.uuid4().hex
+        holder, key = holders[k % len(holders)], uuid.uuid4().hex
         inputs_ref = ray.put(part(c))
-        refs.append(actor.record.remote(key, c.start, sim_ref, inputs_ref, threads))
-        handles.append(_Chunk(actor, key, [sim_ref, inputs_ref], taus.shape[1], sim.nq, sim.nv, len(sim.params)))
+        refs.append(holder.actor.record.remote(key, c.start, sim_ref, inputs_ref, threads))
+        handles.append(_Chunk(holder, key, [sim_ref, inputs_ref], taus.shape[1], sim.nq, sim.nv, len(sim.params)))
     outs = _gather(refs, [len(c) for c in chunks], progress, "rollout")
     for out in outs:
         if _is_failure(out):
