@@ -36,6 +36,7 @@ import json
 import math
 import os
 import re
+import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -62,7 +63,9 @@ __all__ = [
 _RETRIES = 3
 # Fault injection for the tests: when this environment variable names a folder holding a
 # file `crash`, the first worker to start a chunk removes the file and exits at once (a lost
-# worker). Workers inherit the variable from the process that started the local cluster.
+# worker); with a file `kill` instead, it removes it, writes its process id to `pid` and
+# waits (up to a minute) for the test to kill it. Workers inherit the variable from the
+# process that started the local cluster.
 _FAULT_ENV = "STICTION_FAULT_INJECTION"
 # Simulators rebuilt from JSON in this worker process, by the digest of their JSON.
 _SIMULATORS: Dict[str, Simulator] = {}
@@ -120,9 +123,17 @@ def _maybe_crash() -> None:
         return
     try:
         os.unlink(os.path.join(folder, "crash"))
+        os._exit(1)
+    except FileNotFoundError:
+        pass
+    try:
+        os.unlink(os.path.join(folder, "kill"))
     except FileNotFoundError:
         return
-    os._exit(1)
+    with open(os.path.join(folder, "pid.tmp"), "w") as f:
+        f.write(str(os.getpid()))
+    os.replace(os.path.join(folder, "pid.tmp"), os.path.join(folder, "pid"))
+    time.sleep(60)
 
 
 _ROLLOUT = re.compile(r"batch rollout (\d+)")

@@ -3,6 +3,9 @@ equal the local batch calls bit for bit, a lost worker's chunk is run again, and
 rollout names its index in the whole batch."""
 
 import os
+import signal
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -23,7 +26,8 @@ def cluster(tmp_path_factory):
     os.environ[sd._FAULT_ENV] = str(folder)
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             object_store_memory=256 * 2**20)
     yield folder
     ray.shutdown()
     if previous is None:
@@ -198,6 +202,35 @@ def test_a_lost_worker_s_chunk_is_run_again(cluster):
         np.testing.assert_array_equal(a, b)
 
 
+def test_a_worker_killed_from_outside_mid_run_is_replaced(cluster):
+    sim, q0, v0, taus, thetas = batch(b=12)
+    local = sim.rollout_batch(q0, v0, taus, thetas)
+    (cluster / "kill").write_text("")
+    pid_file = cluster / "pid"
+    killed = []
+
+    def killer():
+        # The first chunk's worker announces itself and waits; kill it with SIGKILL.
+        for _ in range(600):
+            if pid_file.exists():
+                pid = int(pid_file.read_text())
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                pid_file.unlink()
+                return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=killer)
+    thread.start()
+    try:
+        out = sd.rollout_batch(sim, q0, v0, taus, thetas, chunk_size=3, progress=False)
+    finally:
+        thread.join()
+    assert killed, "no worker was killed"
+    for a, b in zip(out, local):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_a_lost_tape_holder_records_its_chunks_again(cluster):
     sim, q0, v0, taus, thetas = batch(b=8)
     _, _, local = sim.rollout_batch(q0, v0, taus, thetas, record=True)
@@ -218,3 +251,16 @@ def test_sysid_survives_a_lost_worker(cluster):
     remote = sd.sysid_fit(guess, names, data, theta0=[1.0, 1.0], chunk_size=4, progress=False)
     assert not trigger.exists()
     np.testing.assert_array_equal(remote["theta"], local["theta"])
+
+
+def test_progress_bar_and_handles_that_do_not_travel(cluster, capsys):
+    pytest.importorskip("tqdm")
+    sim, q0, v0, taus, thetas = batch(b=4, steps=5)
+    _, _, tapes = sd.rollout_batch(sim, q0, v0, taus, thetas, record=True, chunk_size=2, progress=True)
+    sd.vjp_batch(tapes, progress=True)
+    err = capsys.readouterr().err
+    assert "stiction.distributed" in err and "4/4" in err, err
+    import pickle
+
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(tapes[0])
