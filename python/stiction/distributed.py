@@ -78,6 +78,8 @@ def simulator_to_json(sim: Simulator) -> str:
 
     :raises TypeError: a simulator of a ``World``.
     """
+    if not isinstance(sim, Simulator):
+        raise TypeError(f"expected a stiction.Simulator, got {type(sim).__name__}")
     if sim.world is not None:
         raise TypeError("stiction.distributed runs simulators of a Model, not of a World")
     options = dict(sim.options)
@@ -429,6 +431,11 @@ def vjp_batch(tapes: Sequence, grad_q=None, grad_v=None, q0=None, threads: Optio
         a = _float_array(x, name)
         if a.shape != (b, steps, n):
             raise InputError(f"{name} must have shape (B, T, {n}) = ({b}, {steps}, {n}), got {a.shape}")
+        bad = np.flatnonzero(~np.isfinite(a))
+        if bad.size:
+            x = a.flat[bad[0]]
+            shown = "NaN" if np.isnan(x) else ("inf" if x > 0 else "-inf")  # as the local call prints it
+            raise InputError(f"{name} has a non-finite entry ({shown}) at flat index {bad[0]}")
         return a
 
     grad_q, grad_v = rows3(grad_q, "grad_q", nq), rows3(grad_v, "grad_v", nv)

@@ -111,6 +111,15 @@ def test_vjp_batch_checks_its_arguments(cluster):
         sd.vjp_batch(tapes + [stiction.Tape()], progress=False)
     with pytest.raises(stiction.InputError, match="at least one tape"):
         sd.vjp_batch([], progress=False)
+    g = np.zeros((4, 5, 3))
+    g[3, 2, 1] = np.nan
+    with pytest.raises(stiction.InputError) as local:
+        stiction.Tape.vjp_batch(sim.rollout_batch(q0, v0, taus, thetas, record=True)[2], None, g)
+    with pytest.raises(stiction.InputError) as remote:
+        sd.vjp_batch(tapes, None, g, progress=False)
+    assert str(remote.value) == str(local.value) and "flat index 52" in str(remote.value)
+    with pytest.raises(TypeError, match="expected a stiction.Simulator"):
+        sd.rollout_batch("sim", q0, v0, taus, progress=False)
 
 
 def test_a_failing_rollout_names_its_index_in_the_batch(cluster):
