@@ -1076,6 +1076,8 @@ fn levenberg_marquardt(
                         Err(_) => (f64::INFINITY, None),
                     },
                     Some(e) => match e.evaluate(&trial, analytic, true)? {
+                        // Non-finite residuals reject the step, as the problem's own rollout does.
+                        Some(ev) if ev.residuals.iter().any(|x| !x.is_finite()) => (f64::INFINITY, None),
                         Some(ev) => {
                             let jt = checked_evaluation(&ev, rows, p)?;
                             counters.simulator_steps += ev.simulator_steps;
