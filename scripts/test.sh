@@ -28,11 +28,14 @@ fi
 # python/tests/test_mjcf_mujoco.py, and gymnasium its MJCF models from the MuJoCo ecosystem
 # (the XML files its MuJoCo environments ship; gymnasium itself is not imported).
 # meshcat ships the three.js viewer bundle that stiction.viz inlines into its pages.
-if ! "$VENV/bin/python" -c "import maturin, numpy, pytest, scipy, matplotlib, torch, jax, pinocchio, mujoco, gymnasium, PIL; import importlib.util as u; assert u.find_spec('meshcat')" >/dev/null 2>&1 \
+# ray runs python/tests/test_distributed.py (a local cluster of two worker processes), tqdm
+# its progress bars; ray is pinned to a release with a CPython 3.11 wheel for Linux x86_64.
+if ! "$VENV/bin/python" -c "import maturin, numpy, pytest, scipy, matplotlib, torch, jax, pinocchio, mujoco, gymnasium, PIL, ray, tqdm; import importlib.util as u; assert u.find_spec('meshcat')" >/dev/null 2>&1 \
     || [[ ! -x "$VENV/bin/maturin" ]] \
     || ! compgen -G "$VENV/lib/python3*/site-packages/cmeel.prefix/share/example-robot-data/robots" >/dev/null; then
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
-        "maturin>=1.16,<2" numpy pytest scipy matplotlib torch jax pin example-robot-data mujoco gymnasium meshcat
+        "maturin>=1.16,<2" numpy pytest scipy matplotlib torch jax pin example-robot-data mujoco gymnasium meshcat \
+        "ray==2.60.0" tqdm
 fi
 
 # Debian's chromium takes the screenshots of python/tests/test_viz.py (headless, software WebGL);

@@ -8,13 +8,16 @@
 //! * analytic residual Jacobian against finite differences of the residuals;
 //! * the reported standard deviations against the spread of estimates over noise seeds, and
 //!   shrinking with more data;
-//! * bad input is a typed error.
+//! * bad input is a typed error;
+//! * a fit on residuals evaluated over slices of the trajectories (`sysid_with`, what a
+//!   distributed fit does) equals the fit on the whole problem bit for bit.
 
 use nalgebra::DVector;
 use stiction::math::{Inertia, SplitMix64, Vec3, SE3};
 use stiction::model::{samples, Body, CollisionShape, Geometry, Material, WORLD};
 use stiction::optim::{
-    JacobianSource, Observation, ParamBounds, Sigma, SysIdOptions, SysIdProblem, SysIdStop, Trajectory,
+    sysid, sysid_with, Evaluation, JacobianSource, Observation, ParamBounds, Sigma, SysIdEvaluator, SysIdOptions,
+    SysIdProblem, SysIdStop, Trajectory,
 };
 use stiction::step::ContactOptions;
 use stiction::{Control, Error, Joint, Model, ModelBuilder, SimOptions, Simulator, State};
@@ -400,4 +403,80 @@ fn bad_input_is_a_typed_error() {
     let r = problem.fit(&theta, &SysIdOptions::default(), None).unwrap();
     assert!(r.converged && r.iterations <= 1, "{:?} after {}", r.stop, r.iterations);
     assert!(matches!(r.stop, SysIdStop::GradientTolerance | SysIdStop::StepTolerance | SysIdStop::CostTolerance));
+}
+
+/// Residuals of a problem's trajectories evaluated slice by slice, each slice its own problem.
+struct Slices {
+    parts: Vec<SysIdProblem>,
+    source: JacobianSource,
+    bounds: ParamBounds,
+    calls: usize,
+}
+
+impl SysIdEvaluator for Slices {
+    fn evaluate(&mut self, theta: &DVector<f64>, jacobian: bool, trial: bool) -> stiction::Result<Option<Evaluation>> {
+        self.calls += 1;
+        let mut rows = vec![];
+        let mut jacs = vec![];
+        let mut steps = 0;
+        for p in &self.parts {
+            let e = match p.evaluate(theta, jacobian, self.source, 1e-6, &self.bounds) {
+                Ok(e) => e,
+                Err(_) if trial => return Ok(None),
+                Err(e) => return Err(e),
+            };
+            rows.extend_from_slice(e.residuals.as_slice());
+            jacs.extend(e.jacobian);
+            steps += e.simulator_steps;
+        }
+        let jacobian = jacobian.then(|| {
+            let p = theta.len();
+            let n = rows.len();
+            let mut j = nalgebra::DMatrix::zeros(n, p);
+            let mut at = 0;
+            for part in &jacs {
+                j.view_mut((at, 0), (part.nrows(), p)).copy_from(part);
+                at += part.nrows();
+            }
+            j
+        });
+        Ok(Some(Evaluation { residuals: DVector::from_vec(rows), jacobian, simulator_steps: steps }))
+    }
+}
+
+#[test]
+fn a_fit_over_slices_of_the_trajectories_equals_the_whole_fit() {
+    let pushes = [(1.0, 3.0, 2.0, 0.4), (0.8, 2.0, 1.0, 0.3), (1.2, 4.0, 2.5, 0.5)];
+    let data = box_data(&pushes, 10, 1e-3, 3);
+    let guess = DVector::from_column_slice(&[1.4, 0.26]);
+    for source in [JacobianSource::Analytic, JacobianSource::FiniteDifference] {
+        let options = SysIdOptions { jacobians: source, max_iterations: 6, ..Default::default() };
+        let whole = box_problem(data.clone());
+        let local = sysid(&whole, &guess, &options, None).unwrap();
+        let mut slices = Slices {
+            parts: vec![box_problem(data[..1].to_vec()), box_problem(data[1..].to_vec())],
+            source,
+            bounds: ParamBounds::physical(whole.spec()),
+            calls: 0,
+        };
+        let split = sysid_with(&whole, &guess, &options, None, &mut slices).unwrap();
+        assert!(slices.calls > 1);
+        assert_eq!(split.theta, local.theta, "{source:?}");
+        assert_eq!(split.cost_history, local.cost_history, "{source:?}");
+        assert_eq!(split.covariance, local.covariance, "{source:?}");
+        assert_eq!(
+            (split.iterations, split.stop, split.simulator_steps),
+            (local.iterations, local.stop, local.simulator_steps)
+        );
+    }
+    // An evaluator with the wrong number of rows is an error, not a panic.
+    struct Short;
+    impl SysIdEvaluator for Short {
+        fn evaluate(&mut self, _: &DVector<f64>, _: bool, _: bool) -> stiction::Result<Option<Evaluation>> {
+            Ok(Some(Evaluation { residuals: DVector::zeros(3), jacobian: None, simulator_steps: 0 }))
+        }
+    }
+    let whole = box_problem(data);
+    let err = sysid_with(&whole, &guess, &SysIdOptions::default(), None, &mut Short).unwrap_err();
+    assert!(matches!(err, Error::InvalidInput(_)), "{err}");
 }

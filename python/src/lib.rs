@@ -60,6 +60,7 @@ fn _stiction(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(optim::_ilqr, m)?)?;
     m.add_function(wrap_pyfunction!(optim::_shooting, m)?)?;
     m.add_function(wrap_pyfunction!(sysid::_sysid_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(sysid::_sysid_evaluate, m)?)?;
     optim::register(m)?;
     samples::register(m)?;
     Ok(())

@@ -180,7 +180,7 @@ impl PySimulator {
 
     /// Every option of this simulator as a dict: `dt`, `gravity` (the override, or None
     /// for the model's), `velocity_products`, `tolerance`, `max_iterations` (the
-    /// constructor's arguments) and `contact` (as `contact_options`);
+    /// constructor's arguments), `max_speed` and `contact` (as `contact_options`);
     /// `Simulator(model, **sim.options, params=sim.params)` makes an equal simulator.
     #[getter]
     fn options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
@@ -195,6 +195,7 @@ impl PySimulator {
         d.set_item("velocity_products", vp)?;
         d.set_item("tolerance", o.integrator.tolerance)?;
         d.set_item("max_iterations", o.integrator.max_iterations)?;
+        d.set_item("max_speed", o.integrator.max_speed)?;
         d.set_item("contact", contact_options_dict(py, &o.contact)?)?;
         Ok(d)
     }

@@ -10,8 +10,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use stiction::model::ParamSpec;
 use stiction::optim::{
-    sysid, JacobianSource, Observation, ParamBounds, Sigma, SysIdOptions, SysIdProblem, SysIdProgress, SysIdReport,
-    Trajectory,
+    sysid, sysid_with, Evaluation, JacobianSource, Observation, ParamBounds, Sigma, SysIdEvaluator, SysIdOptions,
+    SysIdProblem, SysIdProgress, SysIdReport, Trajectory,
 };
 
 /// σ from a scalar or an nv-vector (`None`: 1).
@@ -109,15 +109,12 @@ fn report_dict<'py>(py: Python<'py>, r: &SysIdReport) -> PyResult<Bound<'py, PyD
     Ok(d)
 }
 
-/// Levenberg–Marquardt system identification (see `stiction.sysid.fit`).
-#[pyfunction]
-#[pyo3(signature = (
-    sim, params, trajectories, theta0=None, lower=None, upper=None, jacobians="analytic",
-    max_iterations=100, callback=None
-))]
+/// The problem, start values, bounds and Jacobian source of `sysid.fit`'s arguments.
+type Parsed = (SysIdProblem, DVector<f64>, Option<ParamBounds>, JacobianSource);
+
+/// Parses `sysid.fit`'s arguments (shared by the fit and the evaluation of a slice).
 #[allow(clippy::too_many_arguments)]
-pub fn _sysid_fit<'py>(
-    py: Python<'py>,
+fn parse<'py>(
     sim: &PySimulator,
     params: Vec<String>,
     trajectories: &Bound<'py, PyAny>,
@@ -125,9 +122,7 @@ pub fn _sysid_fit<'py>(
     lower: Option<&Bound<'py, PyAny>>,
     upper: Option<&Bound<'py, PyAny>>,
     jacobians: &str,
-    max_iterations: usize,
-    callback: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Parsed> {
     let (model, options) = {
         let s = sim.lock()?;
         (s.model().clone(), s.options().clone())
@@ -161,6 +156,78 @@ pub fn _sysid_fit<'py>(
             return Err(input_error(format!("jacobians must be 'analytic' or 'finite_difference', got '{other}'")))
         }
     };
+    Ok((problem, theta0, bounds, jacobians))
+}
+
+/// A Python callable `evaluate(theta, jacobian, trial)` as a [`SysIdEvaluator`]: it returns
+/// `None` (a failed trial rollout) or `(r, J or None, simulator_steps)`; the first exception
+/// it raises is kept and ends the fit.
+struct PyEvaluator<'a, 'py> {
+    f: &'a Bound<'py, PyAny>,
+    error: Option<PyErr>,
+}
+
+impl PyEvaluator<'_, '_> {
+    fn call(&mut self, theta: &DVector<f64>, jacobian: bool, trial: bool) -> PyResult<Option<Evaluation>> {
+        let py = self.f.py();
+        let out = self.f.call1((out_vec(py, theta.as_slice()), jacobian, trial))?;
+        if out.is_none() {
+            return Ok(None);
+        }
+        let (r, j, steps): (Bound<'_, PyAny>, Bound<'_, PyAny>, usize) = out.extract().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err("evaluate must return None or a tuple (r, J or None, steps)")
+        })?;
+        let residuals = DVector::from_vec(array(&r, "evaluate()[0]")?.data);
+        let jacobian = match j.is_none() {
+            true => None,
+            false => {
+                let a = array(&j, "evaluate()[1]")?;
+                match a.shape.as_slice() {
+                    [n, p] => Some(nalgebra::DMatrix::from_row_slice(*n, *p, &a.data)),
+                    shape => return Err(input_error(format!("evaluate()[1] must be a matrix, got shape {shape:?}"))),
+                }
+            }
+        };
+        Ok(Some(Evaluation { residuals, jacobian, simulator_steps: steps }))
+    }
+}
+
+impl SysIdEvaluator for PyEvaluator<'_, '_> {
+    fn evaluate(&mut self, theta: &DVector<f64>, jacobian: bool, trial: bool) -> stiction::Result<Option<Evaluation>> {
+        if self.error.is_some() {
+            return Err(stiction::Error::InvalidInput("the evaluator failed".to_string()));
+        }
+        self.call(theta, jacobian, trial).map_err(|e| {
+            let message = e.to_string();
+            self.error = Some(e);
+            stiction::Error::InvalidInput(format!("the evaluator raised: {message}"))
+        })
+    }
+}
+
+/// Levenberg–Marquardt system identification (see `stiction.sysid.fit`). `evaluate`: a
+/// callable `evaluate(theta, jacobian, trial)` computing the residuals (and Jacobian)
+/// instead of this process, as `_sysid_evaluate` over the trajectories (`stiction.distributed`).
+#[pyfunction]
+#[pyo3(signature = (
+    sim, params, trajectories, theta0=None, lower=None, upper=None, jacobians="analytic",
+    max_iterations=100, callback=None, evaluate=None
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn _sysid_fit<'py>(
+    py: Python<'py>,
+    sim: &PySimulator,
+    params: Vec<String>,
+    trajectories: &Bound<'py, PyAny>,
+    theta0: Option<&Bound<'py, PyAny>>,
+    lower: Option<&Bound<'py, PyAny>>,
+    upper: Option<&Bound<'py, PyAny>>,
+    jacobians: &str,
+    max_iterations: usize,
+    callback: Option<&Bound<'py, PyAny>>,
+    evaluate: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (problem, theta0, bounds, jacobians) = parse(sim, params, trajectories, theta0, lower, upper, jacobians)?;
     let opts = SysIdOptions { max_iterations, bounds, jacobians, ..SysIdOptions::default() };
     let fill = |d: &Bound<'py, PyDict>, p: &SysIdProgress| {
         set_all(
@@ -176,6 +243,59 @@ pub fn _sysid_fit<'py>(
         )?;
         d.set_item("accepted", p.accepted)
     };
-    let report = run_with_progress(py, callback, fill, |progress| sysid(&problem, &theta0, &opts, progress))?;
+    let report = match evaluate.filter(|e| !e.is_none()) {
+        None => run_with_progress(py, callback, fill, |progress| sysid(&problem, &theta0, &opts, progress))?,
+        Some(f) => {
+            // The evaluator calls Python: the fit keeps the GIL.
+            let mut evaluator = PyEvaluator { f, error: None };
+            let callback = callback.filter(|c| !c.is_none());
+            let mut callback_error: Option<PyErr> = None;
+            let mut report = |p: &SysIdProgress| {
+                let Some(cb) = callback else { return };
+                if callback_error.is_some() {
+                    return;
+                }
+                let d = PyDict::new(py);
+                if let Err(e) = fill(&d, p).and_then(|_| cb.call1((d,)).map(|_| ())) {
+                    callback_error = Some(e);
+                }
+            };
+            let result = sysid_with(&problem, &theta0, &opts, Some(&mut report), &mut evaluator);
+            if let Some(e) = evaluator.error.take().or(callback_error) {
+                return Err(e);
+            }
+            result.py_err()?
+        }
+    };
     report_dict(py, &report)
+}
+
+/// The residuals of `trajectories` at `theta` and, with `jacobian`, their Jacobian, as a fit
+/// of `sysid.fit`'s arguments computes them (`SysIdProblem::evaluate`): `(r, J or None,
+/// simulator_steps)`. The work of one slice of a distributed fit (`stiction.distributed`).
+#[pyfunction]
+#[pyo3(signature = (sim, params, trajectories, theta, jacobian, lower=None, upper=None, jacobians="analytic"))]
+#[allow(clippy::too_many_arguments)]
+pub fn _sysid_evaluate<'py>(
+    py: Python<'py>,
+    sim: &PySimulator,
+    params: Vec<String>,
+    trajectories: &Bound<'py, PyAny>,
+    theta: &Bound<'py, PyAny>,
+    jacobian: bool,
+    lower: Option<&Bound<'py, PyAny>>,
+    upper: Option<&Bound<'py, PyAny>>,
+    jacobians: &str,
+) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+    let (problem, _, bounds, source) = parse(sim, params, trajectories, None, lower, upper, jacobians)?;
+    let theta = dvector(theta, "theta", problem.spec().len(), "the number of parameter values")?;
+    let bounds = bounds.unwrap_or_else(|| ParamBounds::physical(problem.spec()));
+    let fd_step = SysIdOptions::default().fd_step;
+    let e = py.detach(|| problem.evaluate(&theta, jacobian, source, fd_step, &bounds)).py_err()?;
+    let r = out_vec(py, e.residuals.as_slice()).into_any();
+    let j = match &e.jacobian {
+        Some(j) => out_mat(py, j).into_any(),
+        None => py.None().into_bound(py),
+    };
+    pyo3::types::PyTuple::new(py, [r, j, e.simulator_steps.into_pyobject(py)?.into_any()])
 }

@@ -514,7 +514,7 @@ class Simulator:
     @property
     def options(self) -> Dict[str, Any]:
         """Every option: ``dt``, ``gravity`` (the override or None), ``velocity_products``,
-        ``tolerance``, ``max_iterations`` and ``contact`` (as :attr:`contact_options`);
+        ``tolerance``, ``max_iterations``, ``max_speed`` and ``contact`` (as :attr:`contact_options`);
         ``Simulator(model, **sim.options, params=sim.params)`` makes an equal simulator."""
     @property
     def contact_options(self) -> Dict[str, Any]:
@@ -1911,6 +1911,14 @@ def _shooting(
 def _sysid_fit(
     sim: Simulator, params: Sequence[str], trajectories: List[Dict[str, Any]], theta0: Optional[ArrayLike] = None,
     lower: Optional[ArrayLike] = None, upper: Optional[ArrayLike] = None, jacobians: str = "analytic",
-    max_iterations: int = 100, callback: Optional[Any] = None,
+    max_iterations: int = 100, callback: Optional[Any] = None, evaluate: Optional[Any] = None,
 ) -> Dict[str, Any]:
-    """System identification; use :func:`stiction.sysid.fit`."""
+    """System identification; use :func:`stiction.sysid.fit` (``evaluate``: residuals computed
+    elsewhere, :func:`stiction.distributed.sysid_fit`)."""
+
+def _sysid_evaluate(
+    sim: Simulator, params: Sequence[str], trajectories: List[Dict[str, Any]], theta: ArrayLike, jacobian: bool,
+    lower: Optional[ArrayLike] = None, upper: Optional[ArrayLike] = None, jacobians: str = "analytic",
+) -> Tuple[np.ndarray, Optional[np.ndarray], int]:
+    """Residuals (and Jacobian) of a slice of a fit's trajectories; used by
+    :func:`stiction.distributed.sysid_fit`."""

@@ -31,3 +31,17 @@ def test_framework_modules_raise_import_error_naming_the_package():
         assert r.returncode != 0
         assert "ImportError" in r.stderr or "ModuleNotFoundError" in r.stderr, r.stderr
         assert f"stiction.{name} needs" in r.stderr and f"pip install {name}" in r.stderr, r.stderr
+
+
+def test_package_imports_without_ray_and_distributed_names_it():
+    r = run_without(["ray"], textwrap.indent(textwrap.dedent("""
+        import stiction, stiction.sysid
+        assert "distributed" not in stiction.__dict__
+        try:
+            import stiction.distributed
+        except ImportError as e:
+            print("ImportError:", e)
+    """), " " * 8).strip())
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("ImportError: stiction.distributed needs Ray"), r.stdout
+    assert "pip install ray" in r.stdout and 'pip install "stiction[ray]"' in r.stdout, r.stdout

@@ -128,7 +128,7 @@ def test_options_round_trip():
         max_iterations=7, params=["gravity"], contact={"erp": 0.5, "model": "viscous"},
     )
     o = sim.options
-    assert sorted(o) == ["contact", "dt", "gravity", "max_iterations", "tolerance", "velocity_products"]
+    assert sorted(o) == ["contact", "dt", "gravity", "max_iterations", "max_speed", "tolerance", "velocity_products"]
     assert o["dt"] == 2e-3 and o["velocity_products"] == "explicit" and o["max_iterations"] == 7
     np.testing.assert_array_equal(o["gravity"], [0.0, 0.0, -5.0])
     assert o["contact"] == sim.contact_options and o["contact"]["erp"] == 0.5

@@ -27,8 +27,8 @@ pub use cost::{QuadraticCost, RunningDerivatives, TerminalDerivatives, Trajector
 pub use ilqr::{ilqr, IlqrOptions, IlqrProgress, IlqrResult, IlqrStop};
 pub use shooting::{shooting, shooting_gradient, ShootingOptions, ShootingProgress, ShootingResult, ShootingStop};
 pub use sysid::{
-    sysid, ChannelRms, Observation, ParamBounds, Sigma, SysIdOptions, SysIdProblem, SysIdProgress, SysIdReport,
-    SysIdStop, Trajectory,
+    sysid, sysid_with, ChannelRms, Evaluation, Observation, ParamBounds, Sigma, SysIdEvaluator, SysIdOptions,
+    SysIdProblem, SysIdProgress, SysIdReport, SysIdStop, Trajectory,
 };
 pub use world_cost::{BodyPoint, ObstacleCost, PointCost, SumCost};
 

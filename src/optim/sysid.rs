@@ -780,6 +780,39 @@ impl SysIdProblem {
         self.jacobian_at(theta, source, fd_step, &bounds, &mut Counters::default())
     }
 
+    /// The residuals at θ and, with `jacobian`, their Jacobian from `source` (finite
+    /// differences one-sided next to `bounds`, as in a fit): exactly the numbers [`sysid`]
+    /// computes for these trajectories, so that the rows of problems over consecutive
+    /// slices of the data, stacked, equal those of the whole problem (each trajectory is
+    /// simulated from a cold warm start). What a [`SysIdEvaluator`] running elsewhere calls.
+    pub fn evaluate(
+        &self,
+        theta: &DVector<f64>,
+        jacobian: bool,
+        source: JacobianSource,
+        fd_step: f64,
+        bounds: &ParamBounds,
+    ) -> Result<Evaluation> {
+        self.check_theta(theta)?;
+        bounds.validate(self.spec.len())?;
+        if !(fd_step.is_finite() && fd_step > 0.0) {
+            return Err(Error::InvalidInput(format!("fd_step must be positive, got {fd_step}")));
+        }
+        let mut counters = Counters::default();
+        let (residuals, jacobian) = match (jacobian, source) {
+            (false, _) => (self.simulate(theta, false, &mut counters)?.0, None),
+            (true, JacobianSource::Analytic) => {
+                let (r, records) = self.simulate(theta, true, &mut counters)?;
+                (r, Some(self.sensitivities(&records)?))
+            }
+            (true, JacobianSource::FiniteDifference) => {
+                let (r, j) = self.jacobian_at(theta, source, fd_step, bounds, &mut counters)?;
+                (r, Some(j))
+            }
+        };
+        Ok(Evaluation { residuals, jacobian, simulator_steps: counters.simulator_steps })
+    }
+
     fn jacobian_at(
         &self,
         theta: &DVector<f64>,
@@ -835,6 +868,89 @@ impl SysIdProblem {
     }
 }
 
+/// Residuals (and their Jacobian) at one θ, computed by [`SysIdProblem::evaluate`] or by a
+/// [`SysIdEvaluator`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Evaluation {
+    /// r(θ), N rows in the order of [`SysIdProblem::residuals`].
+    pub residuals: DVector<f64>,
+    /// ∂r/∂θ (N × p) when it was asked for.
+    pub jacobian: Option<DMatrix<f64>>,
+    /// Simulator steps taken.
+    pub simulator_steps: usize,
+}
+
+/// Residuals and Jacobians computed outside the problem, for instance over slices of the
+/// trajectories on other machines ([`sysid_with`]). Each call must return what
+/// [`SysIdProblem::evaluate`] of the whole problem would (with the fit's Jacobian source,
+/// finite-difference step and bounds) for the fit to equal [`sysid`]'s.
+pub trait SysIdEvaluator {
+    /// r(θ) and, with `jacobian`, ∂r/∂θ. `trial`: θ is a trial step, and `Ok(None)` says the
+    /// simulation failed there (the step is rejected); otherwise, and for every error, the
+    /// fit ends with the error.
+    fn evaluate(&mut self, theta: &DVector<f64>, jacobian: bool, trial: bool) -> Result<Option<Evaluation>>;
+}
+
+/// [`sysid`] with the residuals and Jacobians of `evaluator` instead of the problem's own
+/// (the problem still supplies the parameters, the default bounds and the residual rows'
+/// channels for the report); the iterates are those of [`sysid`] when the evaluator
+/// returns the same numbers.
+pub fn sysid_with(
+    problem: &SysIdProblem,
+    theta0: &DVector<f64>,
+    options: &SysIdOptions,
+    progress: Option<&mut dyn FnMut(&SysIdProgress)>,
+    evaluator: &mut dyn SysIdEvaluator,
+) -> Result<SysIdReport> {
+    levenberg_marquardt(problem, theta0, options, progress, Some(evaluator))
+}
+
+/// An evaluator's answer at a point that is not a trial step (a missing one is an error).
+fn external(
+    evaluator: &mut dyn SysIdEvaluator,
+    theta: &DVector<f64>,
+    rows: usize,
+    p: usize,
+    counters: &mut Counters,
+) -> Result<(DVector<f64>, DMatrix<f64>)> {
+    let start = Instant::now();
+    let e = evaluator.evaluate(theta, true, false)?.ok_or_else(|| Error::Numerical {
+        algorithm: "sysid residuals",
+        detail: "the evaluator returned no residuals".to_string(),
+    })?;
+    let jac = checked_evaluation(&e, rows, p)?.ok_or_else(|| Error::Numerical {
+        algorithm: "sysid residuals",
+        detail: "the evaluator returned no Jacobian".to_string(),
+    })?;
+    counters.simulator_steps += e.simulator_steps;
+    counters.jacobian_time += start.elapsed();
+    counters.jacobian_evaluations += 1;
+    Ok((e.residuals, jac))
+}
+
+/// The evaluation's Jacobian, after checking the shapes of its parts.
+fn checked_evaluation(e: &Evaluation, rows: usize, p: usize) -> Result<Option<DMatrix<f64>>> {
+    let bad = |what: String| Error::InvalidInput(format!("the evaluator returned {what}"));
+    if e.residuals.len() != rows {
+        return Err(bad(format!("{} residuals, the problem has {rows}", e.residuals.len())));
+    }
+    if let Some(i) = e.residuals.iter().position(|x| !x.is_finite()) {
+        return Err(Error::Numerical { algorithm: "sysid residuals", detail: format!("residual {i} is not finite") });
+    }
+    match &e.jacobian {
+        Some(j) if j.shape() != (rows, p) => {
+            Err(bad(format!("a Jacobian of shape {:?}, expected ({rows}, {p})", j.shape())))
+        }
+        j => Ok(j.clone()),
+    }
+}
+
+/// A trial step's rollout: the problem's own (residuals and step records) or an evaluator's.
+enum TrialRun {
+    Local(DVector<f64>, Vec<Vec<StepRecord>>),
+    External(DVector<f64>, Option<DMatrix<f64>>),
+}
+
 /// Fits the parameters of `problem` from `theta0` with Levenberg–Marquardt:
 ///
 /// 1. at θ, the residuals r and Jacobian J (analytic sensitivities or finite differences),
@@ -853,7 +969,18 @@ pub fn sysid(
     problem: &SysIdProblem,
     theta0: &DVector<f64>,
     options: &SysIdOptions,
+    progress: Option<&mut dyn FnMut(&SysIdProgress)>,
+) -> Result<SysIdReport> {
+    levenberg_marquardt(problem, theta0, options, progress, None)
+}
+
+/// The iteration of [`sysid`], with the problem's own evaluations or `evaluator`'s.
+fn levenberg_marquardt(
+    problem: &SysIdProblem,
+    theta0: &DVector<f64>,
+    options: &SysIdOptions,
     mut progress: Option<&mut dyn FnMut(&SysIdProgress)>,
+    mut evaluator: Option<&mut dyn SysIdEvaluator>,
 ) -> Result<SysIdReport> {
     let start = Instant::now();
     options.validate()?;
@@ -866,7 +993,11 @@ pub fn sysid(
     let theta_initial = theta.clone();
     let mut counters = Counters::default();
     let fd = options.fd_step;
-    let (mut r, mut jac) = problem.jacobian_at(&theta, options.jacobians, fd, &bounds, &mut counters)?;
+    let rows = problem.residual_count();
+    let (mut r, mut jac) = match evaluator.as_deref_mut() {
+        None => problem.jacobian_at(&theta, options.jacobians, fd, &bounds, &mut counters)?,
+        Some(e) => external(e, &theta, rows, p, &mut counters)?,
+    };
     let mut cost = 0.5 * r.norm_squared();
     let initial_cost = cost;
     let mut cost_history = vec![cost];
@@ -939,9 +1070,21 @@ pub fn sysid(
                 // With analytic Jacobians the trial rollout is recorded, so that an accepted
                 // step needs only the sensitivities, not another rollout.
                 let analytic = options.jacobians == JacobianSource::Analytic;
-                let (trial_cost, trial_run) = match problem.simulate(&trial, analytic, &mut counters) {
-                    Ok((rt, recs)) => (0.5 * rt.norm_squared(), Some((rt, recs))),
-                    Err(_) => (f64::INFINITY, None),
+                let (trial_cost, trial_run) = match evaluator.as_deref_mut() {
+                    None => match problem.simulate(&trial, analytic, &mut counters) {
+                        Ok((rt, recs)) => (0.5 * rt.norm_squared(), Some(TrialRun::Local(rt, recs))),
+                        Err(_) => (f64::INFINITY, None),
+                    },
+                    Some(e) => match e.evaluate(&trial, analytic, true)? {
+                        // Non-finite residuals reject the step, as the problem's own rollout does.
+                        Some(ev) if ev.residuals.iter().any(|x| !x.is_finite()) => (f64::INFINITY, None),
+                        Some(ev) => {
+                            let jt = checked_evaluation(&ev, rows, p)?;
+                            counters.simulator_steps += ev.simulator_steps;
+                            (0.5 * ev.residuals.norm_squared(), Some(TrialRun::External(ev.residuals, jt)))
+                        }
+                        None => (f64::INFINITY, None),
+                    },
                 };
                 if predicted > 0.0 && trial_cost.is_finite() {
                     rho = (cost - trial_cost) / predicted;
@@ -949,14 +1092,21 @@ pub fn sysid(
                 if rho > 0.0 {
                     // Accept: relinearize at the trial point (a failure there is an error).
                     let (rn, jn) = match (analytic, trial_run) {
-                        (true, Some((rt, recs))) => {
+                        (true, Some(TrialRun::Local(rt, recs))) => {
                             let t0 = Instant::now();
                             let jn = problem.sensitivities(&recs)?;
                             counters.jacobian_time += t0.elapsed();
                             counters.jacobian_evaluations += 1;
                             (rt, jn)
                         }
-                        _ => problem.jacobian_at(&trial, options.jacobians, fd, &bounds, &mut counters)?,
+                        (true, Some(TrialRun::External(rt, Some(jn)))) => {
+                            counters.jacobian_evaluations += 1;
+                            (rt, jn)
+                        }
+                        _ => match evaluator.as_deref_mut() {
+                            None => problem.jacobian_at(&trial, options.jacobians, fd, &bounds, &mut counters)?,
+                            Some(e) => external(e, &trial, rows, p, &mut counters)?,
+                        },
                     };
                     let reduction = cost - trial_cost;
                     let previous = cost;
