@@ -180,13 +180,14 @@ fn soft_system(
     tolerance: f64,
     max_iterations: usize,
     line_search: bool,
+    linear_solver: &str,
 ) -> PyResult<SoftSystem> {
     let friction = friction_arg(friction)?;
     if !(tolerance.is_finite() && tolerance > 0.0) {
         return Err(input_error(format!("tolerance must be finite and positive, got {tolerance}")));
     }
     let options =
-        soft_options(SoftOptions::default().dt, tolerance, max_iterations, line_search, integrator, "direct")?;
+        soft_options(SoftOptions::default().dt, tolerance, max_iterations, line_search, integrator, linear_solver)?;
     SoftSystem::new(body.body().clone(), options, Material::new(friction, 0.0), radius).py_err()
 }
 
@@ -221,10 +222,13 @@ impl PySoftSystem {
     /// `body` in a world, its boundary vertices colliding as spheres of `radius` (m,
     /// finite and >= 0) with Coulomb `friction` (finite and >= 0); `integrator`
     /// (`"backward_euler"` or `"implicit_midpoint"`), `tolerance`, `max_iterations` and
-    /// `line_search` as in `SoftBody.step`. Raises `InputError` for invalid values.
+    /// `line_search` and `linear_solver` (the body's own step; the contact coupling always
+    /// factors its Hessian directly) as in `SoftBody.step`. Raises `InputError` for
+    /// invalid values.
     #[new]
     #[pyo3(signature = (body, friction=SOFT_FRICTION, radius=0.0, integrator="backward_euler", tolerance=1e-10,
-                        max_iterations=50, line_search=true))]
+                        max_iterations=50, line_search=true, linear_solver="direct"))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         body: Bound<'_, PySoftBody>,
         friction: f64,
@@ -233,8 +237,18 @@ impl PySoftSystem {
         tolerance: f64,
         #[pyo3(from_py_with = max_iterations_arg)] max_iterations: usize,
         line_search: bool,
+        linear_solver: &str,
     ) -> PyResult<Self> {
-        let inner = soft_system(body.get(), friction, radius, integrator, tolerance, max_iterations, line_search)?;
+        let inner = soft_system(
+            body.get(),
+            friction,
+            radius,
+            integrator,
+            tolerance,
+            max_iterations,
+            line_search,
+            linear_solver,
+        )?;
         Ok(Self { inner: Arc::new(inner), body: body.unbind(), friction, radius })
     }
 
@@ -297,7 +311,8 @@ fn system_arg(obj: &Bound<'_, PyAny>, index: usize) -> PyResult<Arc<dyn System>>
     }
     if let Ok(b) = obj.cast::<PySoftBody>() {
         let d = SoftOptions::default();
-        let inner = soft_system(b.get(), SOFT_FRICTION, 0.0, "backward_euler", d.tolerance, d.max_iterations, true)?;
+        let inner =
+            soft_system(b.get(), SOFT_FRICTION, 0.0, "backward_euler", d.tolerance, d.max_iterations, true, "direct")?;
         return Ok(Arc::new(inner));
     }
     Err(pyo3::exceptions::PyTypeError::new_err(format!(
@@ -386,7 +401,7 @@ impl PyWorld {
     /// (worlds are immutable); the new world's `q`, `v` and `u` end with the body's
     /// block (`blocks(-1)`). Raises `InputError` for invalid settings.
     #[pyo3(signature = (body, friction=SOFT_FRICTION, radius=0.0, integrator="backward_euler", tolerance=1e-10,
-                        max_iterations=50, line_search=true))]
+                        max_iterations=50, line_search=true, linear_solver="direct"))]
     #[allow(clippy::too_many_arguments)]
     fn add_soft_body(
         &self,
@@ -397,8 +412,10 @@ impl PyWorld {
         tolerance: f64,
         #[pyo3(from_py_with = max_iterations_arg)] max_iterations: usize,
         line_search: bool,
+        linear_solver: &str,
     ) -> PyResult<Self> {
-        let soft = soft_system(body, friction, radius, integrator, tolerance, max_iterations, line_search)?;
+        let soft =
+            soft_system(body, friction, radius, integrator, tolerance, max_iterations, line_search, linear_solver)?;
         let mut systems = self.world.systems().to_vec();
         systems.push(Arc::new(soft));
         let world = World::with_solver(systems, self.world.solver().clone(), *self.world.options())

@@ -950,6 +950,7 @@ class World:
         tolerance: float = 1e-10,
         max_iterations: int = 50,
         line_search: bool = True,
+        linear_solver: str = "direct",
     ) -> "World":
         """A new world: this one's systems followed by ``body`` as the last system (a
         :class:`SoftSystem` with these settings), with the same ``dt``, ``margin``, ``erp``,
@@ -1123,6 +1124,7 @@ class SoftSystem:
         tolerance: float = 1e-10,
         max_iterations: int = 50,
         line_search: bool = True,
+        linear_solver: str = "direct",
     ) -> None:
         """:param body: the soft body.
         :param friction: Coulomb friction coefficient of the contact vertices (finite, >= 0).

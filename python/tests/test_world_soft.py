@@ -139,6 +139,27 @@ def test_step_vjp_matches_central_differences_on_a_block_on_the_ground(integrato
             assert abs(fd - analytic) <= 1e-6 * abs(analytic), (name, fd, analytic)
 
 
+def test_a_kept_factor_soft_system_steps_and_differentiates_as_the_direct_one():
+    """`linear_solver="kept_factor"` changes how the body's own Newton systems are solved,
+    not the world step nor its VJP (the coupling factors its Hessian directly either way)."""
+    world, x, v, u = block_on_ground(3, "backward_euler")
+    body = block(-2e-4)  # the same body as block_on_ground's
+    kept = World([StaticGeometry.ground(friction=1.0),
+                  SoftSystem(body, friction=1.0, tolerance=1e-12, linear_solver="kept_factor")], dt=DT)
+    a, b = world.step_recorded(x, v, u), kept.step_recorded(x, v, u)
+    assert a.row_states == b.row_states
+    np.testing.assert_allclose(b.q_next, a.q_next, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(b.v_next, a.v_next, rtol=0, atol=1e-9)
+    rng = np.random.default_rng(2)
+    gq, gv = rng.standard_normal(world.nv), rng.standard_normal(world.nv)
+    for ga, gb in zip(a.vjp(gq, gv), b.vjp(gq, gv)):
+        assert rel_err(gb, ga) < 1e-8
+    with pytest.raises(InputError, match="linear_solver"):
+        SoftSystem(body, linear_solver="lu")
+    with pytest.raises(InputError, match="linear_solver"):
+        World([StaticGeometry.ground()], dt=DT).add_soft_body(body, linear_solver="qr")
+
+
 def test_tape_backward_chains_the_step_vjps():
     """A 5-step rollout of the block on the ground: the tape's gradient of a loss on the last
     state equals the step VJPs chained by hand."""
