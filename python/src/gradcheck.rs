@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
 use stiction::gradcheck::{check_step, AnyScene, FdMethod, GradReport, GradcheckConfig, Scene, SoftScene};
-use stiction::soft::SoftIntegrator;
+use stiction::soft::{SoftIntegrator, SoftLinearSolver};
 use stiction::step::IntegratorOptions;
 use stiction::{Control, SimOptions, Simulator, State};
 
@@ -163,7 +163,7 @@ pub fn gradcheck(
 /// state/control).
 ///
 /// A soft-body scene (a top-level `"soft"`) adds `body` (`SoftBody`), `options` (a dict
-/// `dt`, `tolerance`, `max_iterations`, `line_search`, `integrator`: the keyword arguments
+/// `dt`, `tolerance`, `max_iterations`, `line_search`, `integrator`, `linear_solver`: the keyword arguments
 /// of `SoftBody.step`), `x`, `v` (arrays, or None without a state), `u` and `targets`
 /// (arrays, or None where the scene leaves them random).
 ///
@@ -217,6 +217,12 @@ fn soft_scene_dict(py: Python<'_>, scene: SoftScene) -> PyResult<Bound<'_, PyDic
         SoftIntegrator::ImplicitMidpoint => "implicit_midpoint",
     };
     o.set_item("integrator", integrator)?;
+    let linear_solver = match options.linear_solver {
+        SoftLinearSolver::Direct => "direct",
+        SoftLinearSolver::KeptFactor { single_precision: true } => "kept_factor",
+        SoftLinearSolver::KeptFactor { single_precision: false } => "kept_factor_f64",
+    };
+    o.set_item("linear_solver", linear_solver)?;
     d.set_item("options", o)?;
     let (x, v) = match &state {
         Some(s) => (Some(out_vec(py, s.x.as_slice())), Some(out_vec(py, s.v.as_slice()))),

@@ -12,7 +12,7 @@
 //!     "damping": { "mass": 0.3, "stiffness": 0.01 },
 //!     "pin": { "where": { "axis": "x", "at": 0.0 } }
 //!   },
-//!   "options": { "dt": 0.005, "integrator": "backward_euler" },
+//!   "options": { "dt": 0.005, "integrator": "backward_euler", "linear_solver": "direct" },
 //!   "tolerance": 1e-6
 //! }
 //! ```
@@ -27,7 +27,8 @@ use crate::math::{SplitMix64, Vec3};
 use crate::soft::generate::{box_mesh, rod_mesh};
 use crate::soft::io::{load_msh, load_tetgen, load_vtk};
 use crate::soft::{
-    MaterialModel, SoftBody, SoftDamping, SoftIntegrator, SoftMaterial, SoftOptions, SoftState, TetMesh,
+    MaterialModel, SoftBody, SoftDamping, SoftIntegrator, SoftLinearSolver, SoftMaterial, SoftOptions, SoftState,
+    TetMesh,
 };
 use nalgebra::DVector;
 use serde::Deserialize;
@@ -176,6 +177,8 @@ struct OptionsFile {
     max_iterations: Option<usize>,
     #[serde(default)]
     line_search: Option<bool>,
+    #[serde(default)]
+    linear_solver: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -571,6 +574,18 @@ fn options(o: Option<OptionsFile>) -> Result<SoftOptions> {
             }
         };
     }
+    if let Some(l) = o.linear_solver {
+        options.linear_solver = match l.as_str() {
+            "direct" => SoftLinearSolver::Direct,
+            "kept_factor" => SoftLinearSolver::KeptFactor { single_precision: true },
+            "kept_factor_f64" => SoftLinearSolver::KeptFactor { single_precision: false },
+            other => {
+                return Err(Error::InvalidInput(format!(
+                    "options.linear_solver must be \"direct\", \"kept_factor\" or \"kept_factor_f64\", got \"{other}\""
+                )))
+            }
+        };
+    }
     Ok(options)
 }
 
@@ -743,6 +758,10 @@ mod tests {
         let o = s.options;
         assert_eq!((o.dt, o.tolerance, o.max_iterations, o.line_search), (0.005, 1e-12, 20, false));
         assert_eq!(o.integrator, SoftIntegrator::ImplicitMidpoint);
+        assert_eq!(o.linear_solver, SoftLinearSolver::Direct);
+        let kept =
+            parse(&BAR.replace("\"tolerance\": 1e-12", "\"linear_solver\": \"kept_factor\", \"tolerance\": 1e-12"));
+        assert_eq!(kept.unwrap().options.linear_solver, SoftLinearSolver::KEPT_SINGLE);
         assert_eq!(s.tolerance, Some(1e-5));
         assert!(s.state.is_none() && s.u.is_none() && s.targets.is_none());
         let cases = s.cases(3, 7);
@@ -840,6 +859,10 @@ mod tests {
             (BAR.replace("\"tolerance\": 1e-12", "\"tolerance\": -1"), "options.tolerance"),
             (BAR.replace("\"max_iterations\": 20", "\"max_iterations\": 0"), "options.max_iterations"),
             (BAR.replace("implicit_midpoint", "rk4"), "options.integrator must be"),
+            (
+                BAR.replace("\"tolerance\": 1e-12", "\"linear_solver\": \"cg\", \"tolerance\": 1e-12"),
+                "options.linear_solver must be",
+            ),
             (bar_with("mesh", "{}"), "exactly one mesh source"),
             (
                 bar_with("mesh", r#"{"box": {"cells": [1, 1, 1], "extent": [1, 1, 1]}, "file": "a.msh"}"#),
