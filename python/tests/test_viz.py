@@ -153,6 +153,70 @@ def test_example_main_writes_html(tmp_path):
     assert r["html"] == str(out) and out.stat().st_size > 0.5e6
 
 
+def self_contained(html):
+    """The page inlines everything: no script source, no link to another host."""
+    assert "MeshCat" in html and not re.search(r"<script[^>]*\bsrc=", html)
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
+
+
+@pytest.mark.parametrize("name, steps, systems", [
+    ("soft_cantilever", 20, 0), ("soft_ball_drop", 30, 1), ("soft_gripper", 30, 2)])
+def test_soft_examples_write_pages(tmp_path, name, steps, systems):
+    """--html on the soft-body examples (shortened with --steps): the soft body's surface moves
+    with its vertices."""
+    out = tmp_path / f"{name}.html"
+    r = load_example(name).main(["--steps", str(steps), "--no-plot", "--html", str(out)])
+    assert r["html"] == str(out)
+    html = out.read_text(encoding="utf-8")
+    self_contained(html)
+    d = payload(html)
+    assert d["format"] == viz.FORMAT and d["version"] == viz.VERSION
+    (surface,) = d["surfaces"]
+    assert surface["name"] == f"system{systems}/surface"
+    X, tri = arr(surface["positions"]), arr(surface["triangles"])
+    assert X.shape[0] == len(arr(d["times"])) >= 2 and X.shape[1] == surface["num_vertices"]
+    assert len(tri) > 0 and tri.max() < X.shape[1] and np.all(np.isfinite(X))
+    assert np.abs(X[-1] - X[0]).max() > 1e-4, "the soft body moves"
+    if name == "soft_gripper":  # the pads are drawn, with their frames and the contacts
+        assert [s["kind"] for s in d["shapes"]] == ["plane", "box", "box"]
+        assert d["frames"]["tracks"] == [0, 1] and arr(d["contacts"]["counts"]).sum() > 0
+
+
+def test_rigid_and_sysid_example_pages(tmp_path):
+    """The page functions of the examples whose main runs an optimisation (ball throw, the
+    identifications), fed with a first guess or the truth: well-formed pages of the right models."""
+    ball = load_example("ball_throw")
+    pend = load_example("sysid_pendulum")
+    arm = load_example("sysid_arm_masses")
+    slide = load_example("sysid_sliding_box")
+    soft = load_example("soft_sysid")
+    box = slide.box_model()
+    _, fit = pend.identify(noise=0.0, verbose=False)
+    cases = {
+        "ball_throw": (ball.page, {"v0": ball.GUESS}, 2, True),
+        "sysid_pendulum": (pend.page, fit, 3, False),
+        "sysid_arm_masses": (arm.page, {"model": stiction.samples.arm7()}, 8, False),
+        "sysid_sliding_box": (slide.page, {"model": box, "data": slide.data(box, 0.0)}, 2, True),
+        "soft_sysid": (soft.page, {"values": soft.TRUTH}, 0, False),
+    }
+    for name, (page, result, nshapes, contacts) in cases.items():
+        out = tmp_path / f"{name}.html"
+        assert page(result, out) == out
+        html = out.read_text(encoding="utf-8")
+        self_contained(html)
+        d = payload(html)
+        poses = arr(d["poses"])
+        assert np.all(np.isfinite(poses)) and len(arr(d["times"])) > 10, name
+        assert (d["contacts"] is not None) == contacts, name
+        if name == "soft_sysid":
+            assert len(d["surfaces"]) == 1 and not d["shapes"]
+        else:
+            assert len(d["shapes"]) >= nshapes and np.abs(poses[-1] - poses[0]).max() > 1e-3, name
+    ball_page = payload((tmp_path / "ball_throw.html").read_text())
+    assert [m["name"] for m in ball_page["markers"]] == ["target"]
+    np.testing.assert_allclose(ball_page["markers"][0]["position"], ball.TARGET)
+
+
 def test_world_page_with_soft_body_and_contacts(tmp_path):
     mesh = stiction.TetMesh.box([2, 2, 2], [0.2, 0.2, 0.2], origin=[0.0, 0.0, 0.05])
     world = stiction.World([stiction.StaticGeometry.ground(), stiction.Particles([1.0], 0.05)], dt=0.01)
@@ -167,6 +231,62 @@ def test_world_page_with_soft_body_and_contacts(tmp_path):
     np.testing.assert_allclose(X[-1], Q[-1, 3:].reshape(-1, 3), atol=1e-6)
     np.testing.assert_array_equal(arr(surface["triangles"]), mesh.surface())
     assert d["num_tracks"] == 1 and arr(d["contacts"]["counts"]).sum() > 0
+
+
+def test_body_frames_overlay(tmp_path):
+    model = stiction.samples.arm7()
+    v = viz.Viewer(model, frames=True).show(model.random_configuration(seed=2))
+    d = v.to_dict()
+    assert d["frames"]["tracks"] == list(range(model.nbodies)) and d["frames"]["length"] > 0
+    v.show_frames(length=0.05)
+    assert v.to_dict()["frames"]["length"] == 0.05
+    # Through a trajectory file and back.
+    v.save_json(tmp_path / "arm.json")
+    back = viz.load_trajectory(tmp_path / "arm.json").to_dict()
+    assert back["frames"] == {"tracks": list(range(model.nbodies)), "length": 0.05}
+    assert "frames" not in v.show_frames(False).to_dict()
+    with pytest.raises(stiction.InputError, match="length must be finite and positive"):
+        v.show_frames(length=-1.0)
+    scene = viz.Viewer(model, frames=True).to_dict(encode=False)
+    scene["frames"]["tracks"] = [0, 99]
+    with pytest.raises(stiction.InputError, match=r"frames.tracks must index the 8 tracks"):
+        viz.load_trajectory(scene)
+    # A world: one triad per moving element.
+    world = stiction.World([stiction.StaticGeometry.ground(), stiction.Particles([1.0, 1.0], 0.05)])
+    w = viz.Viewer(world, frames=True).animate(np.zeros((3, 6)), 0.01).to_dict()
+    assert w["frames"]["tracks"] == [0, 1]
+
+
+def test_live_server(tmp_path):
+    """serve() answers the page, the trajectory file and the version the page polls; a new
+    trajectory changes them; stop() closes the port."""
+    import urllib.error
+    import urllib.request
+
+    model = stiction.samples.cartpole()
+    v = viz.Viewer(model, title="live")
+    url = v.serve(port=0)
+    try:
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", url) and v.serve() == url
+        html = urllib.request.urlopen(url, timeout=30).read().decode("utf-8")
+        d = payload(html)
+        assert d["title"] == "live" and len(arr(d["times"])) == 1 and d["live"]["version"]
+        version = urllib.request.urlopen(url + "version", timeout=30).read().decode()
+        assert version == d["live"]["version"]
+        v.animate(np.column_stack([np.linspace(0, 0.3, 50), np.linspace(0, 3, 50)]), 0.02)
+        assert urllib.request.urlopen(url + "version", timeout=30).read().decode() != version
+        d = payload(urllib.request.urlopen(url, timeout=30).read().decode("utf-8"))
+        assert len(arr(d["times"])) == 50
+        path = tmp_path / "served.json"
+        path.write_bytes(urllib.request.urlopen(url + "trajectory.json", timeout=30).read())
+        assert len(viz.load_trajectory(path).times) == 50
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(url + "missing", timeout=30)
+    finally:
+        v.stop()
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(url, timeout=5)
+    v.stop()  # stopping twice is harmless
 
 
 def test_frames_are_subsampled_to_fps():
@@ -358,6 +478,22 @@ def test_screenshots_at_start_and_end(pages, name, tmp_path):
     changed = np.abs(first[:body] - last[:body]).max(axis=2) > 40
     assert changed.mean() > 0.002
     assert (changed & (a | b)).sum() > 0.5 * changed.sum()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+def test_screenshot_of_body_frames(tmp_path):
+    """The axes triads are drawn: a chain drawn without its skeleton shows nothing but its
+    frames' red, green and blue axes, and nothing coloured without them."""
+    pytest.importorskip("PIL", reason="Pillow reads the screenshots")
+    model = stiction.samples.pendulum_chain(3)
+    counts = []
+    for frames in (False, True):
+        page = tmp_path / f"chain_{frames}.html"
+        viz.Viewer(model, skeleton=False, frames=frames).show([0.3, -0.5, 0.8]).save_html(page)
+        img = screenshot(page, 0, tmp_path / f"chain_{frames}.png")[:560]
+        counts.append([int(((img[..., c] > 150) & (np.delete(img, c, axis=2).max(axis=2) < 110)).sum())
+                       for c in range(3)])
+    assert counts[0] == [0, 0, 0] and min(counts[1]) > 20, counts
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
