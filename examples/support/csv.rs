@@ -71,3 +71,49 @@ pub fn write_trajectory(
         Err(e) => println!("could not write {}: {e}", path.display()),
     }
 }
+
+/// Writes a trajectory of `world` (row `k` of `qs`: the configuration at time `k·dt`) to
+/// `target/{name}.trajectory.json` in the `stiction-trajectory` format (docs/viz.md, the scene
+/// form: shapes, soft-body surfaces, markers; `stiction::viz`), titled `name` unless
+/// `options` has a title, and prints the command that turns it into a web page.
+pub fn write_world_trajectory<Q: AsRef<[f64]>>(
+    name: &str,
+    world: &stiction::world::World,
+    qs: &[Q],
+    dt: f64,
+    mut options: stiction::viz::SceneOptions,
+) {
+    let path = std::path::Path::new("target").join(format!("{name}.trajectory.json"));
+    if options.title == stiction::viz::SceneOptions::default().title {
+        options.title = name.to_string();
+    }
+    let text = match stiction::viz::world_scene_json(world, qs, dt, &options) {
+        Ok(t) => t,
+        Err(e) => return println!("could not write {}: {e}", path.display()),
+    };
+    match std::fs::create_dir_all("target").and_then(|_| std::fs::write(&path, text + "\n")) {
+        Ok(()) => {
+            println!("wrote {}; view it with", path.display());
+            println!("  python3 -m stiction.viz {} -o target/{name}.html", path.display());
+        }
+        Err(e) => println!("could not write {}: {e}", path.display()),
+    }
+}
+
+/// [`write_world_trajectory`] for a soft body stepped on its own (row `k` of `xs`: its vertex
+/// positions at time `k·dt`): the trajectory of the world of that one body.
+pub fn write_soft_trajectory<Q: AsRef<[f64]>>(
+    name: &str,
+    body: &std::sync::Arc<stiction::soft::SoftBody>,
+    xs: &[Q],
+    dt: f64,
+    options: stiction::viz::SceneOptions,
+) {
+    use stiction::world::{SoftSystem, World, WorldOptions};
+    let world = SoftSystem::new(body.clone(), Default::default(), Default::default(), 0.0)
+        .and_then(|soft| World::new(vec![std::sync::Arc::new(soft)], WorldOptions::default()));
+    match world {
+        Ok(world) => write_world_trajectory(name, &world, xs, dt, options),
+        Err(e) => println!("could not write target/{name}.trajectory.json: {e}"),
+    }
+}

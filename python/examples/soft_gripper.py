@@ -86,7 +86,7 @@ def simulate(steps=STEPS):
     v = np.zeros(world.nv)
     com0 = m @ q[cube_q].reshape(-1, 3)[:, 2]
     hist = {k: [] for k in ("t", "base", "left", "right", "com_z", "grip", "ground", "speed")}
-    qs, contacts = [q], [[]]
+    qs, contacts = [q], []  # contacts[k]: those found at qs[k] (the last state's: none computed)
     for k in range(steps):
         u = control(k * DT, q, v, world.nu)
         rec = world.step_recorded(q, v, u)
@@ -104,6 +104,7 @@ def simulate(steps=STEPS):
         hist["grip"].append(normal[~on_ground].sum())
         hist["ground"].append(normal[on_ground].sum())
     hist = {k: np.array(x) for k, x in hist.items()}
+    contacts.append([])
     held = hist["t"] >= min(1.0, hist["t"][-1])
     relative = hist["com_z"][held] - hist["base"][held]
     return {

@@ -7,34 +7,13 @@ use numpy::ndarray::{Array2, ArrayD, IxDyn};
 use numpy::{IntoPyArray, PyArrayDyn};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use stiction::collision::{ShapeCore, ShapeInstance};
+use stiction::collision::ShapeInstance;
 use stiction::math::SE3;
 
 /// `(k, 3)` int64 triangles.
 pub fn out_triangles<'py>(py: Python<'py>, tris: &[[usize; 3]]) -> Bound<'py, numpy::PyArray2<i64>> {
     let data: Vec<i64> = tris.iter().flat_map(|t| t.map(|i| i as i64)).collect();
     Array2::from_shape_vec((tris.len(), 3), data).expect("k × 3 entries").into_pyarray(py)
-}
-
-/// The core of a shape as `(vertices, triangles)` in the shape frame: a convex core's
-/// vertices with its faces fanned into triangles (none for a point or a segment), a
-/// triangle mesh as it is, nothing for a half-space.
-fn core_mesh(s: &ShapeInstance) -> (Vec<f64>, Vec<[usize; 3]>) {
-    let flat = |vs: &[stiction::math::Vec3]| vs.iter().flat_map(|v| [v.x, v.y, v.z]).collect::<Vec<f64>>();
-    match &s.core {
-        ShapeCore::HalfSpace => (Vec::new(), Vec::new()),
-        ShapeCore::Convex(p) => {
-            let mut tris = Vec::new();
-            for f in &p.faces {
-                let l = &f.vertices;
-                for k in 1..l.len().saturating_sub(1) {
-                    tris.push([l[0] as usize, l[k] as usize, l[k + 1] as usize]);
-                }
-            }
-            (flat(&p.vertices), tris)
-        }
-        ShapeCore::TriMesh(m) => (flat(&m.vertices), m.triangles.iter().map(|t| t.map(|i| i as usize)).collect()),
-    }
 }
 
 /// One shape as a dict: `kind` (`"plane"`, `"sphere"`, `"box"`, `"capsule"`,
@@ -48,8 +27,9 @@ pub fn shape_dict<'py>(py: Python<'py>, s: &ShapeInstance) -> PyResult<Bound<'py
     d.set_item("kind", s.kind.name().replace(' ', "_"))?;
     d.set_item("pose", out_se3(py, &s.local))?;
     d.set_item("radius", s.radius)?;
-    let (v, t) = core_mesh(s);
-    let n = v.len() / 3;
+    let (vs, t) = s.core_mesh();
+    let n = vs.len();
+    let v: Vec<f64> = vs.iter().flat_map(|v| [v.x, v.y, v.z]).collect();
     d.set_item("vertices", Array2::from_shape_vec((n, 3), v).expect("n × 3 entries").into_pyarray(py))?;
     d.set_item("triangles", out_triangles(py, &t))?;
     Ok(d)

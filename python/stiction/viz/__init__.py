@@ -280,7 +280,7 @@ class Viewer:
             if len(tri):
                 qs = world.blocks(i)[0]
                 self.surfaces.append({"name": f"system{i}/surface", "triangles": np.asarray(tri, dtype=np.int64),
-                                      "color": _color(i), "opacity": 1.0, "slice": (qs.start, qs.stop)})
+                                      "color": _color(i + 4), "opacity": 1.0, "slice": (qs.start, qs.stop)})
         self.ntracks = len(self._world_tracks)
 
     def _add_shape(self, name, s, track, color, opacity=1.0):
