@@ -257,6 +257,105 @@ def test_body_frames_overlay(tmp_path):
     assert w["frames"]["tracks"] == [0, 1]
 
 
+URDF_WITH_VISUALS = """<robot name="viewed">
+  <material name="blue"><color rgba="0 0 1 1"/></material>
+  <link name="base">
+    <inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
+    <visual><geometry><box size="0.2 0.2 0.1"/></geometry><material name="blue"/></visual>
+    <collision><geometry><sphere radius="0.15"/></geometry></collision>
+  </link>
+  <link name="arm">
+    <inertial><origin xyz="0 0 0.2"/><mass value="0.5"/>
+      <inertia ixx="0.01" iyy="0.01" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial>
+    <visual name="shell"><origin xyz="0 0 0.2"/><geometry><mesh filename="tet.obj" scale="2 2 2"/></geometry>
+      <material name="red"><color rgba="1 0 0 0.5"/></material></visual>
+    <visual name="lost"><geometry><mesh filename="missing.stl"/></geometry></visual>
+    <visual><origin xyz="0 0 0.4"/><geometry><cylinder radius="0.03" length="0.1"/></geometry></visual>
+    <collision><origin xyz="0 0 0.2"/><geometry><capsule radius="0.02" length="0.4"/></geometry></collision>
+  </link>
+  <link name="tool">
+    <inertial><mass value="0.1"/><inertia ixx="0.001" iyy="0.001" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><geometry><box size="0.05 0.05 0.05"/></geometry></collision>
+  </link>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="arm"/><origin xyz="0 0 0.05"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="5"/></joint>
+  <joint name="wrist" type="revolute"><parent link="arm"/><child link="tool"/><origin xyz="0 0 0.45"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="5"/></joint>
+</robot>
+"""
+
+
+def test_visual_shapes_of_a_urdf(tmp_path):
+    """URDF <visual> geometry is drawn instead of the collision shapes of the bodies that have
+    some: primitives, a scaled OBJ mesh with its colour; a missing mesh file is left out with a
+    LoadWarning; visual=False draws the collision shapes."""
+    (tmp_path / "tet.obj").write_text("v 0 0 0\nv 0.1 0 0\nv 0 0.1 0\nv 0 0 0.1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n")
+    (tmp_path / "viewed.urdf").write_text(URDF_WITH_VISUALS)
+    with pytest.warns(stiction.LoadWarning, match="missing.stl': file not found"):  # the loader's
+        model = stiction.Model.from_urdf(str(tmp_path / "viewed.urdf"))
+    with pytest.warns(stiction.LoadWarning, match=r"visual 'lost' of body 'arm' is not drawn: .*missing.stl"):
+        visuals = model.visual_shapes()
+    assert [(v["body"], v["kind"], v["name"]) for v in visuals] == [(0, "box", None), (1, "mesh", "shell"),
+                                                                      (1, "cylinder", None)]
+    box, mesh, cyl = visuals
+    np.testing.assert_allclose(np.abs(box["vertices"]).max(axis=0), [0.1, 0.1, 0.05])
+    assert box["color"] == [0.0, 0.0, 1.0, 1.0] and box["file"] is None
+    assert mesh["file"].endswith("tet.obj") and mesh["color"] == [1.0, 0.0, 0.0, 0.5]
+    assert mesh["vertices"].shape == (4, 3) and mesh["triangles"].shape == (4, 3)
+    np.testing.assert_allclose(mesh["vertices"].max(axis=0), [0.2, 0.2, 0.2])  # scale 2
+    np.testing.assert_allclose(mesh["pose"][:3, 3], [0, 0, 0.2])
+    assert cyl["triangles"].shape[0] > 20 and np.isclose(np.ptp(cyl["vertices"][:, 2]), 0.1)
+    with pytest.warns(stiction.LoadWarning):
+        v = viz.Viewer(model)
+    d = v.to_dict()
+    kinds = {s["name"]: (s["kind"], s["track"]) for s in d["shapes"]}
+    # base and arm: their visuals; tool (no visuals): its collision box.
+    assert kinds == {"base/visual0": ("box", 0), "arm/shell": ("mesh", 1), "arm/visual2": ("cylinder", 1),
+                     "tool/box2": ("box", 2)}, kinds
+    shell = next(s for s in d["shapes"] if s["name"] == "arm/shell")
+    assert shell["color"] == [1.0, 0.0, 0.0] and shell["opacity"] == 0.5
+    collision = viz.Viewer(model, visual=False).to_dict()
+    assert sorted(s["kind"] for s in collision["shapes"]) == ["box", "capsule", "sphere"]
+    # Through the model's JSON (the visuals travel with it) and a page.
+    again = stiction.Model.from_json(model.to_json())
+    with pytest.warns(stiction.LoadWarning):
+        assert len(again.visual_shapes()) == 3
+        html = viz.Viewer(again).animate(np.zeros((3, 2)), 0.1).to_html()
+    self_contained(html)
+    assert len(payload(html)["shapes"]) == 4
+
+
+def robot_data_dir():
+    import glob
+
+    hits = glob.glob(os.path.join(sys.prefix, "lib", "python3*", "site-packages", "cmeel.prefix", "share"))
+    return hits[0] if hits and os.path.isdir(os.path.join(hits[0], "example-robot-data", "robots")) else None
+
+
+@pytest.mark.skipif(robot_data_dir() is None, reason="example-robot-data is not installed (pip install example-robot-data)")
+def test_visual_meshes_of_a_real_robot(tmp_path):
+    """UR5 of example-robot-data: its Collada visual meshes are drawn (not its STL collision meshes)."""
+    import warnings
+
+    share = robot_data_dir()
+    path = os.path.join(share, "example-robot-data", "robots", "ur_description", "urdf", "ur5_robot.urdf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stiction.LoadWarning)  # the loader's notes on the file
+        model = stiction.Model.from_urdf(path, package_dirs=[share])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", stiction.LoadWarning)  # every visual mesh is read
+        visuals = model.visual_shapes()
+        v = viz.Viewer(model, title="ur5").show(model.neutral())
+    assert len(visuals) >= 6 and all(s["file"].endswith(".dae") for s in visuals if s["kind"] == "mesh")
+    assert sum(len(s["triangles"]) for s in visuals) > 1000
+    assert v.visual
+    page = tmp_path / "ur5.html"
+    v.save_html(page)
+    assert page.stat().st_size < 10e6
+    meshes = [s for s in payload(page.read_text())["shapes"] if s["kind"] == "mesh"]
+    assert [m["vertices"]["shape"][0] for m in meshes] == [len(s["vertices"]) for s in visuals if s["kind"] == "mesh"]
+
+
 def test_live_server(tmp_path):
     """serve() answers the page, the trajectory file and the version the page polls; a new
     trajectory changes them; stop() closes the port."""

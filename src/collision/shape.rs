@@ -192,12 +192,12 @@ pub struct ShapeInstance {
     pub mask: u32,
 }
 
-impl ShapeInstance {
-    /// The core as a triangle mesh in the shape frame, for drawing: a convex core's
-    /// vertices with its faces fanned into triangles (a point's or a segment's vertices and
-    /// no triangles), a triangle mesh as it is, nothing for a half-space.
-    pub fn core_mesh(&self) -> (Vec<Vec3>, Vec<[usize; 3]>) {
-        match &self.core {
+impl ShapeCore {
+    /// The core as a triangle mesh, for drawing: a convex core's vertices with its faces
+    /// fanned into triangles (a point's or a segment's vertices and no triangles), a
+    /// triangle mesh as it is, nothing for a half-space.
+    pub fn mesh(&self) -> (Vec<Vec3>, Vec<[usize; 3]>) {
+        match self {
             ShapeCore::HalfSpace => (Vec::new(), Vec::new()),
             ShapeCore::Convex(p) => {
                 let mut tris = Vec::new();
@@ -211,6 +211,13 @@ impl ShapeInstance {
             }
             ShapeCore::TriMesh(m) => (m.vertices.clone(), m.triangles.iter().map(|t| t.map(|i| i as usize)).collect()),
         }
+    }
+}
+
+impl ShapeInstance {
+    /// The core as a triangle mesh in the shape frame, for drawing ([`ShapeCore::mesh`]).
+    pub fn core_mesh(&self) -> (Vec<Vec3>, Vec<[usize; 3]>) {
+        self.core.mesh()
     }
 
     /// World pose of the shape frame, from the world poses of the bodies.

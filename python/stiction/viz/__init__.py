@@ -151,6 +151,10 @@ class Viewer:
     :param title: the page title (default: the model's name, or ``"world"``).
     :param skeleton: for a model, draw bodies without collision shapes as inertia-equivalent
         boxes joined by a skeleton (the joints' origins); ``False`` draws nothing for them.
+    :param visual: for a model, draw its visual shapes (URDF ``<visual>`` geometry:
+        primitives and mesh files, :meth:`stiction.Model.visual_shapes`) instead of the
+        collision shapes of the bodies that have some; default: when the model has any.
+        Mesh files that cannot be read are left out with a :class:`stiction.LoadWarning`.
     :param frames: draw each moving frame's axes (x red, y green, z blue; :meth:`show_frames`):
         every body frame of a model, every moving element of a world.
 
@@ -158,7 +162,7 @@ class Viewer:
     triangles moving with its vertex positions: ``Q`` rows of its ``x``).
     """
 
-    def __init__(self, system, title=None, skeleton=True, frames=False):
+    def __init__(self, system, title=None, skeleton=True, frames=False, visual=None):
         if isinstance(system, _s.SoftBody):
             system = _s.World([system])
         self.system = system
@@ -174,7 +178,7 @@ class Viewer:
             self.kind = "model"
             self.nq = system.nq
             self.title = title or system.name
-            self._model_scene(system, skeleton)
+            self._model_scene(system, skeleton, visual)
         elif isinstance(system, _s.World):
             self.kind = "world"
             self.nq = system.nq
@@ -202,11 +206,24 @@ class Viewer:
         return self
 
     # -- scene -------------------------------------------------------------------------
-    def _model_scene(self, model, skeleton):
+    def _model_scene(self, model, skeleton, visual):
         shapes = model.collision_shapes()
+        visuals = model.visual_shapes() if visual or visual is None else []
         with_shapes = set()
+        for k, s in enumerate(visuals):
+            body = s["body"]
+            with_shapes.add(body)
+            rgba = s["color"]
+            label = s["name"] or f"visual{k}"
+            self._add_shape(f"{model.body_names[body]}/{label}", s, track=body,
+                            color=rgba[:3] if rgba else _color(body),
+                            opacity=min(max(rgba[3], 0.1), 1.0) if rgba else 1.0)
+        self.visual = bool(visuals)
+        drawn_visually = set(with_shapes)
         for k, s in enumerate(shapes):
             body = s["body"]
+            if body in drawn_visually:
+                continue
             if body is not None:
                 with_shapes.add(body)
             name = f"{model.body_names[body] if body is not None else 'world'}/{s['kind']}{k}"
