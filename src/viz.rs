@@ -266,6 +266,36 @@ mod tests {
     }
 
     #[test]
+    fn a_soft_body_is_drawn_by_its_surface() {
+        use crate::soft::generate::box_mesh;
+        use crate::soft::{MaterialModel, SoftBody, SoftMaterial, SoftOptions};
+        use crate::world::SoftSystem;
+        let mesh = box_mesh([2, 1, 1], Vec3::new(0.2, 0.1, 0.1), Vec3::zeros()).expect("mesh");
+        let material = SoftMaterial::new(MaterialModel::StableNeoHookean, 1e5, 0.3, 1000.0);
+        let body = Arc::new(SoftBody::builder(mesh, material).build().expect("body"));
+        let soft = SoftSystem::new(body.clone(), SoftOptions::default(), Material::default(), 0.0).expect("system");
+        let ground = StaticGeometry::ground(Material::default());
+        let w = World::new(vec![Arc::new(ground), Arc::new(soft)], WorldOptions::default()).expect("world");
+        let x0 = body.rest_positions();
+        let moved: Vec<f64> = x0.iter().enumerate().map(|(i, x)| if i % 3 == 2 { x + 0.5 } else { *x }).collect();
+        let qs = [x0.as_slice().to_vec(), moved.clone()];
+        let v = world_scene(&w, &qs, 0.1, &SceneOptions::default()).expect("scene");
+        assert_eq!(v["num_tracks"], 0);
+        assert_eq!(v["shapes"].as_array().expect("shapes").len(), 1, "the ground only: no vertex shapes");
+        let surface = &v["surfaces"][0];
+        let n = body.mesh().num_vertices();
+        assert_eq!(surface["num_vertices"], n);
+        assert_eq!(surface["triangles"].as_array().expect("triangles").len(), w.systems()[1].surface_triangles().len());
+        let last = &surface["positions"][1];
+        assert_eq!(last.as_array().expect("frame").len(), n);
+        for (k, p) in last.as_array().expect("frame").iter().enumerate() {
+            for j in 0..3 {
+                assert!((p[j].as_f64().expect("number") - moved[3 * k + j]).abs() < 1e-6);
+            }
+        }
+    }
+
+    #[test]
     fn bad_input_is_an_error() {
         let w = world();
         let ok = vec![vec![0.0; 6]; 3];
