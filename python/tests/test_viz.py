@@ -325,6 +325,36 @@ def test_visual_shapes_of_a_urdf(tmp_path):
     assert len(payload(html)["shapes"]) == 4
 
 
+MJCF_WITH_VISUALS = """<mujoco model="geoms">
+  <asset><mesh name="tet" file="tet.obj"/></asset>
+  <worldbody>
+    <geom type="plane" size="1 1 0.1"/>
+    <body name="meshy" pos="0 0 1"><freejoint/><geom type="mesh" mesh="tet" rgba="1 0 0 1"/></body>
+    <body name="dressed" pos="1 0 1"><freejoint/>
+      <geom name="look" type="box" size="0.1 0.1 0.1" contype="0" conaffinity="0" rgba="0 1 0 0.5"/>
+      <geom type="sphere" size="0.1"/></body>
+    <body name="plain" pos="2 0 1"><freejoint/><geom type="sphere" size="0.1"/></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_visual_shapes_of_an_mjcf(tmp_path):
+    """MJCF geoms as visuals: a body's purely visual geoms (contype = conaffinity = 0) when it
+    has some, every geom of a body with a mesh geom (drawn as the mesh, not its hull), none
+    otherwise (its collision shapes are its geoms)."""
+    (tmp_path / "tet.obj").write_text("v 0 0 0\nv 0.1 0 0\nv 0 0.1 0\nv 0 0 0.1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n")
+    (tmp_path / "geoms.xml").write_text(MJCF_WITH_VISUALS)
+    model = stiction.Model.from_mjcf(str(tmp_path / "geoms.xml"))
+    visuals = model.visual_shapes()
+    names = model.body_names
+    assert [(names[v["body"]], v["kind"], v["name"], v["color"]) for v in visuals] == [
+        ("meshy", "mesh", None, [1.0, 0.0, 0.0, 1.0]), ("dressed", "box", "look", [0.0, 1.0, 0.0, 0.5])]
+    assert visuals[0]["vertices"].shape == (4, 3) and visuals[0]["triangles"].shape == (4, 3)
+    drawn = {(s["name"].split("/")[0], s["kind"]) for s in viz.Viewer(model).to_dict()["shapes"]}
+    assert drawn == {("meshy", "mesh"), ("dressed", "box"), ("plain", "sphere"), ("world", "plane")}, drawn
+
+
 def robot_data_dir():
     import glob
 
