@@ -37,7 +37,9 @@ pub fn write_csv(name: &str, header: &str, rows: &[Vec<f64>], plot_args: &str) {
 /// Writes a trajectory of `model` (rows of `states` at times `k·dt`) to
 /// `target/{name}.trajectory.json` in the `stiction-trajectory` format (docs/viz.md, the
 /// model-reference form), with `markers` (`(name, position, radius)`; a radius of 0: the
-/// viewer's default), and prints the command that turns it into a web page.
+/// viewer's default) and, for a model with collision shapes, `"contacts": "auto"` (the viewer
+/// draws the model's contacts at every frame), and prints the command that turns it into a
+/// web page.
 pub fn write_trajectory(
     name: &str,
     model: &stiction::Model,
@@ -60,8 +62,9 @@ pub fn write_trajectory(
         })
         .collect::<Vec<_>>()
         .join(",");
+    let contacts = if model.collision_model().shapes.is_empty() { "" } else { ",\"contacts\":\"auto\"" };
     let text = format!(
-        "{{\"format\":\"stiction-trajectory\",\"version\":1,\"title\":\"{name}\",\"dt\":{dt},\"model\":{model_json},\"q\":[{q}],\"markers\":[{markers}]}}\n"
+        "{{\"format\":\"stiction-trajectory\",\"version\":1,\"title\":\"{name}\",\"dt\":{dt},\"model\":{model_json},\"q\":[{q}],\"markers\":[{markers}]{contacts}}}\n"
     );
     match std::fs::create_dir_all("target").and_then(|_| std::fs::write(&path, text)) {
         Ok(()) => {

@@ -501,6 +501,17 @@ def test_json_model_reference(tmp_path):
     spec["markers"] = [{"name": "ball", "position": [0.0, 0.2, 0.3], "radius": 0.05, "opacity": 0.5}]
     path.write_text(json.dumps(spec))
     assert [m["name"] for m in viz.load_trajectory(path).markers] == ["target", "ball"]
+    # Contacts computed by the viewer (what the Rust examples write for models with shapes).
+    box = load_example("box_push")
+    pusher = box.push_model()
+    q0, _ = box.initial_state(pusher)
+    Qb = np.tile(q0, (5, 1))
+    ref = {"format": "stiction-trajectory", "version": 1, "model": pusher.to_json(), "dt": 0.01, "q": Qb.tolist(),
+           "contacts": "auto"}
+    v = viz.load_trajectory(ref)
+    assert len(v.contacts) == 5 and len(v.contacts[0]) > 0
+    with pytest.raises(stiction.InputError, match=r'"contacts" can only be "auto"'):
+        viz.load_trajectory(dict(ref, contacts=[[]] * 5))
     inline = dict(spec, model=json.loads(model.to_json()))
     del inline["model_file"]
     assert len(viz.load_trajectory(inline).times) == 11

@@ -616,7 +616,8 @@ def load_trajectory(source, base_dir=None):
     scene (``shapes``, ``times``, ``poses``, ...: what :meth:`Viewer.save_json` writes) or a
     model reference (``model``: the model's JSON object or text, or ``model_file``: a path
     relative to the file, of :meth:`stiction.Model.to_json` output; with ``q`` (T, nq) and
-    ``dt``; optional ``targets``: points, and ``markers`` as in a scene).
+    ``dt``; optional ``targets``: points, ``markers`` as in a scene, ``frames``: true, and
+    ``contacts``: ``"auto"``, the model's contacts at every kept frame).
 
     :raises InputError: malformed content, a trajectory that does not fit its model.
     """
@@ -657,7 +658,11 @@ def _from_model_reference(data, base_dir):
         raise InputError(f"q must have shape (T, {model.nq}) for model {model.name!r} (nq = {model.nq}), "
                          f"got shape {Q.shape}")
     v = Viewer(model, title=data.get("title"), frames=bool(data.get("frames", False)))
-    v.animate(Q, float(data["dt"]), fps=float(data.get("fps", 60.0)))
+    contacts = data.get("contacts")
+    if contacts is not None and contacts != "auto":
+        raise InputError(f'a model reference\'s "contacts" can only be "auto" (the model\'s contacts at every '
+                         f'kept frame), got {contacts!r}')
+    v.animate(Q, float(data["dt"]), fps=float(data.get("fps", 60.0)), contacts=contacts)
     for p in data.get("targets", []):
         v.add_target(p)
     for m in data.get("markers", []):
