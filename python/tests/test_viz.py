@@ -637,6 +637,35 @@ def test_screenshot_of_body_frames(tmp_path):
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+def test_screenshots_of_a_soft_body_and_visual_meshes(tmp_path):
+    """The soft gripper's page (a soft surface, pads, contacts) and UR5's visual meshes (where
+    example-robot-data is installed) are drawn: coloured pixels in the middle of the view."""
+    pytest.importorskip("PIL", reason="Pillow reads the screenshots")
+    import warnings
+
+    save = ROOT / "docs" / "img" if os.environ.get("STICTION_SAVE_SCREENSHOTS") else tmp_path
+    grip = tmp_path / "soft_gripper.html"
+    load_example("soft_gripper").main(["--no-plot", "--html", str(grip)])
+    shots = [screenshot(grip, 1.19, save / "viz_soft_gripper_end.png")]  # the last state has no contacts
+    share = robot_data_dir()
+    if share is not None:
+        path = os.path.join(share, "example-robot-data", "robots", "ur_description", "urdf", "ur5_robot.urdf")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", stiction.LoadWarning)
+            model = stiction.Model.from_urdf(path, package_dirs=[share])
+        q = model.neutral()
+        q[1], q[2] = -1.0, 1.2
+        ur5 = tmp_path / "ur5.html"
+        viz.Viewer(model, title="UR5 (visual meshes)", frames=True).show(q).save_html(ur5)
+        shots.append(screenshot(ur5, 0, save / "viz_ur5_visual.png"))
+    for img in shots:
+        mask = coloured(img[:560])
+        assert mask.mean() > 0.02
+        ys, xs = np.nonzero(mask)
+        assert 150 < xs.mean() < 650 and 100 < ys.mean() < 460
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
 def test_browser_frame_time(tmp_path):
     """The page of a 10 s rollout of 100 particles, posed and rendered frame by frame in the
     browser (software WebGL here): the frame time from performance.now(), written into the title."""
