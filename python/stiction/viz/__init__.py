@@ -167,6 +167,7 @@ class Viewer:
             system = _s.World([system])
         self.system = system
         self.frames = None    # dict: tracks (list of track indices), length (m, None: automatic)
+        self.visual = False   # whether visual shapes (not collision shapes) are drawn
         self.shapes = []      # dicts: name, kind, radius, vertices, triangles, color, opacity, track, local
         self.surfaces = []    # dicts: name, triangles, color, opacity, system
         self.markers = []     # dicts: name, position, radius, color, opacity
@@ -678,6 +679,7 @@ class _SceneViewer(Viewer):
         self.system = None
         self.kind = "scene"
         self.frames = None
+        self.visual = False
 
 
 def _from_scene(data):
