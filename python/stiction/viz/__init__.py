@@ -1,9 +1,11 @@
 """Trajectories as self-contained web pages (docs/viz.md).
 
 ``Viewer(model_or_world)`` builds a scene from the collision shapes of a :class:`~stiction.Model`
-(bodies without shapes are drawn as inertia-equivalent boxes on a skeleton) or of a
-:class:`~stiction.World` (articulations, particles, static geometry; soft bodies as their
-surface triangles moving with their vertices); :meth:`Viewer.animate` takes a rollout,
+(or its URDF/MJCF visual shapes where it has some; bodies without shapes are drawn as
+inertia-equivalent boxes on a skeleton), of a :class:`~stiction.World` (articulations,
+particles, static geometry; soft bodies as their surface triangles moving with their
+vertices) or of a :class:`~stiction.SoftBody`; overlays: contacts, body frames
+(:meth:`Viewer.show_frames`), markers; :meth:`Viewer.animate` takes a rollout,
 :meth:`Viewer.show` one configuration; :meth:`Viewer.save_html` writes one HTML file with
 the three.js viewer of the ``meshcat`` package inlined (no network needed to open it), with
 play/pause, a time slider and a speed control::
@@ -17,6 +19,7 @@ play/pause, a time slider and a speed control::
 The scene also saves as a trajectory JSON file (:meth:`Viewer.save_json`, format
 ``stiction-trajectory`` version 1, docs/viz.md) that ``python -m stiction.viz FILE.json -o
 out.html`` turns into a page; such a file may instead name a model and its configurations.
+:meth:`Viewer.serve` serves a live page on localhost (it reloads when the trajectory changes).
 Bad input (wrong shapes, NaN, a trajectory that does not fit the model) raises
 :class:`stiction.InputError` (a ``ValueError``).
 """
