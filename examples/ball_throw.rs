@@ -4,7 +4,8 @@
 //! reverse passes over the recorded rollout (`Tape::backward`, seeded with the point
 //! Jacobian rows), or from central finite differences of the rollout (6 rollouts).
 //!
-//! Run: `cargo run --release --example ball_throw`.
+//! Run: `cargo run --release --example ball_throw`. Writes the optimised throw to
+//! `target/ball_throw.trajectory.json` (`python3 -m stiction.viz` makes it a web page).
 //!
 //! A 0.2 kg ball (radius 5 cm, restitution 0.7, frictionless; the ground alike) starts
 //! 1 m above the ground; the target is (2.0, 0.5, 0.45) m at T = 1 s, after one bounce.
@@ -272,11 +273,15 @@ fn main() -> stiction::Result<()> {
             sim.reset_warm_start();
             let mut x = initial_state(&t.v0);
             let mut rows = vec![vec![0.0, x.q[0], x.q[1], x.q[2]]];
+            let mut states = vec![x.clone()];
             for k in 1..=STEPS {
                 x = sim.step(&x, &Control::torques(DVector::zeros(6)))?;
                 rows.push(vec![k as f64 * DT, x.q[0], x.q[1], x.q[2]]);
+                states.push(x.clone());
             }
             csv::write_csv("ball_throw", "t,x,y,z", &rows, " --xy x,z --xy x,y");
+            let target = ("target", TARGET, 0.0);
+            csv::write_trajectory("ball_throw", sim.model(), &states, DT, &[target]);
         }
         summary.push((label, t));
     }

@@ -5,8 +5,12 @@
 //!    (τ = M(q)(q̈_d + K_d ė + K_p e) + c(q, v), from CRBA and RNEA).
 //! 3. A free body tumbles for 10 s; its kinetic energy and angular momentum stay put.
 //!
-//! Run: `cargo run --release --example demo`
+//! Run: `cargo run --release --example demo`. Writes the three motions (every 10 ms) to
+//! `target/demo_pendulum.trajectory.json`, `target/demo_arm.trajectory.json` and
+//! `target/demo_brick.trajectory.json` (`python3 -m stiction.viz` makes them web pages).
 
+#[path = "support/csv.rs"]
+mod csv;
 use nalgebra::DVector;
 use std::time::Instant;
 use stiction::dynamics::{bias_forces, crba, kinetic_energy, momentum, potential_energy};
@@ -29,8 +33,12 @@ fn main() -> Result<(), stiction::Error> {
     let zero = Control::torques(DVector::zeros(2));
     let t0 = Instant::now();
     let mut worst: f64 = 0.0;
+    let mut shown = vec![s.clone()];
     for k in 1..=100_000 {
         s = sim.step(&s, &zero)?;
+        if k % 100 == 0 {
+            shown.push(s.clone());
+        }
         let e = energy(&mut data, &s)?;
         worst = worst.max((e - e0).abs() / (e0 - rest));
         if k % 20_000 == 0 {
@@ -47,6 +55,7 @@ fn main() -> Result<(), stiction::Error> {
         "   worst relative energy error over 10 s: {worst:.2e}  ({:.0} ms wall)",
         t0.elapsed().as_secs_f64() * 1e3
     );
+    csv::write_trajectory("demo_pendulum", &model, &shown, 1e-2, &[]);
 
     // 2. Computed-torque tracking on a 7-DoF arm.
     let arm = arm7();
@@ -62,6 +71,7 @@ fn main() -> Result<(), stiction::Error> {
     let (q0, v0, _) = desired(0.0);
     let mut s = State { q: q0, v: v0 };
     let mut worst: f64 = 0.0;
+    let mut shown = vec![s.clone()];
     for k in 0..3000 {
         let t = k as f64 * 1e-3;
         let (qd, vd, ad) = desired(t);
@@ -71,11 +81,15 @@ fn main() -> Result<(), stiction::Error> {
         let damping = arm.damping().component_mul(&s.v);
         let tau = m * (ad + (&vd - &s.v) * kd + (&qd - &s.q) * kp) + c + damping;
         s = sim.step(&s, &Control::torques(tau))?;
+        if k % 10 == 9 {
+            shown.push(s.clone());
+        }
         if t > 0.5 {
             worst = worst.max((&s.q - desired(t + 1e-3).0).amax());
         }
     }
     println!("2) 7-DoF arm, computed-torque tracking for 3 s: worst joint error after 0.5 s = {worst:.2e} rad");
+    csv::write_trajectory("demo_arm", &arm, &shown, 1e-2, &[]);
 
     // 3. Tumbling free body.
     let mut b = ModelBuilder::new("brick");
@@ -92,8 +106,12 @@ fn main() -> Result<(), stiction::Error> {
     let l0 = momentum(&brick, &mut data, s.q.as_slice(), s.v.as_slice())?.ang;
     let k0 = kinetic_energy(&brick, &mut data, s.q.as_slice(), s.v.as_slice())?;
     let zero = Control::torques(DVector::zeros(6));
-    for _ in 0..100_000 {
+    let mut shown = vec![s.clone()];
+    for k in 1..=100_000 {
         s = sim.step(&s, &zero)?;
+        if k % 100 == 0 {
+            shown.push(s.clone());
+        }
     }
     let l1 = momentum(&brick, &mut data, s.q.as_slice(), s.v.as_slice())?.ang;
     let k1 = kinetic_energy(&brick, &mut data, s.q.as_slice(), s.v.as_slice())?;
@@ -106,5 +124,6 @@ fn main() -> Result<(), stiction::Error> {
         s.v[2],
         sim.stats().midpoint_iterations as f64 / sim.stats().steps as f64
     );
+    csv::write_trajectory("demo_brick", &brick, &shown, 1e-2, &[]);
     Ok(())
 }

@@ -8,7 +8,8 @@
 //! clamped at x = 0, mass damping 3 /s and stiffness damping 5 ms, stepped for 4 s at
 //! dt = 5 ms. The program prints Newton's iterations per step, compares the end state
 //! with `static_equilibrium` (the settled tip should be within a millimetre of it), and
-//! writes `target/soft_cantilever/*.vtu` + `.pvd` and `target/soft_cantilever.csv`.
+//! writes `target/soft_cantilever/*.vtu` + `.pvd`, `target/soft_cantilever.csv` and
+//! `target/soft_cantilever.trajectory.json` (`python3 -m stiction.viz` makes it a web page).
 
 #[path = "support/csv.rs"]
 mod csv;
@@ -20,6 +21,7 @@ use stiction::soft::io::VtkSeries;
 use stiction::soft::{
     static_equilibrium, step, MaterialModel, SoftBody, SoftDamping, SoftMaterial, SoftOptions, SoftState,
 };
+use stiction::viz::SceneOptions;
 
 const DT: f64 = 5e-3;
 const STEPS: usize = 800;
@@ -63,10 +65,12 @@ pub fn run() -> stiction::Result<CantileverRun> {
     let mut state = SoftState::rest(&body);
     let mut rows = vec![vec![0.0, tip_z(&state.x), 0.0]];
     let mut iterations = 0;
+    let mut xs = vec![state.x.as_slice().to_vec()];
     for k in 0..STEPS {
         let rec = step(&body, &state, &u, &targets, &options)?;
         iterations += rec.report().iterations;
         state = rec.next_state().clone();
+        xs.push(state.x.as_slice().to_vec());
         rows.push(vec![(k + 1) as f64 * DT, tip_z(&state.x), rec.report().iterations as f64]);
         if k % 10 == 9 {
             series.push(
@@ -94,6 +98,8 @@ pub fn run() -> stiction::Result<CantileverRun> {
     );
     println!("wrote {} (open it in ParaView)", pvd.display());
     csv::write_csv("soft_cantilever", "time,tip_z,newton_iterations", &rows, " --x time --y tip_z");
+    let title = "soft cantilever (backward Euler)".to_string();
+    csv::write_soft_trajectory("soft_cantilever", &body, &xs, DT, SceneOptions { title, ..Default::default() });
     Ok(CantileverRun {
         settled_tip: tip_z(&state.x),
         equilibrium_tip: tip_z(&equilibrium),

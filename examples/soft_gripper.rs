@@ -14,7 +14,9 @@
 //! target, computed from the state at every step: the fingers' targets close smoothly over
 //! 0.2 s to 1 cm inside the cube's faces (a squeeze of about 4 N each, saturated at 6 N);
 //! from 0.35 s the base's target rises smoothly by 5 cm over 0.5 s, with the gripper's
-//! weight added as a feed-forward force; then it holds until 1.2 s. dt = 2 ms.
+//! weight added as a feed-forward force; then it holds until 1.2 s. dt = 2 ms. The motion is
+//! written to `target/soft_gripper.trajectory.json` (`python3 -m stiction.viz` makes it a web
+//! page: the pads, the cube's surface, the contacts).
 
 #[path = "support/csv.rs"]
 mod csv;
@@ -25,6 +27,7 @@ use stiction::math::{Inertia, Vec3, SE3};
 use stiction::model::{Body, CollisionShape, Geometry, WORLD};
 use stiction::soft::generate::box_mesh;
 use stiction::soft::{MaterialModel, SoftBody, SoftDamping, SoftMaterial, SoftOptions};
+use stiction::viz::SceneOptions;
 use stiction::world::{Articulation, ContactSide, SoftSystem, StaticGeometry, World, WorldOptions, WorldState};
 use stiction::{Joint, Model, ModelBuilder};
 
@@ -155,11 +158,24 @@ pub fn run() -> stiction::Result<GripperRun> {
     let mut rows = Vec::with_capacity(STEPS);
     let (mut final_speed, mut hold_start) = (0.0f64, None);
     let (mut grip, mut ground) = (0.0, 0.0);
+    // For the viewer: the configurations, and the contacts found at each (none at the last).
+    let (mut qs, mut contacts) = (vec![state.q.as_slice().to_vec()], Vec::with_capacity(STEPS + 1));
     for k in 0..STEPS {
         let t = k as f64 * DT;
         let u = control(t, &state.q, &state.v, world.nu());
         let record = world.step_recorded(&state, &u)?;
         state = record.next_state();
+        qs.push(state.q.as_slice().to_vec());
+        contacts.push(
+            record
+                .contacts()
+                .iter()
+                .map(|c| {
+                    let (p, n) = (c.contact.geometry.point, c.contact.geometry.normal);
+                    [p.x, p.y, p.z, n.x, n.y, n.z]
+                })
+                .collect::<Vec<_>>(),
+        );
         (grip, ground) = (0.0, 0.0);
         let f = &record.solution().f;
         for (c, contact) in record.contacts().iter().enumerate() {
@@ -227,6 +243,15 @@ pub fn run() -> stiction::Result<GripperRun> {
          right_control",
         &rows,
         " --x time",
+    );
+    contacts.push(Vec::new());
+    let title = "soft gripper".to_string();
+    csv::write_world_trajectory(
+        "soft_gripper",
+        &world,
+        &qs,
+        DT,
+        SceneOptions { title, frames: true, contacts, ..Default::default() },
     );
     Ok(run)
 }

@@ -26,6 +26,7 @@ pub mod soft;
 pub mod solver;
 pub mod step;
 pub mod tape;
+pub mod viz;
 pub mod world;
 
 pub use dynamics::Data;

@@ -37,7 +37,9 @@ pub fn write_csv(name: &str, header: &str, rows: &[Vec<f64>], plot_args: &str) {
 /// Writes a trajectory of `model` (rows of `states` at times `k·dt`) to
 /// `target/{name}.trajectory.json` in the `stiction-trajectory` format (docs/viz.md, the
 /// model-reference form), with `markers` (`(name, position, radius)`; a radius of 0: the
-/// viewer's default), and prints the command that turns it into a web page.
+/// viewer's default) and, for a model with collision shapes, `"contacts": "auto"` (the viewer
+/// draws the model's contacts at every frame), and prints the command that turns it into a
+/// web page.
 pub fn write_trajectory(
     name: &str,
     model: &stiction::Model,
@@ -60,8 +62,9 @@ pub fn write_trajectory(
         })
         .collect::<Vec<_>>()
         .join(",");
+    let contacts = if model.collision_model().shapes.is_empty() { "" } else { ",\"contacts\":\"auto\"" };
     let text = format!(
-        "{{\"format\":\"stiction-trajectory\",\"version\":1,\"title\":\"{name}\",\"dt\":{dt},\"model\":{model_json},\"q\":[{q}],\"markers\":[{markers}]}}\n"
+        "{{\"format\":\"stiction-trajectory\",\"version\":1,\"title\":\"{name}\",\"dt\":{dt},\"model\":{model_json},\"q\":[{q}],\"markers\":[{markers}]{contacts}}}\n"
     );
     match std::fs::create_dir_all("target").and_then(|_| std::fs::write(&path, text)) {
         Ok(()) => {
@@ -69,5 +72,51 @@ pub fn write_trajectory(
             println!("  python3 -m stiction.viz {} -o target/{name}.html", path.display());
         }
         Err(e) => println!("could not write {}: {e}", path.display()),
+    }
+}
+
+/// Writes a trajectory of `world` (row `k` of `qs`: the configuration at time `k·dt`) to
+/// `target/{name}.trajectory.json` in the `stiction-trajectory` format (docs/viz.md, the scene
+/// form: shapes, soft-body surfaces, markers; `stiction::viz`), titled `name` unless
+/// `options` has a title, and prints the command that turns it into a web page.
+pub fn write_world_trajectory<Q: AsRef<[f64]>>(
+    name: &str,
+    world: &stiction::world::World,
+    qs: &[Q],
+    dt: f64,
+    mut options: stiction::viz::SceneOptions,
+) {
+    let path = std::path::Path::new("target").join(format!("{name}.trajectory.json"));
+    if options.title == stiction::viz::SceneOptions::default().title {
+        options.title = name.to_string();
+    }
+    let text = match stiction::viz::world_scene_json(world, qs, dt, &options) {
+        Ok(t) => t,
+        Err(e) => return println!("could not write {}: {e}", path.display()),
+    };
+    match std::fs::create_dir_all("target").and_then(|_| std::fs::write(&path, text + "\n")) {
+        Ok(()) => {
+            println!("wrote {}; view it with", path.display());
+            println!("  python3 -m stiction.viz {} -o target/{name}.html", path.display());
+        }
+        Err(e) => println!("could not write {}: {e}", path.display()),
+    }
+}
+
+/// [`write_world_trajectory`] for a soft body stepped on its own (row `k` of `xs`: its vertex
+/// positions at time `k·dt`): the trajectory of the world of that one body.
+pub fn write_soft_trajectory<Q: AsRef<[f64]>>(
+    name: &str,
+    body: &std::sync::Arc<stiction::soft::SoftBody>,
+    xs: &[Q],
+    dt: f64,
+    options: stiction::viz::SceneOptions,
+) {
+    use stiction::world::{SoftSystem, World, WorldOptions};
+    let world = SoftSystem::new(body.clone(), Default::default(), Default::default(), 0.0)
+        .and_then(|soft| World::new(vec![std::sync::Arc::new(soft)], WorldOptions::default()));
+    match world {
+        Ok(world) => write_world_trajectory(name, &world, xs, dt, options),
+        Err(e) => println!("could not write target/{name}.trajectory.json: {e}"),
     }
 }

@@ -9,7 +9,7 @@ the target is (2.0, 0.5, 0.45) m at T = 1 s (dt = 1 ms), after one bounce. Trial
 or not at all are rejected by the step control. The Jacobians are those of the discrete step
 (`bounce_gradients="discrete"`); see docs/trajopt.md for where they miss the bounce-timing term.
 
-Run: python python/examples/ball_throw.py [--no-fd] [--plot PATH.png | --no-plot]
+Run: python python/examples/ball_throw.py [--no-fd] [--plot PATH.png | --no-plot] [--html PATH.html]
 """
 
 import argparse
@@ -159,9 +159,23 @@ def plot(t, path):
     return save(fig, path)
 
 
+def page(t, path):
+    """Writes the optimised throw as a web page (stiction.viz, docs/viz.md) with the contacts and
+    the target; returns ``path``."""
+    from stiction.viz import Viewer
+
+    sim = simulator()
+    q0 = np.concatenate([START, [1.0, 0.0, 0.0, 0.0]])
+    q = sim.rollout(q0, np.concatenate([np.zeros(3), t["v0"]]), np.zeros((STEPS, 6)))[0]
+    viewer = Viewer(sim.model, title="ball throw (Gauss-Newton)")
+    viewer.animate(np.vstack([q0, q]), DT, contacts="auto").add_target(TARGET)
+    return viewer.save_html(path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-fd", action="store_true", help="skip the finite-difference run")
+    parser.add_argument("--html", metavar="PATH.html", help="write the throw as a web page (stiction.viz)")
     add_plot_arguments(parser, "ball_throw")
     args = parser.parse_args(argv)
     print(f"ball throw: ball r = {RADIUS} m, restitution 0.7, from {START.tolist()} to hit {TARGET.tolist()} "
@@ -183,6 +197,9 @@ def main(argv=None):
         t = results[gradients]
         print(f"  {label:<60} miss {t['miss']:.2e} m  {t['iterations']:2d} iterations  {t['wall_time']:.3f} s")
     results["plot"] = plot(results["analytic"], plot_path(args))
+    if args.html:
+        results["html"] = page(results["analytic"], args.html)
+        print(f"wrote {args.html}")
     return results
 
 

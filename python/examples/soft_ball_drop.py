@@ -11,7 +11,7 @@ sphere (x ↦ x √(1 − y²/2 − z²/2 + y²z²/3), likewise for y and z), so
 spheres and no tet turns over (`TetMesh` checks). Its boundary vertices touch the ground
 (μ = 0.8) as points. Released at rest 10 cm above the ground, stepped for 0.7 s at dt = 1 ms.
 
-Run: python python/examples/soft_ball_drop.py [--plot PATH.png | --no-plot]
+Run: python python/examples/soft_ball_drop.py [--steps N] [--plot PATH.png | --no-plot] [--html PATH.html]
 """
 
 import argparse
@@ -54,13 +54,15 @@ def energy(body, x, v):
             + body.elastic_energy(x))
 
 
-def drop(body, integrator):
-    """Drops the ball once; returns its history and the bounce."""
+def drop(body, integrator, steps=STEPS):
+    """Drops the ball once; returns its history (``x``: the vertex positions per step, and the
+    ``world``) and the bounce."""
     world = stiction.World([stiction.StaticGeometry.ground(friction=0.8),
                             stiction.SoftSystem(body, friction=0.8, integrator=integrator)], dt=DT)
     m = body.masses / body.total_mass
     x, v = body.rest_positions, np.zeros(body.ndof)
     rows = []
+    xs = [x]
 
     def row(t, x, v, contacts):
         p = x.reshape(-1, 3)
@@ -68,20 +70,23 @@ def drop(body, integrator):
         rows.append((t, m @ p[:, 2], m @ v.reshape(-1, 3)[:, 2], energy(body, x, v), aspect, contacts, p[:, 2].min()))
 
     row(0.0, x, v, 0)
-    for k in range(STEPS):
+    for k in range(steps):
         rec = world.step_recorded(x, v)
         x, v = rec.q_next, rec.v_next
+        xs.append(x)
         row((k + 1) * DT, x, v, rec.num_contacts)
     t, com_z, com_vz, e, aspect, contacts, lowest = (np.array(c) for c in zip(*rows))
     first = int(np.argmax(contacts > 0))
     last = first + int(np.argmax(contacts[first:] == 0))
     second = last + int(np.argmax(contacts[last:] > 0)) if np.any(contacts[last:] > 0) else len(t)
-    impact, rebound = -com_vz[first - 1], com_vz[first:second].max()
+    impact = -com_vz[first - 1]
+    rebound = com_vz[first:second].max() if second > first else 0.0
     return {
         "t": t, "com_z": com_z, "energy": e, "aspect": aspect, "contacts": contacts,
         "impact_speed": impact, "rebound_speed": rebound, "restitution": rebound / impact,
-        "squash": aspect[first:last].min(), "contact_time": (last - first) * DT,
-        "apex": com_z[last:second].max(), "max_energy_increase": np.diff(e).max(), "lowest": lowest.min(),
+        "squash": aspect[first:last].min() if last > first else aspect.min(), "contact_time": (last - first) * DT,
+        "apex": com_z[last:second].max() if second > last else com_z[-1],
+        "max_energy_increase": np.diff(e).max(), "lowest": lowest.min(), "x": np.array(xs), "world": world,
     }
 
 
@@ -108,21 +113,36 @@ def plot(runs, path):
     return save(fig, path)
 
 
+def page(runs, path):
+    """Writes the implicit-midpoint drop as a web page (stiction.viz, docs/viz.md): the ball's
+    surface triangles moving with its vertices; returns ``path``."""
+    from stiction.viz import Viewer
+
+    r = runs["implicit midpoint"]
+    return Viewer(r["world"], title="soft ball drop (implicit midpoint)").animate(r["x"], DT).save_html(path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=STEPS, help=f"steps of {DT * 1e3:g} ms (default {STEPS})")
+    parser.add_argument("--html", metavar="PATH.html", help="write the drop as a web page (stiction.viz)")
     add_plot_arguments(parser, "soft_ball_drop")
     args = parser.parse_args(argv)
     body = ball()
     print(f"ball: {body.num_vertices} vertices, {body.mesh.num_tets} tets, {body.total_mass:.3f} kg, "
-          f"dropped from {100 * DROP:.0f} cm; {STEPS} steps of {1e3 * DT:.0f} ms")
-    runs = {name: drop(body, integrator)
+          f"dropped from {100 * DROP:.0f} cm; {args.steps} steps of {1e3 * DT:.0f} ms")
+    runs = {name: drop(body, integrator, args.steps)
             for name, integrator in (("backward Euler", "backward_euler"), ("implicit midpoint", "implicit_midpoint"))}
     for name, r in runs.items():
         print(f"  {name:<18} impact {r['impact_speed']:.3f} m/s, rebound {r['rebound_speed']:.3f} m/s "
               f"(restitution {r['restitution']:.2f}), contact {1e3 * r['contact_time']:.0f} ms, "
               f"squash (height/width) {r['squash']:.3f}, apex {1e3 * r['apex']:.1f} mm, "
               f"energy {r['energy'][0]:.4f} -> {r['energy'][-1]:.4f} J")
-    return {"runs": runs, "plot": plot(runs, plot_path(args))}
+    out = {"runs": runs, "plot": plot(runs, plot_path(args))}
+    if args.html:
+        out["html"] = page(runs, args.html)
+        print(f"wrote {args.html}")
+    return out
 
 
 if __name__ == "__main__":

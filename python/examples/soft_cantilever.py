@@ -6,7 +6,7 @@ midpoint rule, which damps less; the plot shows the tip height over time and the
 A 40 × 5 × 5 cm bar (E = 300 kPa, ν = 0.3, ρ = 1000 kg/m³; 8 × 2 × 2 cells, 192 tets), clamped at
 x = 0, mass damping 3 /s and stiffness damping 5 ms, stepped for 4 s at dt = 5 ms.
 
-Run: python python/examples/soft_cantilever.py [--plot PATH.png | --no-plot]
+Run: python python/examples/soft_cantilever.py [--steps N] [--plot PATH.png | --no-plot] [--html PATH.html]
 """
 
 import argparse
@@ -30,14 +30,15 @@ def bar():
     return body, tip
 
 
-def simulate(body, tip, integrator):
+def simulate(body, tip, integrator, steps=STEPS):
     x, v = body.rest_positions, np.zeros(body.ndof)
-    controls = np.zeros((STEPS, body.ndof))
+    controls = np.zeros((steps, body.ndof))
     rollout = body.rollout(x, v, controls, dt=DT, integrator=integrator)
     xs, _ = rollout.states
     tip_z = xs[:, [3 * i + 2 for i in tip]].mean(axis=1)
     iterations = np.mean([r["iterations"] for r in rollout.reports])
-    return {"tip_z": np.concatenate([[0.0], tip_z]), "x": xs[-1], "iterations": iterations}
+    return {"tip_z": np.concatenate([[0.0], tip_z]), "x": xs[-1], "iterations": iterations,
+            "xs": np.vstack([x, xs])}
 
 
 def plot(body, runs, equilibrium, path):
@@ -45,7 +46,7 @@ def plot(body, runs, equilibrium, path):
     if plt is None:
         return None
     fig, ax = plt.subplots(1, 2, figsize=(11, 4))
-    t = np.arange(STEPS + 1) * DT
+    t = np.arange(len(next(iter(runs.values()))["tip_z"])) * DT
     for name, run in runs.items():
         ax[0].plot(t, 1e3 * run["tip_z"], label=f"{name} ({run['iterations']:.1f} Newton iterations per step)")
     ax[0].axhline(1e3 * equilibrium["tip_z"], color="k", ls=":", label="static equilibrium")
@@ -66,20 +67,34 @@ def plot(body, runs, equilibrium, path):
     return save(fig, path)
 
 
+def page(body, run, path):
+    """Writes the backward-Euler swing as a web page (stiction.viz, docs/viz.md): the bar's surface
+    triangles moving with its vertices; returns ``path``."""
+    from stiction.viz import Viewer
+
+    return Viewer(body, title="soft cantilever (backward Euler)").animate(run["xs"], DT).save_html(path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=STEPS, help=f"steps of {DT * 1e3:g} ms (default {STEPS})")
+    parser.add_argument("--html", metavar="PATH.html", help="write the swing as a web page (stiction.viz)")
     add_plot_arguments(parser, "soft_cantilever")
     args = parser.parse_args(argv)
     body, tip = bar()
-    runs = {name: simulate(body, tip, integrator)
+    runs = {name: simulate(body, tip, integrator, args.steps)
             for name, integrator in (("backward Euler", "backward_euler"), ("implicit midpoint", "implicit_midpoint"))}
     x_eq, report = body.static_equilibrium()
     equilibrium = {"tip_z": x_eq[[3 * i + 2 for i in tip]].mean(), "iterations": report["iterations"]}
-    print(f"{body.mesh.num_tets} tets, {STEPS} steps of {DT * 1e3:.0f} ms")
+    print(f"{body.mesh.num_tets} tets, {args.steps} steps of {DT * 1e3:.0f} ms")
     for name, run in runs.items():
-        print(f"  {name:<18} tip after 4 s {1e3 * run['tip_z'][-1]:8.2f} mm, {run['iterations']:.2f} Newton iterations per step")
+        print(f"  {name:<18} tip after {args.steps * DT:g} s {1e3 * run['tip_z'][-1]:8.2f} mm, {run['iterations']:.2f} Newton iterations per step")
     print(f"  static equilibrium tip {1e3 * equilibrium['tip_z']:8.2f} mm ({equilibrium['iterations']} Newton iterations)")
-    return {"runs": runs, "equilibrium": equilibrium, "plot": plot(body, runs, equilibrium, plot_path(args))}
+    out = {"runs": runs, "equilibrium": equilibrium, "plot": plot(body, runs, equilibrium, plot_path(args))}
+    if args.html:
+        out["html"] = page(body, runs["backward Euler"], args.html)
+        print(f"wrote {args.html}")
+    return out
 
 
 if __name__ == "__main__":

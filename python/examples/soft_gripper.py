@@ -13,7 +13,7 @@ the start. The cube: 6 cm on a side, 2 × 2 × 2 cells (48 tets), stable Neo-Hoo
 the base's target rises by 5 cm over 0.5 s, with the gripper's weight as a feed-forward force;
 then it holds until 1.2 s. dt = 2 ms.
 
-Run: python python/examples/soft_gripper.py [--plot PATH.png | --no-plot]
+Run: python python/examples/soft_gripper.py [--steps N] [--plot PATH.png | --no-plot] [--html PATH.html]
 """
 
 import argparse
@@ -77,7 +77,7 @@ def control(t, q, v, nu):
     return u
 
 
-def simulate():
+def simulate(steps=STEPS):
     model, body = gripper(), cube()
     world = World([StaticGeometry.ground(friction=0.8), model, SoftSystem(body, friction=1.0)], dt=DT)
     cube_q, cube_v, _ = world.blocks(2)
@@ -86,10 +86,13 @@ def simulate():
     v = np.zeros(world.nv)
     com0 = m @ q[cube_q].reshape(-1, 3)[:, 2]
     hist = {k: [] for k in ("t", "base", "left", "right", "com_z", "grip", "ground", "speed")}
-    for k in range(STEPS):
+    qs, contacts = [q], []  # contacts[k]: those found at qs[k] (the last state's: none computed)
+    for k in range(steps):
         u = control(k * DT, q, v, world.nu)
         rec = world.step_recorded(q, v, u)
         q, v = rec.q_next, rec.v_next
+        qs.append(q)
+        contacts.append(rec.contacts)
         normal = rec.impulses[0::3] / DT
         on_ground = np.array([c["side_a"] is None or c["side_b"] is None for c in rec.contacts], dtype=bool)
         hist["t"].append((k + 1) * DT)
@@ -101,7 +104,8 @@ def simulate():
         hist["grip"].append(normal[~on_ground].sum())
         hist["ground"].append(normal[on_ground].sum())
     hist = {k: np.array(x) for k, x in hist.items()}
-    held = hist["t"] >= 1.0
+    contacts.append([])
+    held = hist["t"] >= min(1.0, hist["t"][-1])
     relative = hist["com_z"][held] - hist["base"][held]
     return {
         **hist,
@@ -113,6 +117,9 @@ def simulate():
         "final_speed": hist["speed"][held].max(),
         "weight": body.total_mass * G,
         "body": body,
+        "world": world,
+        "q": np.array(qs),
+        "contacts": contacts,
     }
 
 
@@ -143,20 +150,34 @@ def plot(r, path):
     return save(fig, path)
 
 
+def page(r, path):
+    """Writes the grasp and lift as a web page (stiction.viz, docs/viz.md): the pads, the cube's
+    surface and the contacts; returns ``path``."""
+    from stiction.viz import Viewer
+
+    viewer = Viewer(r["world"], title="soft gripper", frames=True)
+    return viewer.animate(r["q"], DT, contacts=r["contacts"]).save_html(path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=STEPS, help=f"steps of {DT * 1e3:g} ms (default {STEPS})")
+    parser.add_argument("--html", metavar="PATH.html", help="write the grasp as a web page (stiction.viz)")
     add_plot_arguments(parser, "soft_gripper")
     args = parser.parse_args(argv)
-    r = simulate()
+    r = simulate(args.steps)
     body = r["body"]
     print(f"gripper (3 joints) and a soft cube ({body.num_vertices} vertices, {body.mesh.num_tets} tets, "
-          f"{1e3 * body.total_mass:.0f} g) on the ground; {STEPS} steps of {1e3 * DT:.0f} ms")
+          f"{1e3 * body.total_mass:.0f} g) on the ground; {args.steps} steps of {1e3 * DT:.0f} ms")
     print(f"  cube centre of mass {1e3 * r['com0']:.1f} -> {1e3 * r['com_z'][-1]:.1f} mm (raised "
           f"{1e3 * r['raised']:.1f} mm; base raised {1e3 * r['lift']:.1f} mm), lowest vertex "
           f"{1e3 * r['lowest_vertex']:.1f} mm above the ground")
     print(f"  held: grip force {r['grip'][-1]:.2f} N on a {r['weight']:.2f} N cube, ground force "
           f"{r['ground'][-1]:.2f} N; slip over the last 0.2 s {1e3 * r['slip']:.3f} mm")
     r["plot"] = plot(r, plot_path(args))
+    if args.html:
+        r["html"] = page(r, args.html)
+        print(f"wrote {args.html}")
     return r
 
 

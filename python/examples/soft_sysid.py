@@ -7,7 +7,7 @@ A 20 × 10 × 10 cm stable Neo-Hookean block (E = 200 kPa, ν = 0.35; 96 tets) i
 and released under gravity while a 2 N push acts sideways on its free end; every vertex's
 position is observed every 25 ms for 0.3 s (dt = 5 ms). The fit starts at E = 100 kPa, ν = 0.25.
 
-Run: python python/examples/soft_sysid.py [--plot PATH.png | --no-plot]
+Run: python python/examples/soft_sysid.py [--plot PATH.png | --no-plot] [--html PATH.html]
 """
 
 import argparse
@@ -73,8 +73,19 @@ def plot(fits, tip, truth_xs, guess_xs, path):
     return save(fig, path)
 
 
+def page(fit, path):
+    """Writes the motion of the identified block (fitted to the noisy data) as a web page
+    (stiction.viz, docs/viz.md); returns ``path``."""
+    from stiction.viz import Viewer
+
+    body = block(*fit["values"])
+    x0, _, _, xs, _ = experiment(body)
+    return Viewer(body, title="soft sysid: identified block").animate(np.vstack([x0, xs]), DT).save_html(path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--html", metavar="PATH.html", help="write the identified motion as a web page (stiction.viz)")
     add_plot_arguments(parser, "soft_sysid")
     args = parser.parse_args(argv)
     truth = block(*TRUTH)
@@ -93,7 +104,11 @@ def main(argv=None):
         print(f"{label:<14} {fit['iterations']:>3} iterations, cost {fit['initial_cost']:.3e} -> {fit['cost']:.3e}; "
               f"E {fit['values'][0]:.6e} ({err[0]:+.2e}), ν {fit['values'][1]:.6f} ({err[1]:+.2e})")
     _, _, _, guess_xs, _ = experiment(guess)
-    return {"fits": fits, "plot": plot(fits, tip, xs, guess_xs, plot_path(args))}
+    out = {"fits": fits, "plot": plot(fits, tip, xs, guess_xs, plot_path(args))}
+    if args.html:
+        out["html"] = page(fits["0.1 mm noise"], args.html)
+        print(f"wrote {args.html}")
+    return out
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ Three 1 s experiments from random configurations at rest (dt = 2 ms, the constra
 limits), joint angles observed every 10 ms. The fit starts with the masses alternately 30 % high and
 30 % low.
 
-Run: python python/examples/sysid_arm_masses.py [--no-fd] [--noise-free-only] [--plot PATH.png | --no-plot]
+Run: python python/examples/sysid_arm_masses.py [--no-fd] [--noise-free-only] [--plot PATH.png | --no-plot] [--html PATH.html]
 """
 
 import argparse
@@ -99,10 +99,23 @@ def plot(fits, path):
     return save(fig, path)
 
 
+def page(fit, path):
+    """Writes the first experiment as simulated with the identified masses as a web page
+    (stiction.viz, docs/viz.md); returns ``path``."""
+    from stiction.viz import Viewer
+
+    model = stiction.samples.arm7()
+    e = data(model, 0.0)[0]
+    q = stiction.Simulator(fit["model"], dt=DT, contact=False).rollout(e["q0"], e["v0"], e["controls"])[0]
+    viewer = Viewer(fit["model"], title="arm7, identified link masses", frames=True)
+    return viewer.animate(np.vstack([e["q0"], q]), DT).save_html(path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-fd", action="store_true", help="skip the finite-difference fits")
     parser.add_argument("--noise-free-only", action="store_true", help="skip the fits to noisy data")
+    parser.add_argument("--html", metavar="PATH.html", help="write the identified motion as a web page (stiction.viz)")
     add_plot_arguments(parser, "sysid_arm_masses")
     args = parser.parse_args(argv)
     fits = {}
@@ -115,7 +128,11 @@ def main(argv=None):
     print(f"  {'data':<20} {'Jacobians':<17} {'iters':>5} {'wall [s]':>10} {'worst error %':>16}")
     for (label, jacobians), fit in fits.items():
         print(f"  {label:<20} {jacobians:<17} {fit['iterations']:>5} {fit['wall_time']:>10.3f} {fit['worst']:>16.4f}")
-    return {"fits": fits, "plot": plot(fits, plot_path(args))}
+    out = {"fits": fits, "plot": plot(fits, plot_path(args))}
+    if args.html:
+        out["html"] = page(next(iter(fits.values())), args.html)
+        print(f"wrote {args.html}")
+    return out
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """System identification from Python: recover the two link masses of a double pendulum from
 noisy joint trajectories with `stiction.sysid.fit` (Levenberg–Marquardt on exact Jacobians).
 
-Run: python python/examples/sysid_pendulum.py [--noise SIGMA] [--plot PATH.png | --no-plot]
+Run: python python/examples/sysid_pendulum.py [--noise SIGMA] [--plot PATH.png | --no-plot] [--html PATH.html]
 """
 
 import argparse
@@ -31,6 +31,7 @@ def identify(noise=1e-3, jacobians="analytic", seed=0, verbose=True):
         experiments.append(dict(q0=q0, v0=v0, controls=taus, q=q_noisy, sigma_q=max(noise, 1e-6)))
     guess = stiction.Simulator(base, dt=0.01, contact=False)
     fit = sysid.fit(guess, names, experiments, jacobians=jacobians)
+    fit["experiments"] = experiments
     if verbose:
         print(fit["report"])
         for name, true, value, sd in zip(names, hidden, fit["theta"], fit["std_dev"]):
@@ -52,13 +53,28 @@ def plot(hidden, fit, path):
     return save(fig, path)
 
 
+def page(fit, path):
+    """Writes the first experiment as simulated with the identified masses as a web page
+    (stiction.viz, docs/viz.md); returns ``path``."""
+    from stiction.viz import Viewer
+
+    e = fit["experiments"][0]
+    q = stiction.Simulator(fit["model"], dt=0.01, contact=False).rollout(e["q0"], e["v0"], e["controls"])[0]
+    viewer = Viewer(fit["model"], title="double pendulum, identified masses", frames=True)
+    return viewer.animate(np.vstack([e["q0"], q]), 0.01).save_html(path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--noise", type=float, default=1e-3, help="joint-angle noise σ (rad)")
+    parser.add_argument("--html", metavar="PATH.html", help="write the identified motion as a web page (stiction.viz)")
     add_plot_arguments(parser, "sysid_pendulum")
     args = parser.parse_args(argv)
     hidden, fit = identify(args.noise)
     fit["plot"] = plot(hidden, fit, plot_path(args))
+    if args.html:
+        fit["html"] = page(fit, args.html)
+        print(f"wrote {args.html}")
     return hidden, fit
 
 

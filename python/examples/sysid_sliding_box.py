@@ -8,7 +8,7 @@ f(t) = 3 + 2 sin(2πt / 0.4 s) N; box friction 0.4, ground friction 0.2 (a conta
 The varying push separates f/m from μg in the acceleration, so mass and friction are both identifiable.
 Positions are observed every 10 ms for 0.8 s; the fit starts 40 % heavy and 35 % low in friction.
 
-Run: python python/examples/sysid_sliding_box.py [--no-fd] [--plot PATH.png | --no-plot]
+Run: python python/examples/sysid_sliding_box.py [--no-fd] [--plot PATH.png | --no-plot] [--html PATH.html]
 """
 
 import argparse
@@ -112,9 +112,21 @@ def plot(fits, path):
     return save(fig, path)
 
 
+def page(fit, path):
+    """Writes the experiment as simulated with the identified mass and friction (fitted to the
+    noisy data) as a web page with the contacts (stiction.viz, docs/viz.md); returns ``path``."""
+    from stiction.viz import Viewer
+
+    d = fit["data"]
+    q = stiction.Simulator(fit["model"], dt=DT).rollout(d["q0"], d["v0"], d["controls"])[0]
+    viewer = Viewer(fit["model"], title="sliding box, identified mass and friction")
+    return viewer.animate(np.vstack([d["q0"], q]), DT, contacts="auto").save_html(path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-fd", action="store_true", help="skip the finite-difference fits")
+    parser.add_argument("--html", metavar="PATH.html", help="write the identified motion as a web page (stiction.viz)")
     add_plot_arguments(parser, "sysid_sliding_box")
     args = parser.parse_args(argv)
     print(f"sliding box: {STEPS} steps of {DT * 1e3} ms, push 3 + 2 sin(2πt/0.4 s) N, true mass {TRUTH[0]} kg, "
@@ -129,7 +141,11 @@ def main(argv=None):
     for (label, jacobians), fit in fits.items():
         print(f"  {label:<20} {jacobians:<17} {fit['iterations']:>5} {fit['wall_time']:>10.3f} "
               f"{fit['errors'][0]:>+12.4f} {fit['errors'][1]:>+12.4f}")
-    return {"fits": fits, "plot": plot(fits, plot_path(args))}
+    out = {"fits": fits, "plot": plot(fits, plot_path(args))}
+    if args.html:
+        out["html"] = page(fits[("1 mm position noise", "analytic")], args.html)
+        print(f"wrote {args.html}")
+    return out
 
 
 if __name__ == "__main__":

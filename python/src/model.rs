@@ -672,6 +672,15 @@ impl PyModel {
             })
             .collect()
     }
+    /// The visual shapes (URDF `<visual>` elements), body by body, each a dict: `body`,
+    /// `name`, `kind` (`"sphere"`, `"box"`, `"capsule"`, `"cylinder"`, `"mesh"`, `"plane"`),
+    /// `pose` (4x4, the shape frame in the body frame), `radius`, `vertices` (k, 3) and
+    /// `triangles` (m, 3) in the shape frame, `color` (RGBA or `None`), `file` (the mesh
+    /// file or `None`). Mesh files are read here; a missing or unreadable one is left out
+    /// with a `stiction.LoadWarning` (docs/viz.md).
+    fn visual_shapes<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        crate::shapes::visual_dicts(py, &self.model)
+    }
     /// World poses (4x4) of the collision shapes at `q` (nq,): shape (nshapes, 4, 4); or at
     /// every row of a trajectory `Q` (T, nq): shape (T, nshapes, 4, 4).
     /// Raises `InputError` for another shape or a non-finite entry.

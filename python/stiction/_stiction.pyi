@@ -261,6 +261,21 @@ class Model:
           a sphere's core is one point, a capsule's a segment along z, a convex core's faces
           are fanned into triangles, a plane (the half-space z <= 0) has none.
         """
+    def visual_shapes(self) -> List[Dict[str, Any]]:
+        """The visual shapes (URDF ``<visual>`` elements kept by the loader), body by body, each
+        a dict (what :mod:`stiction.viz` draws instead of the collision shapes; docs/viz.md):
+
+        * ``body``: the body index; ``name``: the element's name or ``None``;
+        * ``kind``: ``"sphere"``, ``"box"``, ``"capsule"``, ``"cylinder"``, ``"mesh"`` or ``"plane"``;
+        * ``pose`` (4, 4): the shape frame in the body frame; ``radius``: as in
+          :meth:`collision_shapes`;
+        * ``vertices`` (k, 3) and ``triangles`` (m, 3, int64) in the shape frame (a mesh file's
+          triangles, scaled);
+        * ``color``: RGBA in [0, 1] or ``None``; ``file``: the mesh file or ``None``.
+
+        Mesh files (.obj, .stl, .dae) are read by this call; one that is missing or unreadable,
+        and geometry that cannot be drawn, is left out with a :class:`LoadWarning` naming it.
+        """
     def shape_poses(self, q: ArrayLike) -> np.ndarray:
         """World poses (4 x 4) of the collision shapes at ``q`` (nq,): shape (nshapes, 4, 4);
         at every row of ``Q`` (T, nq): shape (T, nshapes, 4, 4).

@@ -192,7 +192,34 @@ pub struct ShapeInstance {
     pub mask: u32,
 }
 
+impl ShapeCore {
+    /// The core as a triangle mesh, for drawing: a convex core's vertices with its faces
+    /// fanned into triangles (a point's or a segment's vertices and no triangles), a
+    /// triangle mesh as it is, nothing for a half-space.
+    pub fn mesh(&self) -> (Vec<Vec3>, Vec<[usize; 3]>) {
+        match self {
+            ShapeCore::HalfSpace => (Vec::new(), Vec::new()),
+            ShapeCore::Convex(p) => {
+                let mut tris = Vec::new();
+                for f in &p.faces {
+                    let l = &f.vertices;
+                    for k in 1..l.len().saturating_sub(1) {
+                        tris.push([l[0] as usize, l[k] as usize, l[k + 1] as usize]);
+                    }
+                }
+                (p.vertices.clone(), tris)
+            }
+            ShapeCore::TriMesh(m) => (m.vertices.clone(), m.triangles.iter().map(|t| t.map(|i| i as usize)).collect()),
+        }
+    }
+}
+
 impl ShapeInstance {
+    /// The core as a triangle mesh in the shape frame, for drawing ([`ShapeCore::mesh`]).
+    pub fn core_mesh(&self) -> (Vec<Vec3>, Vec<[usize; 3]>) {
+        self.core.mesh()
+    }
+
     /// World pose of the shape frame, from the world poses of the bodies.
     pub fn world_pose(&self, x_world: &[SE3]) -> SE3 {
         match self.body {

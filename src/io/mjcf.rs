@@ -9,7 +9,7 @@
 //! (`inertiafromgeom`, geom `mass`/`density`), joints (`hinge`, `slide`, `ball`, `free`,
 //! `<freejoint>`; `pos axis range limited damping stiffness springref armature
 //! frictionloss`), geoms (`plane sphere capsule cylinder box mesh`, `fromto`, `friction`,
-//! `contype`/`conaffinity`), `<asset><mesh file scale>`, `<contact><exclude>`, joint motors
+//! `contype`/`conaffinity`, `rgba`), `<asset><mesh file scale>`, `<contact><exclude>`, joint motors
 //! of `<actuator>` (the control map [`MjcfModel::actuators`] and the joints' effort limits),
 //! `<include file>` (the included file's `<mujoco>` children, spliced in).
 //!
@@ -19,7 +19,10 @@
 //! body's contents are expressed from the last anchor. A geom's `contype`/`conaffinity`
 //! become the shape's collision group/mask (stiction collides a pair when both
 //! `contype_a & conaffinity_b` and `contype_b & conaffinity_a` are nonzero; MuJoCo when
-//! either is — the same for the default 1/1, and a warning otherwise). Everything else
+//! either is — the same for the default 1/1, and a warning otherwise). A body's visual
+//! shapes (for viewers) are its purely visual geoms (`contype` and `conaffinity` 0) when it
+//! has some, else all its geoms when one is a mesh (drawn as the mesh, not the hull it
+//! collides as), else none; `rgba` colours them. Everything else
 //! (other actuators, tendons, sensors, sites, cameras, lights, ellipsoids' collision …) is
 //! reported, one warning per element, and ignored; `strict` makes those errors.
 //!
@@ -29,7 +32,7 @@ use super::{mesh, MjcfActuator, MjcfModel, MjcfOptions};
 use crate::collision::{Material, TriangleMesh};
 use crate::error::LoadError;
 use crate::math::{Inertia, Mat3, Vec3, SE3};
-use crate::model::{Body, CollisionShape, Geometry, Joint, ModelBuilder, WORLD};
+use crate::model::{Body, CollisionShape, Geometry, Joint, ModelBuilder, VisualGeometry, VisualShape, WORLD};
 use nalgebra::{Rotation3, Unit, UnitQuaternion};
 use roxmltree::{Document, Node};
 use std::collections::HashMap;
@@ -252,6 +255,9 @@ fn segment(fromto: &Option<Vec<f64>>) -> Option<(SE3, f64)> {
 struct GeomOut {
     shape: Option<CollisionShape>,
     inertia: Option<Inertia>,
+    /// The geom as a visual shape (for viewers: a mesh geom as its mesh, not its hull), and
+    /// whether it is purely visual (`contype` and `conaffinity` both 0).
+    visual: Option<(VisualShape, bool)>,
 }
 
 impl<'a, 'input> Parser<'a, 'input> {
@@ -741,6 +747,7 @@ impl<'a, 'input> Parser<'a, 'input> {
         let mut explicit: Option<Inertia> = None;
         let mut from_geoms = Inertia::zero();
         let mut any_geom_mass = false;
+        let mut visuals = Vec::new();
         for c in n.children().filter(Node::is_element) {
             match c.tag_name().name() {
                 "inertial" => explicit = Some(self.inertial(c, &class, &element)?.transformed(&contents)),
@@ -749,6 +756,7 @@ impl<'a, 'input> Parser<'a, 'input> {
                     if let Some(s) = g.shape {
                         body = body.with_collision(s);
                     }
+                    visuals.extend(g.visual);
                     if let Some(i) = g.inertia {
                         from_geoms += i;
                         any_geom_mass = true;
@@ -757,6 +765,16 @@ impl<'a, 'input> Parser<'a, 'input> {
                 "joint" | "freejoint" | "body" => {}
                 other => self.unsupported(c, &format!("<{other}> in {element}"))?,
             }
+        }
+        // Visual shapes, for viewers: the purely visual geoms when there are some; else every
+        // geom when one is a mesh (a moving mesh collides as its hull; drawn as itself); else
+        // none (the collision shapes are the geoms).
+        let purely_visual = visuals.iter().any(|(_, v)| *v);
+        let meshes = visuals
+            .iter()
+            .any(|(s, _)| matches!(s.geometry, VisualGeometry::Primitive(Geometry::Mesh(_) | Geometry::ConvexMesh(_))));
+        if purely_visual || meshes {
+            body.visuals.extend(visuals.into_iter().filter(|(_, v)| *v || !purely_visual).map(|(s, _)| s));
         }
         body.inertia = match (self.inertia_from_geom, explicit) {
             (InertiaFromGeom::True, _) | (InertiaFromGeom::Auto, None) if any_geom_mass => from_geoms,
@@ -973,6 +991,23 @@ impl<'a, 'input> Parser<'a, 'input> {
                 ),
             );
         }
+        let rgba = match self.nums(n, "geom", class, &element, "rgba")? {
+            Some(c) if c.len() == 4 && c.iter().all(|x| x.is_finite()) => Some([c[0], c[1], c[2], c[3]]),
+            Some(c) => {
+                self.warn(n, format!("{element}: rgba needs 4 finite numbers, got {c:?}; no colour"));
+                None
+            }
+            None => None,
+        };
+        let visual = geometry.clone().map(|g| {
+            let shape = VisualShape {
+                name: n.attribute("name").map(str::to_string),
+                geometry: VisualGeometry::Primitive(g),
+                origin: frame,
+                rgba,
+            };
+            (shape, contype == 0 && conaffinity == 0)
+        });
         let shape = geometry.map(|g| {
             CollisionShape::new(g, frame).with_material(Material::new(friction, 0.0)).with_filter(contype, conaffinity)
         });
@@ -993,6 +1028,6 @@ impl<'a, 'input> Parser<'a, 'input> {
             }
             None => None,
         };
-        Ok(GeomOut { shape, inertia })
+        Ok(GeomOut { shape, inertia, visual })
     }
 }

@@ -1,9 +1,11 @@
 """Trajectories as self-contained web pages (docs/viz.md).
 
 ``Viewer(model_or_world)`` builds a scene from the collision shapes of a :class:`~stiction.Model`
-(bodies without shapes are drawn as inertia-equivalent boxes on a skeleton) or of a
-:class:`~stiction.World` (articulations, particles, static geometry; soft bodies as their
-surface triangles moving with their vertices); :meth:`Viewer.animate` takes a rollout,
+(or its URDF/MJCF visual shapes where it has some; bodies without shapes are drawn as
+inertia-equivalent boxes on a skeleton), of a :class:`~stiction.World` (articulations,
+particles, static geometry; soft bodies as their surface triangles moving with their
+vertices) or of a :class:`~stiction.SoftBody`; overlays: contacts, body frames
+(:meth:`Viewer.show_frames`), markers; :meth:`Viewer.animate` takes a rollout,
 :meth:`Viewer.show` one configuration; :meth:`Viewer.save_html` writes one HTML file with
 the three.js viewer of the ``meshcat`` package inlined (no network needed to open it), with
 play/pause, a time slider and a speed control::
@@ -17,6 +19,7 @@ play/pause, a time slider and a speed control::
 The scene also saves as a trajectory JSON file (:meth:`Viewer.save_json`, format
 ``stiction-trajectory`` version 1, docs/viz.md) that ``python -m stiction.viz FILE.json -o
 out.html`` turns into a page; such a file may instead name a model and its configurations.
+:meth:`Viewer.serve` serves a live page on localhost (it reloads when the trajectory changes).
 Bad input (wrong shapes, NaN, a trajectory that does not fit the model) raises
 :class:`stiction.InputError` (a ``ValueError``).
 """
@@ -151,10 +154,23 @@ class Viewer:
     :param title: the page title (default: the model's name, or ``"world"``).
     :param skeleton: for a model, draw bodies without collision shapes as inertia-equivalent
         boxes joined by a skeleton (the joints' origins); ``False`` draws nothing for them.
+    :param visual: for a model, draw its visual shapes (URDF ``<visual>`` geometry:
+        primitives and mesh files, :meth:`stiction.Model.visual_shapes`) instead of the
+        collision shapes of the bodies that have some; default: when the model has any.
+        Mesh files that cannot be read are left out with a :class:`stiction.LoadWarning`.
+    :param frames: draw each moving frame's axes (x red, y green, z blue; :meth:`show_frames`):
+        every body frame of a model, every moving element of a world.
+
+    A :class:`~stiction.SoftBody` is drawn as the world of that one body (its surface
+    triangles moving with its vertex positions: ``Q`` rows of its ``x``).
     """
 
-    def __init__(self, system, title=None, skeleton=True):
+    def __init__(self, system, title=None, skeleton=True, frames=False, visual=None):
+        if isinstance(system, _s.SoftBody):
+            system = _s.World([system])
         self.system = system
+        self.frames = None    # dict: tracks (list of track indices), length (m, None: automatic)
+        self.visual = False   # whether visual shapes (not collision shapes) are drawn
         self.shapes = []      # dicts: name, kind, radius, vertices, triangles, color, opacity, track, local
         self.surfaces = []    # dicts: name, triangles, color, opacity, system
         self.markers = []     # dicts: name, position, radius, color, opacity
@@ -166,7 +182,7 @@ class Viewer:
             self.kind = "model"
             self.nq = system.nq
             self.title = title or system.name
-            self._model_scene(system, skeleton)
+            self._model_scene(system, skeleton, visual)
         elif isinstance(system, _s.World):
             self.kind = "world"
             self.nq = system.nq
@@ -177,13 +193,41 @@ class Viewer:
         self._posed = False
         if self.kind == "model":
             self.show(system.neutral())
+        if frames:
+            self.show_frames()
+
+    def show_frames(self, enabled=True, length=None):
+        """Draws (or, with ``enabled=False``, stops drawing) a small triad of axes at each
+        moving frame — x red, y green, z blue — posed with it at every frame of the page: the
+        body frames of a model, the moving elements (bodies, particles) of a world.
+
+        :param length: the axes' length (m); default 12 % of the scene's size.
+        :raises InputError: a length that is not finite and positive.
+        """
+        if length is not None and not (np.isfinite(length) and length > 0):
+            raise InputError(f"length must be finite and positive, got {length}")
+        self.frames = {"tracks": None, "length": length} if enabled else None
+        return self
 
     # -- scene -------------------------------------------------------------------------
-    def _model_scene(self, model, skeleton):
+    def _model_scene(self, model, skeleton, visual):
         shapes = model.collision_shapes()
+        visuals = model.visual_shapes() if visual or visual is None else []
         with_shapes = set()
+        for k, s in enumerate(visuals):
+            body = s["body"]
+            with_shapes.add(body)
+            rgba = s["color"]
+            label = s["name"] or f"visual{k}"
+            self._add_shape(f"{model.body_names[body]}/{label}", s, track=body,
+                            color=rgba[:3] if rgba else _color(body),
+                            opacity=min(max(rgba[3], 0.1), 1.0) if rgba else 1.0)
+        self.visual = bool(visuals)
+        drawn_visually = set(with_shapes)
         for k, s in enumerate(shapes):
             body = s["body"]
+            if body in drawn_visually:
+                continue
             if body is not None:
                 with_shapes.add(body)
             name = f"{model.body_names[body] if body is not None else 'world'}/{s['kind']}{k}"
@@ -257,7 +301,7 @@ class Viewer:
             if len(tri):
                 qs = world.blocks(i)[0]
                 self.surfaces.append({"name": f"system{i}/surface", "triangles": np.asarray(tri, dtype=np.int64),
-                                      "color": _color(i), "opacity": 1.0, "slice": (qs.start, qs.stop)})
+                                      "color": _color(i + 4), "opacity": 1.0, "slice": (qs.start, qs.stop)})
         self.ntracks = len(self._world_tracks)
 
     def _add_shape(self, name, s, track, color, opacity=1.0):
@@ -340,6 +384,7 @@ class Viewer:
         self.surface_positions = [Qk[:, s["slice"][0]:s["slice"][1]].reshape(len(Qk), -1, 3) for s in self.surfaces]
         self.contacts = frames
         self._posed = True
+        self._version = getattr(self, "_version", 0) + 1
         return self
 
     def add_target(self, point, radius=None, color=TARGET, name="target"):
@@ -386,7 +431,7 @@ class Viewer:
         lo, hi = pts.min(axis=0), pts.max(axis=0)
         radius = max(0.5 * float(np.linalg.norm(hi - lo)), 0.05)
         return {"center": ((lo + hi) / 2).tolist(), "radius": radius, "point_radius": 0.01 * radius,
-                "normal_length": 0.15 * radius}
+                "normal_length": 0.15 * radius, "axes_length": 0.12 * radius}
 
     def to_dict(self, encode=True):
         """The scene and trajectory in the trajectory JSON format (docs/viz.md); arrays as
@@ -409,6 +454,10 @@ class Viewer:
         out = {"format": FORMAT, "version": VERSION, "title": self.title, "times": enc(self.times),
                "num_tracks": int(self.tracks.shape[1]), "poses": enc(self.tracks), "shapes": shapes,
                "surfaces": surfaces, "markers": markers, "view": view, "contacts": None}
+        if self.frames is not None:
+            tracks = self.frames["tracks"]
+            tracks = list(range(int(self.tracks.shape[1]))) if tracks is None else [int(t) for t in tracks]
+            out["frames"] = {"tracks": tracks, "length": float(self.frames["length"] or view["axes_length"])}
         if self.contacts is not None:
             counts = np.array([len(c) for c in self.contacts], dtype=np.uint32)
             data = np.concatenate([c for c in self.contacts] + [np.zeros((0, 6))])
@@ -427,6 +476,55 @@ class Viewer:
         return (f'<iframe srcdoc="{html.escape(self.to_html(), quote=True)}" '
                 'style="width: 100%; height: 520px; border: 0" allow="fullscreen"></iframe>')
 
+    # -- live mode -----------------------------------------------------------------------
+    def serve(self, port=0, host="127.0.0.1", open_browser=False):
+        """Serves the page on ``http://host:port/`` from a background thread (the standard
+        library's ``http.server``) and returns its URL; :meth:`stop` ends it. The page is
+        rendered at each request, and a served page checks every second whether the
+        trajectory changed (:meth:`animate`, :meth:`show`, :meth:`add_target`, ...) and then
+        reloads itself: call ``animate`` while a simulation runs and the browser follows.
+        ``/trajectory.json`` serves the trajectory file (:meth:`save_json`). Calling
+        ``serve`` again returns the running server's URL.
+
+        :param port: the TCP port (0: a free one, chosen by the system).
+        :param host: the address to listen on (default: this machine only).
+        :param open_browser: also open the URL in the default web browser.
+        :raises OSError: the port cannot be bound.
+        """
+        if getattr(self, "_server", None) is not None:
+            return self.url
+        import http.server
+        import threading
+
+        server = http.server.ThreadingHTTPServer((host, int(port)), _handler(self))
+        server.daemon_threads = True
+        thread = threading.Thread(target=server.serve_forever, name="stiction.viz server", daemon=True)
+        thread.start()
+        self._server = (server, thread)
+        name = server.server_address[0]
+        self.url = f"http://{'[' + name + ']' if ':' in name else name}:{server.server_address[1]}/"
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(self.url)
+        return self.url
+
+    def stop(self):
+        """Stops the server of :meth:`serve` (nothing happens when none runs)."""
+        running = getattr(self, "_server", None)
+        if running is None:
+            return
+        server, thread = running
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+        self._server = None
+        self.url = None
+
+    def _live_state(self):
+        """What a served page polls: changes whenever the scene or trajectory does."""
+        return f"{getattr(self, '_version', 0)}:{len(self.markers)}:{self.frames}:{self.title}"
+
     def save_html(self, path):
         """Writes the page (one self-contained HTML file) to ``path``; returns ``path``."""
         with open(path, "w", encoding="utf-8") as f:
@@ -438,6 +536,43 @@ class Viewer:
         with open(path, "w", encoding="utf-8") as f:
             json.dump(self.to_dict(encode=encode), f, separators=(",", ":"), allow_nan=False)
         return path
+
+
+def _handler(viewer):
+    """The request handler of :meth:`Viewer.serve`: ``/`` the page (live), ``/trajectory.json``,
+    ``/version`` (what the page polls)."""
+    import http.server
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the http.server API
+            path = self.path.split("?", 1)[0]
+            try:
+                if path in ("/", "/index.html"):
+                    payload = viewer.to_dict(encode=True)
+                    payload["live"] = {"version": viewer._live_state()}
+                    body, kind = render_page(payload).encode("utf-8"), "text/html; charset=utf-8"
+                elif path == "/trajectory.json":
+                    body = json.dumps(viewer.to_dict(encode=True), separators=(",", ":"), allow_nan=False).encode()
+                    kind = "application/json"
+                elif path == "/version":
+                    body, kind = viewer._live_state().encode("utf-8"), "text/plain; charset=utf-8"
+                else:
+                    self.send_error(404, "stiction.viz serves /, /trajectory.json and /version")
+                    return
+            except (ValueError, ImportError) as e:
+                self.send_error(500, str(e).splitlines()[0][:200])
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format, *args):  # noqa: A002 - quiet: no line per request
+            pass
+
+    return Handler
 
 
 def _box(half, H):
@@ -485,7 +620,8 @@ def load_trajectory(source, base_dir=None):
     scene (``shapes``, ``times``, ``poses``, ...: what :meth:`Viewer.save_json` writes) or a
     model reference (``model``: the model's JSON object or text, or ``model_file``: a path
     relative to the file, of :meth:`stiction.Model.to_json` output; with ``q`` (T, nq) and
-    ``dt``; optional ``targets``: points, and ``markers`` as in a scene).
+    ``dt``; optional ``targets``: points, ``markers`` as in a scene, ``frames``: true, and
+    ``contacts``: ``"auto"``, the model's contacts at every kept frame).
 
     :raises InputError: malformed content, a trajectory that does not fit its model.
     """
@@ -525,8 +661,12 @@ def _from_model_reference(data, base_dir):
     if Q.ndim != 2 or Q.shape[1] != model.nq:
         raise InputError(f"q must have shape (T, {model.nq}) for model {model.name!r} (nq = {model.nq}), "
                          f"got shape {Q.shape}")
-    v = Viewer(model, title=data.get("title"))
-    v.animate(Q, float(data["dt"]), fps=float(data.get("fps", 60.0)))
+    v = Viewer(model, title=data.get("title"), frames=bool(data.get("frames", False)))
+    contacts = data.get("contacts")
+    if contacts is not None and contacts != "auto":
+        raise InputError(f'a model reference\'s "contacts" can only be "auto" (the model\'s contacts at every '
+                         f'kept frame), got {contacts!r}')
+    v.animate(Q, float(data["dt"]), fps=float(data.get("fps", 60.0)), contacts=contacts)
     for p in data.get("targets", []):
         v.add_target(p)
     for m in data.get("markers", []):
@@ -541,6 +681,8 @@ class _SceneViewer(Viewer):
     def __init__(self):  # noqa: D401 - filled by _from_scene
         self.system = None
         self.kind = "scene"
+        self.frames = None
+        self.visual = False
 
 
 def _from_scene(data):
@@ -590,6 +732,16 @@ def _from_scene(data):
         for m in data.get("markers", []):
             v.add_sphere(m["position"], m.get("radius"), color=m.get("color", TARGET),
                          opacity=m.get("opacity", 1.0), name=m.get("name"))
+        f = data.get("frames")
+        if f:
+            tracks = [int(t) for t in f.get("tracks", range(M))]
+            if any(t < 0 or t >= M for t in tracks):
+                raise InputError(f"frames.tracks must index the {M} tracks (num_tracks), got {tracks}")
+            length = f.get("length")
+            v.show_frames(length=None if length is None else float(length))
+            v.frames["tracks"] = tracks
+        else:
+            v.frames = None
         c = data.get("contacts")
         if c:
             counts = _decode(c["counts"], "contacts.counts", np.int64).reshape(-1)

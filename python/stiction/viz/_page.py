@@ -132,6 +132,22 @@ _PLAYER = r"""
     obj.position.set(s.position[0], s.position[1], s.position[2]);
     viewer.set_object(["stiction", s.name || ("marker" + k)], obj);
   });
+  if (D.frames) {
+    // Body-frame axes: x red, y green, z blue (unlit rods from the frame's origin).
+    var L = D.frames.length, rod = new THREE.CylinderGeometry(L / 30, L / 30, L, 8);
+    rod.translate(0, L / 2, 0);
+    var axes = [[0xff0000, [0, 0, -Math.PI / 2]], [0x00ff00, [0, 0, 0]], [0x0000ff, [Math.PI / 2, 0, 0]]];
+    D.frames.tracks.forEach(function (tr) {
+      var ax = new THREE.Group();
+      axes.forEach(function (a) {
+        var m = new THREE.Mesh(rod, new THREE.MeshBasicMaterial({color: a[0]}));
+        m.rotation.set(a[1][0], a[1][1], a[1][2]);
+        ax.add(m);
+      });
+      viewer.set_object(["stiction", "frames", "track" + tr], ax);
+      movers.push({obj: ax, track: tr, local: {p: new THREE.Vector3(), q: new THREE.Quaternion()}});
+    });
+  }
   var contacts = null;
   if (D.contacts) {
     var counts = decode(D.contacts.counts), data = decode(D.contacts.data), offsets = new Uint32Array(T + 1), most = 0;
@@ -233,6 +249,14 @@ _PLAYER = r"""
     document.title = "stiction-bench frames=" + bench + " mean_ms=" + mean.toFixed(3) + " p95_ms=" +
       dts[Math.floor(0.95 * (dts.length - 1))].toFixed(3) + " max_ms=" + dts[dts.length - 1].toFixed(3);
     show(frameAt(t));
+  }
+  if (D.live) {
+    // Served by Viewer.serve: reload when the trajectory changes (keeping the time on the slider).
+    setInterval(function () {
+      fetch("version", {cache: "no-store"}).then(function (r) { return r.ok ? r.text() : null; }).then(function (v) {
+        if (v !== null && v !== D.live.version) window.location.reload();
+      }).catch(function () {});
+    }, 1000);
   }
   setPlaying(t0 === null && params.get("play") !== "0" && T > 1 && bench === 0);
   requestAnimationFrame(tick);
