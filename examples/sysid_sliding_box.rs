@@ -143,12 +143,7 @@ fn main() -> stiction::Result<()> {
     }
     csv::write_losses("sysid_sliding_box", &losses);
     if let Some(fitted) = identified {
-        let experiment = &data(&model, &options, 0.0)?[0];
-        let x0 = State { q: experiment.q0.clone(), v: experiment.v0.clone() };
-        let controls: Vec<Control> = experiment.controls.iter().map(|u| Control::torques(u.clone())).collect();
-        let mut states = vec![x0.clone()];
-        states.extend(Simulator::new(fitted.clone(), options.clone())?.rollout(&x0, &controls)?);
-        csv::write_trajectory("sysid_sliding_box", &fitted, &states, options.dt, &[]);
+        csv::write_fitted_trajectory("sysid_sliding_box", &fitted, &options, &data(&model, &options, 0.0)?[0])?;
     }
     Ok(())
 }

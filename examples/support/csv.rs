@@ -34,6 +34,23 @@ pub fn write_csv(name: &str, header: &str, rows: &[Vec<f64>], plot_args: &str) {
     }
 }
 
+/// Replays the first experiment of a system-identification example with the fitted model
+/// and writes its trajectory file (see [`write_trajectory`]).
+pub fn write_fitted_trajectory(
+    name: &str,
+    fitted: &stiction::Model,
+    options: &stiction::SimOptions,
+    experiment: &stiction::optim::Trajectory,
+) -> stiction::Result<()> {
+    let x0 = stiction::State { q: experiment.q0.clone(), v: experiment.v0.clone() };
+    let controls: Vec<stiction::Control> =
+        experiment.controls.iter().map(|u| stiction::Control::torques(u.clone())).collect();
+    let mut states = vec![x0.clone()];
+    states.extend(stiction::Simulator::new(fitted.clone(), options.clone())?.rollout(&x0, &controls)?);
+    write_trajectory(name, fitted, &states, options.dt, &[]);
+    Ok(())
+}
+
 /// Writes a trajectory of `model` (rows of `states` at times `k·dt`) to
 /// `target/{name}.trajectory.json` in the `stiction-trajectory` format (docs/viz.md, the
 /// model-reference form), with `markers` (`(name, position, radius)`; a radius of 0: the
