@@ -12,6 +12,7 @@
 
 use crate::collision::broad_phase::BroadPhase;
 use crate::collision::contact::{Contact, ContactGeometry, ContactGeometryDerivatives, ContactId};
+use crate::collision::mesh_check::IntMap;
 use crate::collision::narrow_phase;
 use crate::collision::recompute;
 use crate::collision::shape::CollisionModel;
@@ -20,7 +21,6 @@ use crate::error::{Error, Result};
 use crate::math::SE3;
 use crate::Model;
 use nalgebra::{Matrix3xX, RowDVector, SMatrix, Vector6};
-use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
 /// Options of contact detection.
@@ -291,7 +291,12 @@ fn fill_contact_jacobians(model: &Model, data: &Data, contact: &Contact, out: &m
 /// ([`ContactId`]: shapes and features) in `previous`, if any — the warm-start map
 /// between two steps.
 pub fn match_contacts(previous: &[Contact], current: &[Contact]) -> Vec<Option<usize>> {
-    let mut index: HashMap<ContactId, usize> = HashMap::with_capacity(previous.len());
+    // A few contacts: a linear search for the first match is cheaper than the table.
+    if previous.len() <= 16 {
+        return current.iter().map(|c| previous.iter().position(|p| p.id == c.id)).collect();
+    }
+    // Looked up, never iterated: the fast integer hasher leaves the result as it was.
+    let mut index: IntMap<ContactId, usize> = IntMap::with_capacity_and_hasher(previous.len(), Default::default());
     for (i, c) in previous.iter().enumerate() {
         index.entry(c.id).or_insert(i);
     }

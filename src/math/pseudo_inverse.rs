@@ -57,7 +57,8 @@ impl Factors {
             return None;
         }
         let (matrix, split) = if is_symmetric(k, scale) {
-            ((k + k.transpose()) * 0.5, None)
+            // `(K + Kᵀ)/2` entry by entry, in one matrix (the same operations).
+            (DMatrix::from_fn(m, n, |i, j| (k[(i, j)] + k[(j, i)]) * 0.5), None)
         } else {
             // H⁺ = Σ zᵢzᵢᵀ/λᵢ; its lower-left block K⁺ pairs the lower rows (the row
             // space of K) with the upper rows (its column space).

@@ -104,6 +104,7 @@
 
 use super::islands::{solve_islands, IslandSolver, RowSystem, TreeInertia, Trees};
 use super::StepInputs;
+use crate::collision::mesh_check::IntMap;
 use crate::collision::Contact;
 use crate::constraint::{detect_contacts, match_contacts, CollisionOptions, CollisionWorkspace};
 use crate::constraint::{ContactRows, SparseRows};
@@ -117,7 +118,6 @@ use crate::solver::ppm::{self, FactoredLcp, PpmOptions, PsdRow};
 use crate::Model;
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// How the Jacobians of a step with a bouncing contact treat `∂q⁺/∂q`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -1120,7 +1120,7 @@ pub(crate) fn constraint_stage(
                     // kinds); the added rows are guessed clamping.
                     (Some((rows, states, _)), true) => {
                         let index = row_index(rows);
-                        Some(asm.rows.iter().map(|k| index.get(k).map_or(RowState::Clamping, |&i| states[i])).collect())
+                        Some(asm.rows.iter().map(|k| index.get(k).map_or(RowState::Clamping, |i| states[i])).collect())
                     }
                 };
                 // The NCP solver starts from forces: the previous step's, matched by
@@ -1130,7 +1130,7 @@ pub(crate) fn constraint_stage(
                     (None, true) => warm_start_forces(ws, &asm),
                     (Some((rows, _, f)), true) => {
                         let index = row_index(rows);
-                        Some(asm.rows.iter().map(|k| index.get(k).map_or(0.0, |&i| f[i])).collect())
+                        Some(asm.rows.iter().map(|k| index.get(k).map_or(0.0, |i| f[i])).collect())
                     }
                 };
                 let solver = match ncp {
@@ -1210,12 +1210,19 @@ pub(crate) fn constraint_stage(
     if let Some(p) = &correction {
         position_limit_violations(model, q, p.v_position.as_slice(), h, &asm.rows, &mut limit_violations);
     }
-    ws.previous = Some(PreviousSolve {
-        contacts: asm.contacts.clone(),
-        rows: asm.rows.clone(),
-        states: sol.states.clone(),
-        forces: sol.f.as_slice().to_vec(),
+    // The previous solve's buffers are reused.
+    let mut previous = ws.previous.take().unwrap_or_else(|| PreviousSolve {
+        contacts: Vec::new(),
+        rows: Vec::new(),
+        states: Vec::new(),
+        forces: Vec::new(),
     });
+    previous.contacts.clone_from(&asm.contacts);
+    previous.rows.clone_from(&asm.rows);
+    previous.states.clone_from(&sol.states);
+    previous.forces.clear();
+    previous.forces.extend_from_slice(sol.f.as_slice());
+    ws.previous = Some(previous);
     // The sliding cones, turned into their slip frames for the record (the backward
     // pass's linearization; [`ConeFrame`]).
     let cone_frames = cone_frames(&asm, &sliding)?;
@@ -1574,11 +1581,52 @@ fn closed_contacts(asm: &Assembly, waiting: &[bool], w: &[f64]) -> Vec<usize> {
         .collect()
 }
 
-/// The position of each row kind in `rows` (the first, for a repeated kind).
-fn row_index(rows: &[RowKind]) -> HashMap<RowKind, usize> {
-    let mut index = HashMap::with_capacity(rows.len());
+/// The position of each row kind in `rows` (the first, for a repeated kind): the rows of
+/// a contact by its index, the other kinds through a map.
+#[derive(Default)]
+struct RowIndex {
+    /// Per contact: the rows of its normal and its two friction directions
+    /// (`usize::MAX`: none).
+    contacts: Vec<[usize; 3]>,
+    /// The other row kinds.
+    other: IntMap<RowKind, usize>,
+}
+
+impl RowIndex {
+    /// The slot of a contact row kind in [`RowIndex::contacts`].
+    fn contact_slot(kind: &RowKind) -> Option<(usize, usize)> {
+        match *kind {
+            RowKind::ContactNormal { contact } => Some((contact, 0)),
+            RowKind::ContactFriction { contact, direction } if direction < 2 => Some((contact, 1 + direction as usize)),
+            _ => None,
+        }
+    }
+
+    /// The position of a row kind in `rows`, if it is there.
+    fn get(&self, kind: &RowKind) -> Option<usize> {
+        match Self::contact_slot(kind) {
+            Some((c, s)) => self.contacts.get(c).map(|e| e[s]).filter(|&i| i != usize::MAX),
+            None => self.other.get(kind).copied(),
+        }
+    }
+}
+
+fn row_index(rows: &[RowKind]) -> RowIndex {
+    let mut index = RowIndex::default();
     for (i, k) in rows.iter().enumerate() {
-        index.entry(*k).or_insert(i);
+        match RowIndex::contact_slot(k) {
+            Some((c, s)) => {
+                if index.contacts.len() <= c {
+                    index.contacts.resize(c + 1, [usize::MAX; 3]);
+                }
+                if index.contacts[c][s] == usize::MAX {
+                    index.contacts[c][s] = i;
+                }
+            }
+            None => {
+                index.other.entry(*k).or_insert(i);
+            }
+        }
     }
     index
 }
@@ -1603,7 +1651,7 @@ fn warm_start_guess(ws: &ConstraintWorkspace, asm: &Assembly) -> Option<Vec<RowS
 fn carry_over<T: Copy>(prev: &PreviousSolve, asm: &Assembly, values: &[T], missing: T) -> Vec<T> {
     let map = match_contacts(&prev.contacts, &asm.contacts);
     let index = row_index(&prev.rows);
-    let lookup = |kind: &RowKind| index.get(kind).map(|&i| values[i]);
+    let lookup = |kind: &RowKind| index.get(kind).map(|i| values[i]);
     asm.rows
         .iter()
         .map(|kind| {

@@ -27,9 +27,10 @@ pub fn split(problem: &BoxedLcp) -> Vec<Vec<usize>> {
         }
     };
     if problem.a.nrows() == m && problem.a.ncols() == m {
+        // Each pair once: the components do not depend on the order of the joins.
         for j in 0..m {
-            for i in 0..m {
-                if i != j && problem.a[(i, j)] != 0.0 {
+            for i in j + 1..m {
+                if problem.a[(i, j)] != 0.0 || problem.a[(j, i)] != 0.0 {
                     join(&mut parent, i, j);
                 }
             }

@@ -40,7 +40,7 @@ pub use standardize::{standardize, FACTORED_MIN_ROWS, RANK_RTOL};
 use crate::error::{Error, Result};
 use problem::Scales;
 use standard_form::StandardForm;
-use standardize::{standardize_unchecked, standardized_forces};
+use standardize::standardized_forces;
 
 /// A solution of a [`BoxedLcp`].
 #[derive(Clone, Debug, PartialEq)]
@@ -215,13 +215,19 @@ pub(crate) fn solve_validated(
     }
     let islands = islands::split(problem);
     stats.islands = islands.len();
+    let mut single: Option<(DVector<f64>, f64)> = None;
     let mut f = DVector::<f64>::zeros(m);
     let mut states = vec![RowState::Separating; m];
     for rows in &islands {
         let sub: Cow<BoxedLcp> =
             if islands.len() == 1 { Cow::Borrowed(problem) } else { Cow::Owned(islands::extract(problem, rows)) };
         let guess: Option<Vec<RowState>> = warm_start.map(|ws| rows.iter().map(|&i| ws[i]).collect());
-        let out = solve_island(&sub, options, guess.as_deref())?;
+        let mut out = solve_island(&sub, options, guess.as_deref())?;
+        if islands.len() == 1 {
+            // The whole problem is this island: its `w` and residual, when the island's
+            // path computed them for its `f`, are those recomputed below.
+            single = out.checked.take();
+        }
         for (p, &i) in rows.iter().enumerate() {
             f[i] = out.f[p];
             states[i] = out.states[p];
@@ -235,11 +241,20 @@ pub(crate) fn solve_validated(
         stats.warm_start_hit &= out.warm_hit;
         stats.standardized &= out.standardized;
     }
-    let w = &problem.a * &f + &problem.b;
-    if f.iter().chain(w.iter()).any(|v| !v.is_finite()) {
-        return Err(Error::Numerical { algorithm: "boxed LCP", detail: "non-finite solution".to_string() });
-    }
-    stats.residual = residual(problem, &f, &w);
+    let w = match single {
+        Some((w, r)) => {
+            stats.residual = r;
+            w
+        }
+        None => {
+            let w = &problem.a * &f + &problem.b;
+            if f.iter().chain(w.iter()).any(|v| !v.is_finite()) {
+                return Err(Error::Numerical { algorithm: "boxed LCP", detail: "non-finite solution".to_string() });
+            }
+            stats.residual = residual(problem, &f, &w);
+            w
+        }
+    };
     // A friction row whose box has collapsed (μ = 0 or no normal impulse) carries no
     // impulse and constrains nothing: it is never clamping, whatever path chose it.
     for (i, bound) in problem.bounds.iter().enumerate() {
@@ -262,6 +277,9 @@ struct IslandOutcome {
     warm_hit: bool,
     fallbacks: usize,
     standardized: bool,
+    /// `w = A f + b` and [`residual`] of `f`, finite, when the path computed them (the
+    /// warm start): a problem of one island reuses them.
+    checked: Option<(DVector<f64>, f64)>,
 }
 
 /// An accepted candidate: forces, states, standardized.
@@ -563,14 +581,19 @@ fn solve_island(problem: &BoxedLcp, options: &LcpOptions, warm_start: Option<&[R
         warm_hit: false,
         fallbacks: 0,
         standardized: acc.2,
+        checked: None,
     };
     if let Some(guess) = warm_start {
         // The guess exactly as given (no repair, no promotion): a hit means the classification held.
-        if let Some((f, _)) = standardize_unchecked(problem, guess, options.tolerance) {
-            let states = consistent_states(problem, guess, &f, options.tolerance);
-            let mut out = outcome(SolvePath::WarmStart, (f, states, true));
-            out.warm_hit = true;
-            return Ok(out);
+        if let Some((f, w)) = standardized_forces(problem, guess) {
+            let r = residual(problem, &f, &w);
+            if r <= options.tolerance {
+                let states = consistent_states(problem, guess, &f, options.tolerance);
+                let mut out = outcome(SolvePath::WarmStart, (f, states, true));
+                out.warm_hit = true;
+                out.checked = Some((w, r));
+                return Ok(out);
+            }
         }
     }
     let mut pivots = 0;

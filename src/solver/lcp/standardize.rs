@@ -44,7 +44,7 @@ pub fn standardize(problem: &BoxedLcp, states: &[RowState], tolerance: f64) -> O
 }
 
 /// [`standardize`] on a problem already validated.
-pub(crate) fn standardize_unchecked(
+fn standardize_unchecked(
     problem: &BoxedLcp,
     states: &[RowState],
     tolerance: f64,

@@ -1,0 +1,69 @@
+//! Criterion bench of the per-step cost of small contact scenes (issue #19): the
+//! `box_on_ground` and `four_boxes` scenes of `python/benchmarks/contact_scenes_vs_mujoco.py`
+//! built alike in Rust (boxes of 1 kg and half extent 5 cm, μ = 0.5, dt = 1 ms, default
+//! options: boxed-LCP Coulomb contact with warm start), one `Simulator::step` from a settled
+//! state. Run: `cargo bench --bench small_contact -- --noplot`; the figures are in
+//! docs/benchmarks.md ("Per-step overhead of small contact scenes").
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use nalgebra::DVector;
+use std::hint::black_box;
+use std::time::Duration;
+use stiction::math::{Inertia, Vec3, SE3};
+use stiction::model::{Body, CollisionShape, Geometry, Material, WORLD};
+use stiction::{Control, Joint, Model, ModelBuilder, SimOptions, Simulator, State};
+
+const H: f64 = 0.05;
+const MU: f64 = 0.5;
+
+/// Unit boxes with their centres at `centres` on the ground plane, at rest.
+fn scene(name: &str, centres: &[Vec3]) -> (Model, State) {
+    let mut b = ModelBuilder::new(name);
+    let m = Material::new(MU, 0.0);
+    b.add_link(
+        Body::massless(WORLD).with_collision(CollisionShape::new(Geometry::Plane, SE3::identity()).with_material(m)),
+    );
+    let h = Vec3::new(H, H, H);
+    for k in 0..centres.len() {
+        b.add_body(
+            WORLD,
+            Joint::free(format!("box{k}_free")),
+            Body::new(format!("box{k}"), Inertia::solid_box(1.0, h * 2.0)).with_collision(
+                CollisionShape::new(Geometry::Box { half_extents: h }, SE3::identity()).with_material(m),
+            ),
+        );
+    }
+    let model = b.build().unwrap();
+    let mut q = model.neutral();
+    for (k, c) in centres.iter().enumerate() {
+        q.rows_mut(7 * k, 7).copy_from_slice(&[c.x, c.y, c.z, 1.0, 0.0, 0.0, 0.0]);
+    }
+    let v = DVector::zeros(model.nv());
+    (model, State { q, v })
+}
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("small_contact");
+    group.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3)).sample_size(30);
+    let scenes = [
+        ("box_on_ground", vec![Vec3::new(0.0, 0.0, H)]),
+        ("four_boxes", (0..4).map(|i| Vec3::new(0.35 * i as f64, 0.0, H)).collect()),
+    ];
+    for (name, centres) in scenes {
+        let (model, mut state) = scene(name, &centres);
+        let mut sim = Simulator::new(model.clone(), SimOptions { dt: 1e-3, ..Default::default() }).unwrap();
+        let u = Control::torques(DVector::zeros(model.nv()));
+        // Settle for 0.2 s: the contacts close and the warm start engages.
+        for _ in 0..200 {
+            state = sim.step(&state, &u).unwrap();
+        }
+        assert_eq!(sim.last_constraints().map(|c| c.contacts.len()), Some(4 * centres.len()));
+        group.bench_function(BenchmarkId::new("step", name), |b| {
+            b.iter(|| black_box(sim.step(black_box(&state), &u).unwrap()))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
