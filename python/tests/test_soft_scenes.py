@@ -13,6 +13,23 @@ SCENES = Path(__file__).resolve().parents[2] / "examples" / "scenes"
 SOFT_SCENES = sorted(p for p in SCENES.glob("*.json") if "soft" in json.loads(p.read_text()))
 
 
+def test_a_scene_file_selects_the_kept_factor_solver(tmp_path):
+    raw = json.loads(SOFT_SCENES[0].read_text())
+    raw["options"]["linear_solver"] = "kept_factor"
+    path = tmp_path / "kept.json"
+    path.write_text(json.dumps(raw))
+    scene = stiction.load_scene(path)
+    assert scene["options"]["linear_solver"] == "kept_factor"
+    body = scene["body"]
+    x, v = body.rest_positions, np.zeros(body.ndof)
+    rec = body.step(x, v, record=True, **scene["options"])
+    assert rec.report["factorizations"] >= 1 and len(rec.report["linear_iterations"]) == rec.report["iterations"]
+    raw["options"]["linear_solver"] = "cg"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(stiction.InputError, match="options.linear_solver must be"):
+        stiction.load_scene(path)
+
+
 def test_there_are_soft_example_scenes():
     assert [p.name for p in SOFT_SCENES] == ["soft_bar.json", "soft_two_region_block.json"]
 
@@ -27,9 +44,10 @@ def test_load_soft_scene(path):
     body = scene["body"]
     assert isinstance(body, stiction.SoftBody)
     options = scene["options"]
-    assert set(options) == {"dt", "tolerance", "max_iterations", "line_search", "integrator"}
+    assert set(options) == {"dt", "tolerance", "max_iterations", "line_search", "integrator", "linear_solver"}
     assert options["dt"] == scene["dt"] == raw["options"]["dt"]
     assert options["integrator"] == raw["options"]["integrator"]
+    assert options["linear_solver"] == raw["options"].get("linear_solver", "direct")
     assert scene["x"] is None and scene["v"] is None and scene["u"] is None and scene["targets"] is None
     # The options are the keyword arguments of SoftBody.step.
     x, v = body.rest_positions, np.zeros(body.ndof)
