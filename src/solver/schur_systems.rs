@@ -1,0 +1,1 @@
+//! Generators of large Schur systems from contact and FEM scenes (placeholder).

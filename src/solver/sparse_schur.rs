@@ -1,0 +1,365 @@
+//! Sparse forms of the Schur operator `A = J H⁻¹ Jᵀ` of a non-smooth Newton step (Macklin
+//! et al. 2019, eq. 59; digest-000 §4) for large problems: `J` a compressed-row matrix
+//! (constraint rows over the velocity coordinates), `H⁻¹` block diagonal (the inverse
+//! mass of each rigid body or FEM node, or the inverse of the Newton system's diagonal
+//! blocks), and a plain symmetric sparse matrix ([`CsrMatrix`] as a [`DelassusOperator`])
+//! for systems that come assembled, such as an FEM Hessian.
+//!
+//! These are the operators the conjugate-residual solvers iterate on: the CPU one
+//! ([`super::ncp::pcr_solve`]) and the GPU one (`crate::gpu`, feature `cuda`), which
+//! uploads exactly these arrays.
+
+use crate::error::{Error, Result};
+use crate::solver::DelassusOperator;
+use sprs::TriMat;
+
+/// A sparse matrix in compressed-row form (sorted column indices, no duplicates).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CsrMatrix {
+    rows: usize,
+    cols: usize,
+    row_ptr: Vec<usize>,
+    col_idx: Vec<usize>,
+    values: Vec<f64>,
+}
+
+impl CsrMatrix {
+    /// The `rows × cols` matrix with entries `(i, j, a)`; repeated positions are summed.
+    ///
+    /// Errors: an index out of range ([`Error::InvalidInput`]) or a non-finite value
+    /// ([`Error::NonFinite`]).
+    pub fn from_triplets(rows: usize, cols: usize, entries: &[(usize, usize, f64)]) -> Result<CsrMatrix> {
+        let mut tri = TriMat::with_capacity((rows, cols), entries.len());
+        for (k, &(i, j, a)) in entries.iter().enumerate() {
+            if i >= rows || j >= cols {
+                return Err(Error::InvalidInput(format!(
+                    "sparse entry {k} at ({i}, {j}) is outside the {rows} × {cols} matrix"
+                )));
+            }
+            if !a.is_finite() {
+                return Err(Error::NonFinite { what: "sparse matrix entries", index: k, value: a });
+            }
+            tri.add_triplet(i, j, a);
+        }
+        let csr: sprs::CsMat<f64> = tri.to_csr();
+        Ok(CsrMatrix {
+            rows,
+            cols,
+            row_ptr: csr.indptr().raw_storage().to_vec(),
+            col_idx: csr.indices().to_vec(),
+            values: csr.data().to_vec(),
+        })
+    }
+
+    /// The number of rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The number of columns.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// The number of stored entries.
+    pub fn nnz(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Row `i`'s entries start at `row_ptr()[i]` and end before `row_ptr()[i + 1]`.
+    pub fn row_ptr(&self) -> &[usize] {
+        &self.row_ptr
+    }
+
+    /// The column of each stored entry.
+    pub fn col_idx(&self) -> &[usize] {
+        &self.col_idx
+    }
+
+    /// The value of each stored entry.
+    pub fn values(&self) -> &[f64] {
+        &self.values
+    }
+
+    /// `out = self · x`.
+    pub fn multiply(&self, x: &[f64], out: &mut [f64]) {
+        for (i, o) in out.iter_mut().enumerate().take(self.rows) {
+            let (lo, hi) = (self.row_ptr[i], self.row_ptr[i + 1]);
+            *o = self.col_idx[lo..hi].iter().zip(&self.values[lo..hi]).map(|(&j, a)| a * x[j]).sum();
+        }
+    }
+
+    /// The transpose, in compressed-row form.
+    pub fn transpose(&self) -> CsrMatrix {
+        let mut count = vec![0usize; self.cols + 1];
+        for &j in &self.col_idx {
+            count[j + 1] += 1;
+        }
+        for j in 0..self.cols {
+            count[j + 1] += count[j];
+        }
+        let row_ptr = count.clone();
+        let mut next = count;
+        let mut col_idx = vec![0; self.nnz()];
+        let mut values = vec![0.0; self.nnz()];
+        for i in 0..self.rows {
+            for k in self.row_ptr[i]..self.row_ptr[i + 1] {
+                let j = self.col_idx[k];
+                col_idx[next[j]] = i;
+                values[next[j]] = self.values[k];
+                next[j] += 1;
+            }
+        }
+        CsrMatrix { rows: self.cols, cols: self.rows, row_ptr, col_idx, values }
+    }
+
+    /// The diagonal (zero where no entry is stored).
+    pub fn diagonal(&self) -> Vec<f64> {
+        (0..self.rows.min(self.cols))
+            .map(|i| {
+                let (lo, hi) = (self.row_ptr[i], self.row_ptr[i + 1]);
+                self.col_idx[lo..hi].binary_search(&i).map(|k| self.values[lo + k]).unwrap_or(0.0)
+            })
+            .collect()
+    }
+}
+
+/// A symmetric square [`CsrMatrix`] is a Delassus-type operator (both triangles stored).
+impl DelassusOperator for CsrMatrix {
+    fn rows(&self) -> usize {
+        self.rows
+    }
+
+    fn apply(&self, x: &[f64], out: &mut [f64]) {
+        self.multiply(x, out);
+    }
+}
+
+/// A block-diagonal matrix of dense square blocks (row-major), e.g. the inverse mass of
+/// a set of rigid bodies (6 × 6) or FEM nodes (3 × 3).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockDiagonal {
+    /// Block `b` covers rows and columns `offsets[b]..offsets[b + 1]`.
+    offsets: Vec<usize>,
+    /// Block `b`'s entries start at `data_offsets[b]` in `data`.
+    data_offsets: Vec<usize>,
+    data: Vec<f64>,
+}
+
+/// The largest block a [`BlockDiagonal`] may hold (a rigid body's six coordinates).
+pub const MAX_BLOCK: usize = 6;
+
+impl BlockDiagonal {
+    /// The matrix with the dense row-major `blocks` (each `s × s` for its size `s`,
+    /// `1 ≤ s ≤` [`MAX_BLOCK`]) along its diagonal.
+    ///
+    /// Errors: a block that is not square, is empty or larger than [`MAX_BLOCK`]
+    /// ([`Error::InvalidInput`]), or holds a non-finite entry ([`Error::NonFinite`]).
+    pub fn new(blocks: &[Vec<f64>]) -> Result<BlockDiagonal> {
+        let mut offsets = vec![0];
+        let mut data_offsets = vec![0];
+        let mut data = Vec::new();
+        for (b, block) in blocks.iter().enumerate() {
+            let s = (block.len() as f64).sqrt().round() as usize;
+            if s * s != block.len() || s == 0 || s > MAX_BLOCK {
+                return Err(Error::InvalidInput(format!(
+                    "block {b} of a block-diagonal matrix has {} entries: it must be s × s with 1 ≤ s ≤ {MAX_BLOCK}",
+                    block.len()
+                )));
+            }
+            if let Some((i, &v)) = block.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+                return Err(Error::NonFinite { what: "block-diagonal entries", index: data.len() + i, value: v });
+            }
+            data.extend_from_slice(block);
+            offsets.push(offsets[b] + s);
+            data_offsets.push(data.len());
+        }
+        Ok(BlockDiagonal { offsets, data_offsets, data })
+    }
+
+    /// The number of rows (and columns).
+    pub fn dim(&self) -> usize {
+        *self.offsets.last().unwrap_or(&0)
+    }
+
+    /// The number of blocks.
+    pub fn blocks(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Block `b` covers rows `offsets()[b]..offsets()[b + 1]`.
+    pub fn offsets(&self) -> &[usize] {
+        &self.offsets
+    }
+
+    /// Block `b`'s row-major entries start at `data_offsets()[b]` in [`Self::data`].
+    pub fn data_offsets(&self) -> &[usize] {
+        &self.data_offsets
+    }
+
+    /// All blocks' entries, row-major, one after the other.
+    pub fn data(&self) -> &[f64] {
+        &self.data
+    }
+
+    /// `out = self · x`.
+    pub fn multiply(&self, x: &[f64], out: &mut [f64]) {
+        for b in 0..self.blocks() {
+            let (lo, hi) = (self.offsets[b], self.offsets[b + 1]);
+            let s = hi - lo;
+            let d = &self.data[self.data_offsets[b]..self.data_offsets[b + 1]];
+            for r in 0..s {
+                out[lo + r] = (0..s).map(|c| d[r * s + c] * x[lo + c]).sum();
+            }
+        }
+    }
+}
+
+/// The Schur operator `A = J H⁻¹ Jᵀ` with sparse `J` and block-diagonal `H⁻¹`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SparseSchur {
+    j: CsrMatrix,
+    jt: CsrMatrix,
+    h_inverse: BlockDiagonal,
+}
+
+impl SparseSchur {
+    /// `A = J H⁻¹ Jᵀ` for constraint rows `j` (m × n) and `h_inverse` (n × n).
+    ///
+    /// Errors: `j`'s columns differ from `h_inverse`'s size ([`Error::Dimension`]).
+    pub fn new(j: CsrMatrix, h_inverse: BlockDiagonal) -> Result<SparseSchur> {
+        if j.cols() != h_inverse.dim() {
+            return Err(Error::Dimension { what: "Schur operator H⁻¹", expected: j.cols(), got: h_inverse.dim() });
+        }
+        let jt = j.transpose();
+        Ok(SparseSchur { j, jt, h_inverse })
+    }
+
+    /// The constraint rows `J`.
+    pub fn j(&self) -> &CsrMatrix {
+        &self.j
+    }
+
+    /// `Jᵀ`, in compressed-row form.
+    pub fn jt(&self) -> &CsrMatrix {
+        &self.jt
+    }
+
+    /// The block-diagonal `H⁻¹`.
+    pub fn h_inverse(&self) -> &BlockDiagonal {
+        &self.h_inverse
+    }
+
+    /// The diagonal of `A`: `A_ii = J_i H⁻¹ J_iᵀ`, row by row.
+    pub fn diagonal(&self) -> Vec<f64> {
+        let h = &self.h_inverse;
+        // The block of each velocity coordinate.
+        let mut block_of = vec![0; h.dim()];
+        for b in 0..h.blocks() {
+            block_of[h.offsets[b]..h.offsets[b + 1]].fill(b);
+        }
+        (0..self.j.rows())
+            .map(|i| {
+                let (lo, hi) = (self.j.row_ptr[i], self.j.row_ptr[i + 1]);
+                let mut sum = 0.0;
+                for k in lo..hi {
+                    let (c, a) = (self.j.col_idx[k], self.j.values[k]);
+                    let b = block_of[c];
+                    let (o, s) = (h.offsets[b], h.offsets[b + 1] - h.offsets[b]);
+                    let d = &h.data[h.data_offsets[b]..];
+                    for l in lo..hi {
+                        let c2 = self.j.col_idx[l];
+                        if block_of[c2] == b {
+                            sum += a * d[(c - o) * s + (c2 - o)] * self.j.values[l];
+                        }
+                    }
+                }
+                sum
+            })
+            .collect()
+    }
+}
+
+impl DelassusOperator for SparseSchur {
+    fn rows(&self) -> usize {
+        self.j.rows()
+    }
+
+    fn apply(&self, x: &[f64], out: &mut [f64]) {
+        let n = self.jt.rows();
+        let mut t = vec![0.0; n];
+        self.jt.multiply(x, &mut t);
+        let mut u = vec![0.0; n];
+        self.h_inverse.multiply(&t, &mut u);
+        self.j.multiply(&u, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nalgebra::DMatrix;
+
+    fn dense(m: &CsrMatrix) -> DMatrix<f64> {
+        let mut d = DMatrix::zeros(m.rows(), m.cols());
+        for i in 0..m.rows() {
+            for k in m.row_ptr()[i]..m.row_ptr()[i + 1] {
+                d[(i, m.col_idx()[k])] += m.values()[k];
+            }
+        }
+        d
+    }
+
+    #[test]
+    fn schur_operator_equals_dense_product() {
+        // Two bodies of unequal blocks (a 3 × 3 and a 2 × 2 and a 1 × 1).
+        let h = BlockDiagonal::new(&[
+            vec![2.0, 0.3, 0.1, 0.3, 1.5, 0.2, 0.1, 0.2, 1.0],
+            vec![0.7, -0.1, -0.1, 0.4],
+            vec![3.0],
+        ])
+        .unwrap();
+        let j = CsrMatrix::from_triplets(
+            4,
+            6,
+            &[(0, 0, 1.0), (0, 4, -0.5), (1, 2, 0.3), (1, 3, 2.0), (1, 5, 1.0), (2, 1, -1.2), (3, 0, 0.4), (3, 0, 0.1)],
+        )
+        .unwrap();
+        let mut hd = DMatrix::zeros(6, 6);
+        for b in 0..h.blocks() {
+            let (o, s) = (h.offsets()[b], h.offsets()[b + 1] - h.offsets()[b]);
+            for r in 0..s {
+                for c in 0..s {
+                    hd[(o + r, o + c)] = h.data()[h.data_offsets()[b] + r * s + c];
+                }
+            }
+        }
+        let jd = dense(&j);
+        assert_eq!(jd[(3, 0)], 0.5, "repeated triplets are summed");
+        let a = &jd * hd * jd.transpose();
+        let schur = SparseSchur::new(j.clone(), h).unwrap();
+        assert_eq!(dense(schur.jt()), jd.transpose());
+        let x = [0.3, -1.1, 0.7, 2.0];
+        let mut out = [0.0; 4];
+        schur.apply(&x, &mut out);
+        let expect = &a * nalgebra::DVector::from_column_slice(&x);
+        for i in 0..4 {
+            assert!((out[i] - expect[i]).abs() < 1e-14, "row {i}: {} vs {}", out[i], expect[i]);
+        }
+        let diag = schur.diagonal();
+        for i in 0..4 {
+            assert!((diag[i] - a[(i, i)]).abs() < 1e-14, "diagonal {i}: {} vs {}", diag[i], a[(i, i)]);
+        }
+    }
+
+    #[test]
+    fn bad_inputs_are_errors() {
+        assert!(CsrMatrix::from_triplets(2, 2, &[(2, 0, 1.0)]).is_err());
+        assert!(matches!(CsrMatrix::from_triplets(2, 2, &[(0, 0, f64::NAN)]), Err(Error::NonFinite { .. })));
+        assert!(BlockDiagonal::new(&[vec![1.0, 2.0]]).is_err());
+        assert!(BlockDiagonal::new(&[vec![1.0; 49]]).is_err());
+        let j = CsrMatrix::from_triplets(1, 3, &[(0, 0, 1.0)]).unwrap();
+        let h = BlockDiagonal::new(&[vec![1.0; 4]]).unwrap();
+        assert!(matches!(SparseSchur::new(j, h), Err(Error::Dimension { .. })));
+    }
+}
