@@ -282,6 +282,10 @@ pub enum Error {
         /// What happened.
         detail: String,
     },
+    /// The GPU is not available (no driver, no device, NVRTC missing, or a build without
+    /// the `cuda` feature), or a GPU operation failed; the message says which.
+    #[error("GPU: {0}")]
+    Gpu(String),
     /// A step diverged: its result has a generalized speed above
     /// [`crate::step::IntegratorOptions::max_speed`], or a non-finite entry.
     #[error(

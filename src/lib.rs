@@ -16,6 +16,7 @@ pub mod collision;
 pub mod constraint;
 pub mod dynamics;
 pub mod error;
+pub mod gpu;
 pub mod gradcheck;
 pub mod io;
 pub mod math;

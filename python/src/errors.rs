@@ -78,7 +78,7 @@ pub fn to_py(e: Error) -> PyErr {
     match e.root() {
         Error::Model(_) | Error::Soft(_) => ModelError::new_err(msg),
         Error::Load(_) => LoadError::new_err(msg),
-        Error::Numerical { .. } | Error::Diverged { .. } => NumericalError::new_err(msg),
+        Error::Numerical { .. } | Error::Diverged { .. } | Error::Gpu(_) => NumericalError::new_err(msg),
         Error::Dimension { .. } | Error::NonFinite { .. } | Error::InvalidInput(_) | Error::Serde(_) => {
             input_error(msg)
         }

@@ -1,0 +1,244 @@
+// The Jacobi-preconditioned conjugate-residual iteration (Saad 2003, Alg. 6.20; Macklin et
+// al. 2019 §8.2) on the device, in the same arithmetic as the CPU solver
+// (src/solver/ncp/pcr.rs), with no host round trip inside an iteration. One iteration k:
+//
+//   pcr_update(k)      α = (z·Az)/(Ap·q);  x += α p;  r −= α Ap;  z −= α q     (q = P⁻¹Ap)
+//   <operator>_dots    Az = A z, with the partial sums of z·Az and r·z
+//   pcr_direction(k)   β = (z·Az)'/(z·Az);  p = z + β p;  Ap = Az + β Ap;  q = P⁻¹Ap,
+//                      with the partial sums of Ap·q; the residual ‖r‖_{P⁻¹} = √(r·z)
+//
+// The scalars stay on the device: `zaz[k]` (z·Az at the start of iteration k) and
+// `res[k]` (the residual after k iterations). `flags[2k]` is set when iteration k must
+// not run (the tolerance was reached); `flags[2k+1]` when iteration k did not complete
+// (also when its step is undefined, Ap·q ≤ 0). Every kernel of iteration k tests its
+// flag first, so a converged solve turns the remaining launches into no-ops, and the
+// host reads a flag only every few iterations. All blocks of a kernel compute the same
+// sums from the same partials in the same order, so they agree on every decision.
+
+// Start: r = b − Ax, z = P⁻¹ r, and the partial sums of b·P⁻¹b.
+extern "C" __global__ void pcr_start(int m, const real* b, const real* ax, const real* pinv, real* r, real* z,
+                                     double* part_bb) {
+    int i = row_index();
+    double bb = 0.0;
+    if (i < m) {
+        real ri = b[i] - ax[i];
+        r[i] = ri;
+        z[i] = pinv[i] * ri;
+        bb = (double)b[i] * (double)b[i] * (double)pinv[i];
+    }
+    bb = block_sum(bb);
+    if (threadIdx.x == 0) part_bb[blockIdx.x] = bb;
+}
+
+// Az = J (H⁻¹ (Jᵀ z)), first half: u = H⁻¹ (Jᵀ z), one thread per block of H⁻¹
+// (at most 6 rows), Jᵀ in CSR.
+extern "C" __global__ void schur_jt_hinv(const int* skip, int nb, const int* off, const int* data_off,
+                                         const real* hinv, const int* jt_ptr, const int* jt_col, const real* jt_val,
+                                         const real* z, real* u) {
+    if (*skip) return;
+    int b = row_index();
+    if (b >= nb) return;
+    int o = off[b], s = off[b + 1] - o;
+    real t[6];
+    for (int r = 0; r < s; ++r) {
+        real v = 0;
+        for (int k = jt_ptr[o + r]; k < jt_ptr[o + r + 1]; ++k) v += jt_val[k] * z[jt_col[k]];
+        t[r] = v;
+    }
+    const real* d = hinv + data_off[b];
+    for (int r = 0; r < s; ++r) {
+        real v = 0;
+        for (int c = 0; c < s; ++c) v += d[r * s + c] * t[c];
+        u[o + r] = v;
+    }
+}
+
+// Row i's share of the two dot products z·Az and r·z.
+__device__ __forceinline__ void row_dots(int i, int m, real azi, const real* z, const real* r, real* az,
+                                         double* zaz, double* rz) {
+    if (i < m) {
+        az[i] = azi;
+        *zaz = (double)z[i] * (double)azi;
+        *rz = (double)r[i] * (double)z[i];
+    }
+}
+
+// Writes the block's partial sums of z·Az and r·z.
+__device__ __forceinline__ void write_dots(double zaz, double rz, double* part_zaz, double* part_rz) {
+    zaz = block_sum(zaz);
+    rz = block_sum(rz);
+    if (threadIdx.x == 0) {
+        part_zaz[blockIdx.x] = zaz;
+        part_rz[blockIdx.x] = rz;
+    }
+}
+
+// Az = J u + diag(c) z (second half of the Schur operator, with the compliance and
+// shift `c`), one thread per row, with the partial sums of z·Az and r·z.
+extern "C" __global__ void schur_j_dots(const int* skip, int m, const int* j_ptr, const int* j_col,
+                                        const real* j_val, const real* u, const real* c, const real* z,
+                                        const real* r, real* az, double* part_zaz, double* part_rz) {
+    if (*skip) return;
+    int i = row_index();
+    double zaz = 0.0, rz = 0.0;
+    if (i < m) {
+        real v = c[i] * z[i];
+        for (int k = j_ptr[i]; k < j_ptr[i + 1]; ++k) v += j_val[k] * u[j_col[k]];
+        row_dots(i, m, v, z, r, az, &zaz, &rz);
+    }
+    write_dots(zaz, rz, part_zaz, part_rz);
+}
+
+// Az = A z + diag(c) z for an assembled CSR matrix A, one thread per row, with the
+// partial sums of z·Az and r·z.
+extern "C" __global__ void csr_dots(const int* skip, int m, const int* a_ptr, const int* a_col, const real* a_val,
+                                    const real* c, const real* z, const real* r, real* az, double* part_zaz,
+                                    double* part_rz) {
+    if (*skip) return;
+    int i = row_index();
+    double zaz = 0.0, rz = 0.0;
+    if (i < m) {
+        real v = c[i] * z[i];
+        for (int k = a_ptr[i]; k < a_ptr[i + 1]; ++k) v += a_val[k] * z[a_col[k]];
+        row_dots(i, m, v, z, r, az, &zaz, &rz);
+    }
+    write_dots(zaz, rz, part_zaz, part_rz);
+}
+
+// As `csr_dots`, one warp per row (long rows), WARP_ROWS rows per block.
+extern "C" __global__ void csr_dots_warp(const int* skip, int m, const int* a_ptr, const int* a_col,
+                                         const real* a_val, const real* c, const real* z, const real* r, real* az,
+                                         double* part_zaz, double* part_rz) {
+    if (*skip) return;
+    int i = blockIdx.x * WARP_ROWS + threadIdx.x / 32;
+    int lane = threadIdx.x % 32;
+    double zaz = 0.0, rz = 0.0;
+    if (i < m) {
+        real v = 0;
+        for (int k = a_ptr[i] + lane; k < a_ptr[i + 1]; k += 32) v += a_val[k] * z[a_col[k]];
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+        if (lane == 0) row_dots(i, m, v + c[i] * z[i], z, r, az, &zaz, &rz);
+    }
+    write_dots(zaz, rz, part_zaz, part_rz);
+}
+
+// Az = A z + diag(c) z for a 3×3-block CSR matrix A, one thread per block row, with the
+// partial sums of z·Az and r·z.
+extern "C" __global__ void bsr3_dots(const int* skip, int mb, const int* a_ptr, const int* a_col, const real* a_val,
+                                     const real* c, const real* z, const real* r, real* az, double* part_zaz,
+                                     double* part_rz) {
+    if (*skip) return;
+    int b = row_index();
+    double zaz = 0.0, rz = 0.0;
+    if (b < mb) {
+        real s0 = 0, s1 = 0, s2 = 0;
+        for (int k = a_ptr[b]; k < a_ptr[b + 1]; ++k) {
+            const real* a = a_val + 9 * (size_t)k;
+            const real* xc = z + 3 * a_col[k];
+            real x0 = xc[0], x1 = xc[1], x2 = xc[2];
+            s0 += a[0] * x0 + a[1] * x1 + a[2] * x2;
+            s1 += a[3] * x0 + a[4] * x1 + a[5] * x2;
+            s2 += a[6] * x0 + a[7] * x1 + a[8] * x2;
+        }
+        real s[3] = {s0, s1, s2};
+        for (int d = 0; d < 3; ++d) {
+            int i = 3 * b + d;
+            double zi = 0.0, ri = 0.0;
+            row_dots(i, 3 * mb, s[d] + c[i] * z[i], z, r, az, &zi, &ri);
+            zaz += zi;
+            rz += ri;
+        }
+    }
+    write_dots(zaz, rz, part_zaz, part_rz);
+}
+
+// After the start's operator product: p = z, Ap = Az, q = P⁻¹ Ap with the partial sums
+// of Ap·q; block 0 stores z·Az, the start residual and the target, and flags[0].
+extern "C" __global__ void pcr_init(int m, double tolerance, const real* z, const real* az, const real* pinv,
+                                    real* p, real* ap, real* q, const double* part_zaz, int np_zaz,
+                                    const double* part_rz, int np_rz, const double* part_bb, int np_bb,
+                                    double* part_apq, double* zaz, double* res, double* target, int* flags) {
+    double zaz0 = sum_partials(part_zaz, np_zaz);
+    double rz = sum_partials(part_rz, np_rz);
+    double bb = sum_partials(part_bb, np_bb);
+    int i = row_index();
+    double apq = 0.0;
+    if (i < m) {
+        p[i] = z[i];
+        ap[i] = az[i];
+        q[i] = pinv[i] * az[i];
+        apq = (double)ap[i] * (double)q[i];
+    }
+    apq = block_sum(apq);
+    if (threadIdx.x == 0) part_apq[blockIdx.x] = apq;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        double r0 = sqrt(fmax(rz, 0.0));
+        double t = tolerance * sqrt(bb);
+        zaz[0] = zaz0;
+        res[0] = r0;
+        target[0] = t;
+        flags[0] = !(r0 > t);
+    }
+}
+
+// Iteration k, first kernel: the step length and the update of x, r and z.
+extern "C" __global__ void pcr_update(int k, int m, const double* part_apq, int np_apq, const double* zaz,
+                                      int* flags, real* x, real* r, real* z, const real* p, const real* ap,
+                                      const real* q) {
+    if (flags[2 * k]) {
+        if (threadIdx.x == 0) {
+            flags[2 * k + 1] = 1;
+            flags[2 * k + 2] = 1;
+        }
+        return;
+    }
+    double denom = sum_partials(part_apq, np_apq);
+    if (!(denom > 0.0 && isfinite(denom))) {
+        if (threadIdx.x == 0) {
+            flags[2 * k + 1] = 1;
+            flags[2 * k + 2] = 1;
+        }
+        return;
+    }
+    real alpha = (real)(zaz[k] / denom);
+    int i = row_index();
+    if (i < m) {
+        x[i] += alpha * p[i];
+        r[i] -= alpha * ap[i];
+        z[i] -= alpha * q[i];
+    }
+}
+
+// Iteration k, last kernel: the new direction, its preconditioned product and the
+// residual; sets flags[2k+2] when the tolerance is reached.
+extern "C" __global__ void pcr_direction(int k, int m, const double* part_zaz, int np_zaz, const double* part_rz,
+                                         int np_rz, double* zaz, double* res, const double* target, int* flags,
+                                         const real* z, const real* az, const real* pinv, real* p, real* ap,
+                                         real* q, double* part_apq) {
+    if (flags[2 * k + 1]) return;
+    double zaz_new = sum_partials(part_zaz, np_zaz);
+    double rz = sum_partials(part_rz, np_rz);
+    double zaz_old = zaz[k];
+    real beta = (real)(zaz_old != 0.0 ? zaz_new / zaz_old : 0.0);
+    int i = row_index();
+    double apq = 0.0;
+    if (i < m) {
+        real pi = z[i] + beta * p[i];
+        real api = az[i] + beta * ap[i];
+        real qi = pinv[i] * api;
+        p[i] = pi;
+        ap[i] = api;
+        q[i] = qi;
+        apq = (double)api * (double)qi;
+    }
+    apq = block_sum(apq);
+    double rk = sqrt(fmax(rz, 0.0));
+    if (threadIdx.x == 0) {
+        part_apq[blockIdx.x] = apq;
+        flags[2 * k + 2] = !(rk > target[0]);
+        if (blockIdx.x == 0) {
+            zaz[k + 1] = zaz_new;
+            res[k + 1] = rk;
+        }
+    }
+}

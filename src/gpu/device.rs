@@ -1,0 +1,138 @@
+//! Device detection and the loaded kernels. Nothing here panics when CUDA is missing:
+//! the driver library, NVRTC and a device are each checked before use, and every CUDA
+//! failure becomes [`Error::Gpu`] with the reason.
+
+use super::kernels::{architecture, compile, Precision, KERNELS};
+use crate::error::{Error, Result};
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What [`available`] found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuInfo {
+    /// The device's name (e.g. `"NVIDIA H100 80GB HBM3"`).
+    pub name: String,
+    /// Its compute capability `(major, minor)`.
+    pub compute_capability: (i32, i32),
+    /// Its memory (bytes).
+    pub memory_bytes: usize,
+    /// The NVRTC version `(major, minor)` that compiles the kernels.
+    pub nvrtc_version: (i32, i32),
+}
+
+/// Maps a CUDA driver or NVRTC failure to [`Error::Gpu`].
+pub(crate) fn gpu_err(what: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
+    move |e| Error::Gpu(format!("{what}: {e}"))
+}
+
+/// Runs `f`, turning a panic inside the CUDA bindings (a missing symbol, say) into an
+/// error.
+fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T> + std::panic::UnwindSafe) -> Result<T> {
+    std::panic::catch_unwind(f).unwrap_or_else(|_| Err(Error::Gpu(format!("{what}: the CUDA bindings panicked"))))
+}
+
+/// NVRTC can be loaded (`libnvrtc.so.13` on the library path, or already loaded).
+pub fn nvrtc_present() -> Result<(i32, i32)> {
+    // SAFETY: only tries to open the library.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(Error::Gpu(
+            "NVRTC is missing: libnvrtc.so.13 was not found (install the pip package \
+             nvidia-cuda-nvrtc or the CUDA 13 toolkit and put its lib folder on LD_LIBRARY_PATH; \
+             `import stiction.gpu` does this for the pip package)"
+                .into(),
+        ));
+    }
+    guarded("NVRTC version", || {
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: two valid out-pointers.
+        unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }
+            .result()
+            .map_err(|e| Error::Gpu(format!("NVRTC version: {e:?}")))?;
+        Ok((major, minor))
+    })
+}
+
+/// Checks for a usable GPU: the CUDA driver library, NVRTC and at least one device.
+/// Never panics; the error says what is missing (no driver, no device, NVRTC missing).
+pub fn available() -> Result<GpuInfo> {
+    // SAFETY: only tries to open the library.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err(Error::Gpu("no CUDA driver: libcuda.so was not found (is an NVIDIA driver installed?)".into()));
+    }
+    let nvrtc_version = nvrtc_present()?;
+    guarded("device query", move || {
+        let count =
+            CudaContext::device_count().map_err(gpu_err("no CUDA device (cuInit or cuDeviceGetCount failed)"))?;
+        if count < 1 {
+            return Err(Error::Gpu("no CUDA device: the driver reports 0 devices".into()));
+        }
+        let ctx = CudaContext::new(0).map_err(gpu_err("creating a context on device 0"))?;
+        Ok(GpuInfo {
+            name: ctx.name().map_err(gpu_err("device name"))?,
+            compute_capability: ctx.compute_capability().map_err(gpu_err("compute capability"))?,
+            memory_bytes: ctx.total_mem().map_err(gpu_err("device memory"))?,
+            nvrtc_version,
+        })
+    })
+}
+
+/// Device 0 with the kernels compiled for it, in both precisions, and one stream. Build
+/// one per process and share it (`Arc<Gpu>`): compiling takes a fraction of a second.
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    functions: HashMap<(Precision, &'static str), CudaFunction>,
+    info: GpuInfo,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu").field("info", &self.info).finish_non_exhaustive()
+    }
+}
+
+impl Gpu {
+    /// Device 0, with the kernels compiled by NVRTC for its architecture and loaded.
+    /// Errors: those of [`available`], and a failed compilation or module load.
+    pub fn new() -> Result<Arc<Gpu>> {
+        let info = available()?;
+        let (major, minor) = info.compute_capability;
+        let arch = architecture(major, minor);
+        let ptx = [(Precision::F64, compile(Precision::F64, arch)?), (Precision::F32, compile(Precision::F32, arch)?)];
+        guarded("loading the kernels", move || {
+            let ctx = CudaContext::new(0).map_err(gpu_err("creating a context on device 0"))?;
+            // One stream: cudarc's cross-stream event tracking is not needed.
+            // SAFETY: every buffer of this crate is used on `stream` only.
+            unsafe { ctx.disable_event_tracking() };
+            let stream = ctx.default_stream();
+            let mut functions = HashMap::new();
+            for (real, ptx) in ptx {
+                let module = ctx.load_module(ptx).map_err(gpu_err("loading the kernel module"))?;
+                for name in KERNELS {
+                    let f = module.load_function(name).map_err(gpu_err("loading a kernel"))?;
+                    functions.insert((real, name), f);
+                }
+            }
+            Ok(Arc::new(Gpu { ctx, stream, functions, info }))
+        })
+    }
+
+    /// What the device is.
+    pub fn info(&self) -> &GpuInfo {
+        &self.info
+    }
+
+    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    pub(crate) fn function(&self, real: Precision, name: &'static str) -> &CudaFunction {
+        &self.functions[&(real, name)]
+    }
+
+    /// Waits for the device to finish the work queued so far.
+    pub fn synchronize(&self) -> Result<()> {
+        self.ctx.synchronize().map_err(gpu_err("synchronize"))
+    }
+}

@@ -1,0 +1,92 @@
+//! The CUDA sources (`kernels/common.cuh`, `kernels/sparse.cu`, `kernels/pcr.cu`), put
+//! together into one NVRTC program and compiled at run time for a chosen precision and
+//! architecture. Compiling needs NVRTC only, no device: the CPU test suite compiles every
+//! kernel to PTX.
+
+use super::device::nvrtc_present;
+use crate::error::{Error, Result};
+use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
+
+/// The program: the shared definitions, then the sparse/vector kernels, then PCR.
+pub const SOURCE: &str = concat!(
+    include_str!("../../kernels/common.cuh"),
+    "\n",
+    include_str!("../../kernels/sparse.cu"),
+    "\n",
+    include_str!("../../kernels/pcr.cu"),
+);
+
+/// Every kernel of [`SOURCE`] (each an `extern "C"` entry point).
+pub const KERNELS: [&str; 19] = [
+    "csr_spmv",
+    "csr_spmv_warp",
+    "bsr3_spmv",
+    "blockdiag_spmv",
+    "vec_axpy",
+    "vec_scal",
+    "jacobi_inverse",
+    "vec_mul",
+    "dot_partial",
+    "dot_final",
+    "pcr_start",
+    "schur_jt_hinv",
+    "schur_j_dots",
+    "csr_dots",
+    "csr_dots_warp",
+    "bsr3_dots",
+    "pcr_init",
+    "pcr_update",
+    "pcr_direction",
+];
+
+/// The precision of a compiled program's vectors and matrices (reductions accumulate in
+/// double either way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Precision {
+    /// `double`.
+    F64,
+    /// `float`.
+    F32,
+}
+
+impl Precision {
+    fn define(self) -> &'static str {
+        match self {
+            Precision::F64 => "-DREAL=double",
+            Precision::F32 => "-DREAL=float",
+        }
+    }
+}
+
+/// The virtual architecture (`compute_XY`) to compile for a device of compute capability
+/// `(major, minor)`: the device's own, capped to what NVRTC 13 knows.
+pub fn architecture(major: i32, minor: i32) -> &'static str {
+    match (major, minor) {
+        (m, _) if m >= 12 => "compute_120",
+        (10, _) | (11, _) => "compute_100",
+        (9, _) => "compute_90",
+        (8, 9) => "compute_89",
+        (8, 6..) => "compute_86",
+        (8, _) => "compute_80",
+        _ => "compute_75",
+    }
+}
+
+/// Compiles [`SOURCE`] to PTX for `precision` and the virtual architecture `arch`
+/// (e.g. `"compute_90"`; see [`architecture`]).
+///
+/// Errors ([`Error::Gpu`]): NVRTC is missing, or the compilation failed (with NVRTC's
+/// log).
+pub fn compile(precision: Precision, arch: &'static str) -> Result<Ptx> {
+    nvrtc_present()?;
+    let options = CompileOptions {
+        arch: Some(arch),
+        options: vec![precision.define().to_string(), "--std=c++17".to_string()],
+        name: Some("stiction_kernels.cu".to_string()),
+        ..Default::default()
+    };
+    let source = SOURCE;
+    std::panic::catch_unwind(move || compile_ptx_with_opts(source, options))
+        .map_err(|_| Error::Gpu("NVRTC panicked while compiling the kernels".into()))?
+        .map_err(|e| Error::Gpu(format!("NVRTC could not compile the kernels ({precision:?}, {arch}): {e:?}")))
+}
