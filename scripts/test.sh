@@ -30,12 +30,15 @@ fi
 # meshcat ships the three.js viewer bundle that stiction.viz inlines into its pages.
 # ray runs python/tests/test_distributed.py (a local cluster of two worker processes), tqdm
 # its progress bars; ray is pinned to a release with a CPython 3.11 wheel for Linux x86_64.
+# nvidia-cuda-nvrtc (CUDA 13's NVRTC, also a dependency of torch) compiles the CUDA kernels
+# of stiction::gpu to PTX in tests/gpu.rs: no GPU is needed for that.
 if ! "$VENV/bin/python" -c "import maturin, numpy, pytest, scipy, matplotlib, torch, jax, pinocchio, mujoco, gymnasium, PIL, ray, tqdm; import importlib.util as u; assert u.find_spec('meshcat')" >/dev/null 2>&1 \
+    || ! compgen -G "$VENV/lib/python3*/site-packages/nvidia/cu13/lib/libnvrtc.so.13" >/dev/null \
     || [[ ! -x "$VENV/bin/maturin" ]] \
     || ! compgen -G "$VENV/lib/python3*/site-packages/cmeel.prefix/share/example-robot-data/robots" >/dev/null; then
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
         "maturin>=1.16,<2" numpy pytest scipy matplotlib torch jax pin example-robot-data mujoco gymnasium meshcat \
-        "ray==2.60.0" tqdm
+        "ray==2.60.0" tqdm "nvidia-cuda-nvrtc>=13,<14"
 fi
 
 # Debian's chromium takes the screenshots of python/tests/test_viz.py (headless, software WebGL);
@@ -67,6 +70,12 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 banner "cargo doc --no-deps -p stiction (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p stiction
+
+# NVRTC for tests/gpu.rs (the kernels must compile: STICTION_REQUIRE_NVRTC=1); the tests
+# that need a device skip with a printed reason (scripts/gpu_check.sh runs them on a GPU).
+NVRTC_DIR="$(compgen -G "$VENV/lib/python3*/site-packages/nvidia/cu13/lib" | head -1)"
+export LD_LIBRARY_PATH="$NVRTC_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export STICTION_REQUIRE_NVRTC=1
 
 banner "cargo test --release --workspace"
 cargo test --release --workspace

@@ -2,7 +2,7 @@
 //! the driver library, NVRTC and a device are each checked before use, and every CUDA
 //! failure becomes [`Error::Gpu`] with the reason.
 
-use super::kernels::{architecture, compile, Precision, KERNELS};
+use super::kernels::{architecture, compile, guarded, nvrtc_present, Precision, KERNELS};
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
 use std::collections::HashMap;
@@ -24,33 +24,6 @@ pub struct GpuInfo {
 /// Maps a CUDA driver or NVRTC failure to [`Error::Gpu`].
 pub(crate) fn gpu_err(what: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
     move |e| Error::Gpu(format!("{what}: {e}"))
-}
-
-/// Runs `f`, turning a panic inside the CUDA bindings (a missing symbol, say) into an
-/// error.
-fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T> + std::panic::UnwindSafe) -> Result<T> {
-    std::panic::catch_unwind(f).unwrap_or_else(|_| Err(Error::Gpu(format!("{what}: the CUDA bindings panicked"))))
-}
-
-/// NVRTC can be loaded (`libnvrtc.so.13` on the library path, or already loaded).
-pub fn nvrtc_present() -> Result<(i32, i32)> {
-    // SAFETY: only tries to open the library.
-    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        return Err(Error::Gpu(
-            "NVRTC is missing: libnvrtc.so.13 was not found (install the pip package \
-             nvidia-cuda-nvrtc or the CUDA 13 toolkit and put its lib folder on LD_LIBRARY_PATH; \
-             `import stiction.gpu` does this for the pip package)"
-                .into(),
-        ));
-    }
-    guarded("NVRTC version", || {
-        let (mut major, mut minor) = (0, 0);
-        // SAFETY: two valid out-pointers.
-        unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }
-            .result()
-            .map_err(|e| Error::Gpu(format!("NVRTC version: {e:?}")))?;
-        Ok((major, minor))
-    })
 }
 
 /// Checks for a usable GPU: the CUDA driver library, NVRTC and at least one device.

@@ -3,9 +3,35 @@
 //! architecture. Compiling needs NVRTC only, no device: the CPU test suite compiles every
 //! kernel to PTX.
 
-use super::device::nvrtc_present;
 use crate::error::{Error, Result};
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
+
+/// Runs `f`, turning a panic inside the CUDA bindings (a missing symbol, say) into an
+/// error.
+pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T> + std::panic::UnwindSafe) -> Result<T> {
+    std::panic::catch_unwind(f).unwrap_or_else(|_| Err(Error::Gpu(format!("{what}: the CUDA bindings panicked"))))
+}
+
+/// NVRTC can be loaded (`libnvrtc.so.13` on the library path, or already loaded).
+pub fn nvrtc_present() -> Result<(i32, i32)> {
+    // SAFETY: only tries to open the library.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(Error::Gpu(
+            "NVRTC is missing: libnvrtc.so.13 was not found (install the pip package \
+             nvidia-cuda-nvrtc or the CUDA 13 toolkit and put its lib folder on LD_LIBRARY_PATH; \
+             `import stiction.gpu` does this for the pip package)"
+                .into(),
+        ));
+    }
+    guarded("NVRTC version", || {
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: two valid out-pointers.
+        unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }
+            .result()
+            .map_err(|e| Error::Gpu(format!("NVRTC version: {e:?}")))?;
+        Ok((major, minor))
+    })
+}
 
 /// The program: the shared definitions, then the sparse/vector kernels, then PCR.
 pub const SOURCE: &str = concat!(

@@ -9,7 +9,7 @@
 //!   the Schur operator `A = J H⁻¹ Jᵀ + C` of a Newton step (sparse `J`, block-diagonal
 //!   `H⁻¹`, diagonal `C`: paper 000 eq. 59) or on an assembled sparse matrix (CSR, or
 //!   3 × 3-block CSR for FEM Hessians), with the stopping rule and statistics of the CPU
-//!   solver ([`crate::solver::ncp::pcr_solve`]).
+//!   solver (`crate::solver::ncp::pcr_solve`).
 //!
 //! The crate loads `libcuda` and NVRTC (`libnvrtc.so.13`, e.g. from the pip package
 //! `nvidia-cuda-nvrtc`) when first asked, so it builds and runs on machines without

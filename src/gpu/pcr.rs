@@ -1,5 +1,5 @@
 //! Jacobi-preconditioned conjugate residuals on the GPU (Saad 2003, Alg. 6.20; Macklin et
-//! al. 2019 §8.2, eq. 59), the device twin of [`crate::solver::ncp::pcr_solve`]: the same
+//! al. 2019 §8.2, eq. 59), the device twin of `crate::solver::ncp::pcr_solve`: the same
 //! recurrences, the same stopping rule (`‖r‖_{P⁻¹} ≤ tolerance · ‖b‖_{P⁻¹}`, or a step
 //! whose `Ap·P⁻¹Ap` is not positive) and the same [`PcrReport`].
 //!
@@ -15,8 +15,7 @@
 use super::device::{gpu_err, Gpu};
 pub use super::kernels::Precision;
 use crate::error::{Error, Result};
-use crate::solver::ncp::{PcrOptions, PcrReport};
-use crate::solver::{CsrMatrix, SparseSchur};
+use crate::math::{CsrMatrix, PcrOptions, PcrReport, SparseSchur};
 use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits};
 use std::sync::Arc;
 
@@ -381,7 +380,7 @@ impl GpuPcr {
     }
 
     /// Solves from the start `x` (updated in place) to the stopping rule of `options`,
-    /// as [`crate::solver::ncp::pcr_solve`] does on the CPU.
+    /// as `crate::solver::ncp::pcr_solve` does on the CPU.
     ///
     /// Errors: mismatched lengths ([`Error::Dimension`]), a non-finite right-hand side
     /// ([`Error::NonFinite`]), a device failure ([`Error::Gpu`]).

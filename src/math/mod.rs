@@ -1,7 +1,7 @@
 //! Spatial algebra: motion and force vectors, rigid transforms, spatial inertia,
 //! the SO(3)/SE(3) exponential and logarithm with their Jacobians, quaternion
-//! integration, dense LU and pseudo-inverse solves, and a small deterministic random
-//! generator.
+//! integration, dense LU and pseudo-inverse solves, sparse matrices (CSR, block
+//! diagonal, the Schur operator `J H⁻¹ Jᵀ`), and a small deterministic random generator.
 //!
 //! Conventions (see `docs/architecture.md`): spatial vectors are ordered
 //! `[angular; linear]` (Featherstone, *Rigid Body Dynamics Algorithms*, ch. 2);
@@ -13,6 +13,7 @@ mod lie;
 mod pseudo_inverse;
 mod rng;
 mod so3;
+mod sparse;
 mod spatial;
 mod sym_eigen;
 mod transform;
@@ -30,6 +31,7 @@ pub use lie::{
 pub use pseudo_inverse::{min_norm_solve, min_norm_solve_factored, pseudo_inverse, FactoredPseudoInverse};
 pub use rng::SplitMix64;
 pub use so3::so3_exp;
+pub use sparse::{BlockDiagonal, CsrMatrix, PcrOptions, PcrReport, SparseSchur, MAX_BLOCK};
 pub use spatial::{Force, Motion};
 pub use sym_eigen::SymmetricEigenWorkspace;
 pub use transform::SE3;

@@ -7,6 +7,7 @@
 //! `M̃_s`, `A x = Σ_s J_s M̃_s⁻¹ J_sᵀ x`: one transposed product, one solve per system,
 //! one product (`crate::world` builds such an operator).
 
+use crate::math::{CsrMatrix, SparseSchur};
 use nalgebra::{DMatrix, DVector};
 
 /// A symmetric positive semi-definite `m × m` operator `A = J M̃⁻¹ Jᵀ`.
@@ -56,5 +57,27 @@ impl DelassusOperator for DenseDelassus {
 
     fn dense(&self) -> DMatrix<f64> {
         self.0.clone()
+    }
+}
+
+/// A symmetric square [`CsrMatrix`] (both triangles stored) is a Delassus-type operator.
+impl DelassusOperator for CsrMatrix {
+    fn rows(&self) -> usize {
+        CsrMatrix::rows(self)
+    }
+
+    fn apply(&self, x: &[f64], out: &mut [f64]) {
+        self.multiply(x, out);
+    }
+}
+
+/// `J H⁻¹ Jᵀ` in factored form.
+impl DelassusOperator for SparseSchur {
+    fn rows(&self) -> usize {
+        self.j().rows()
+    }
+
+    fn apply(&self, x: &[f64], out: &mut [f64]) {
+        self.multiply(x, out);
     }
 }

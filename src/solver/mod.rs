@@ -18,11 +18,10 @@ pub mod ncp;
 pub mod ppm;
 pub mod ppm_solver;
 pub mod schur_systems;
-pub mod sparse_schur;
 
+pub use crate::math::{BlockDiagonal, CsrMatrix, SparseSchur};
 pub use constraint_solver::{
     BoxedLcpSolver, ConstraintProblem, ConstraintSolution, ConstraintSolver, ProblemCotangent, SolveReport,
 };
 pub use delassus::{DelassusOperator, DenseDelassus};
 pub use ppm_solver::PpmSolver;
-pub use sparse_schur::{BlockDiagonal, CsrMatrix, SparseSchur};

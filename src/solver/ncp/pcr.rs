@@ -19,6 +19,7 @@
 //! cylinder). One operator application and a few dot products per iteration.
 
 use crate::error::{Error, Result};
+pub use crate::math::{PcrOptions, PcrReport};
 use crate::solver::DelassusOperator;
 
 /// The Schur operator `A = J H⁻¹ Jᵀ + diag(compliance) + shift·1` of a Newton step.
@@ -49,33 +50,6 @@ impl SchurOperator<'_> {
     pub fn diagonal(&self, delassus_diagonal: &[f64]) -> Vec<f64> {
         delassus_diagonal.iter().zip(self.compliance).map(|(d, c)| d + c + self.shift).collect()
     }
-}
-
-/// Stopping rule of [`pcr_solve`].
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PcrOptions {
-    /// At most this many iterations (the paper runs a fixed count: 10–80).
-    pub max_iterations: usize,
-    /// Stop once `‖r‖_{P⁻¹} ≤ tolerance · ‖b‖_{P⁻¹}` (0: run every iteration).
-    pub tolerance: f64,
-}
-
-impl Default for PcrOptions {
-    fn default() -> Self {
-        Self { max_iterations: 100, tolerance: 1e-10 }
-    }
-}
-
-/// What a [`pcr_solve`] did.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PcrReport {
-    /// Iterations run.
-    pub iterations: usize,
-    /// `‖r‖_{P⁻¹}` at the start and after each iteration (non-increasing in exact
-    /// arithmetic for a positive semi-definite `A`).
-    pub residuals: Vec<f64>,
-    /// Whether the tolerance was reached.
-    pub converged: bool,
 }
 
 /// Solves `A x = b` by Jacobi-preconditioned conjugate residuals from the start `x`

@@ -1,17 +1,46 @@
-//! Sparse forms of the Schur operator `A = J H⁻¹ Jᵀ` of a non-smooth Newton step (Macklin
+//! Sparse matrices for large constraint and FEM systems, and the Schur operator `A = J H⁻¹ Jᵀ` of a non-smooth Newton step (Macklin
 //! et al. 2019, eq. 59; digest-000 §4) for large problems: `J` a compressed-row matrix
 //! (constraint rows over the velocity coordinates), `H⁻¹` block diagonal (the inverse
 //! mass of each rigid body or FEM node, or the inverse of the Newton system's diagonal
-//! blocks), and a plain symmetric sparse matrix ([`CsrMatrix`] as a [`DelassusOperator`])
-//! for systems that come assembled, such as an FEM Hessian.
+//! blocks), and plain symmetric sparse matrices ([`CsrMatrix`]) for systems that come
+//! assembled, such as an FEM Hessian.
 //!
-//! These are the operators the conjugate-residual solvers iterate on: the CPU one
-//! ([`super::ncp::pcr_solve`]) and the GPU one (`crate::gpu`, feature `cuda`), which
-//! uploads exactly these arrays.
+//! These are the operators the conjugate-residual solvers iterate on (both are
+//! `crate::solver::DelassusOperator`s): the CPU one (`crate::solver::ncp::pcr_solve`) and
+//! the GPU one (`crate::gpu`, feature `cuda`), which uploads exactly these arrays. The
+//! stopping rule and report both solvers share ([`PcrOptions`], [`PcrReport`]) are here
+//! too, so that the GPU module depends on no solver.
 
 use crate::error::{Error, Result};
-use crate::solver::DelassusOperator;
 use sprs::TriMat;
+
+/// Stopping rule of a Jacobi-preconditioned conjugate-residual solve
+/// (`crate::solver::ncp::pcr_solve` and its GPU twin).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PcrOptions {
+    /// At most this many iterations (the paper runs a fixed count: 10–80).
+    pub max_iterations: usize,
+    /// Stop once `‖r‖_{P⁻¹} ≤ tolerance · ‖b‖_{P⁻¹}` (0: run every iteration).
+    pub tolerance: f64,
+}
+
+impl Default for PcrOptions {
+    fn default() -> Self {
+        Self { max_iterations: 100, tolerance: 1e-10 }
+    }
+}
+
+/// What a conjugate-residual solve did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PcrReport {
+    /// Iterations run.
+    pub iterations: usize,
+    /// `‖r‖_{P⁻¹}` at the start and after each iteration (non-increasing in exact
+    /// arithmetic for a positive semi-definite `A`).
+    pub residuals: Vec<f64>,
+    /// Whether the tolerance was reached.
+    pub converged: bool,
+}
 
 /// A sparse matrix in compressed-row form (sorted column indices, no duplicates).
 #[derive(Clone, Debug, PartialEq)]
@@ -121,17 +150,6 @@ impl CsrMatrix {
                 self.col_idx[lo..hi].binary_search(&i).map(|k| self.values[lo + k]).unwrap_or(0.0)
             })
             .collect()
-    }
-}
-
-/// A symmetric square [`CsrMatrix`] is a Delassus-type operator (both triangles stored).
-impl DelassusOperator for CsrMatrix {
-    fn rows(&self) -> usize {
-        self.rows
-    }
-
-    fn apply(&self, x: &[f64], out: &mut [f64]) {
-        self.multiply(x, out);
     }
 }
 
@@ -250,6 +268,16 @@ impl SparseSchur {
         &self.h_inverse
     }
 
+    /// `out = J H⁻¹ Jᵀ x`.
+    pub fn multiply(&self, x: &[f64], out: &mut [f64]) {
+        let n = self.jt.rows();
+        let mut t = vec![0.0; n];
+        self.jt.multiply(x, &mut t);
+        let mut u = vec![0.0; n];
+        self.h_inverse.multiply(&t, &mut u);
+        self.j.multiply(&u, out);
+    }
+
     /// The diagonal of `A`: `A_ii = J_i H⁻¹ J_iᵀ`, row by row.
     pub fn diagonal(&self) -> Vec<f64> {
         let h = &self.h_inverse;
@@ -277,21 +305,6 @@ impl SparseSchur {
                 sum
             })
             .collect()
-    }
-}
-
-impl DelassusOperator for SparseSchur {
-    fn rows(&self) -> usize {
-        self.j.rows()
-    }
-
-    fn apply(&self, x: &[f64], out: &mut [f64]) {
-        let n = self.jt.rows();
-        let mut t = vec![0.0; n];
-        self.jt.multiply(x, &mut t);
-        let mut u = vec![0.0; n];
-        self.h_inverse.multiply(&t, &mut u);
-        self.j.multiply(&u, out);
     }
 }
 
@@ -341,7 +354,7 @@ mod tests {
         assert_eq!(dense(schur.jt()), jd.transpose());
         let x = [0.3, -1.1, 0.7, 2.0];
         let mut out = [0.0; 4];
-        schur.apply(&x, &mut out);
+        schur.multiply(&x, &mut out);
         let expect = &a * nalgebra::DVector::from_column_slice(&x);
         for i in 0..4 {
             assert!((out[i] - expect[i]).abs() < 1e-14, "row {i}: {} vs {}", out[i], expect[i]);
