@@ -1,6 +1,12 @@
 // Shared definitions of stiction's CUDA kernels (compiled at run time with NVRTC; see
-// src/gpu/kernels.rs). The scalar type `real` is `double` or `float`, chosen by the
-// option -DREAL=...; reductions always accumulate in double.
+// src/gpu/kernels.rs). Matrix entries have the type `mat`, `double` or `float`, chosen by
+// the option -DREAL=...: most of an iteration's memory traffic is the matrix. Vectors
+// (`real`) and every sum are double in both precisions.
+//
+// The kernels are compiled with --fmad=false and sum in the CPU solver's order (a row's
+// entries first, then the diagonal term), and the CPU conjugate-residual solver sums its
+// dot products in the same blocked order as `block_sum`/`sum_partials`: in f64 the device
+// iterates equal the CPU ones bit for bit.
 //
 // Every reduction is deterministic: a kernel writes one partial sum per block, reduced
 // inside the block by a fixed tree, and its consumer sums the partials in a fixed order
@@ -9,7 +15,10 @@
 #ifndef REAL
 #define REAL double
 #endif
-typedef REAL real;
+typedef REAL mat;
+typedef double real;
+// Row sums of matrix–vector products.
+typedef double acc;
 
 // Threads per block of every row-wise kernel; the launch code uses the same number.
 #define BLOCK 256
@@ -45,5 +54,5 @@ __device__ __forceinline__ int row_index() { return blockIdx.x * BLOCK + threadI
 // The Jacobi preconditioner's entry for a diagonal entry `d` (entries ≤ 0 or not finite
 // give 1, as in the CPU solver).
 __device__ __forceinline__ real jacobi_entry(real d) {
-    return (d > (real)0 && isfinite(d)) ? (real)1 / d : (real)1;
+    return (d > 0.0 && isfinite(d)) ? 1.0 / d : 1.0;
 }

@@ -30,27 +30,16 @@ extern "C" __global__ void pcr_start(int m, const real* b, const real* ax, const
     if (threadIdx.x == 0) part_bb[blockIdx.x] = bb;
 }
 
-// Az = J (H⁻¹ (Jᵀ z)), first half: u = H⁻¹ (Jᵀ z), one thread per block of H⁻¹
-// (at most 6 rows), Jᵀ in CSR.
-extern "C" __global__ void schur_jt_hinv(const int* skip, int nb, const int* off, const int* data_off,
-                                         const real* hinv, const int* jt_ptr, const int* jt_col, const real* jt_val,
-                                         const real* z, real* u) {
+// Az = J H⁻¹ Jᵀ z, first half: t = Jᵀ z, one thread per row of Jᵀ (a velocity
+// coordinate), Jᵀ in CSR.
+extern "C" __global__ void schur_jt(const int* skip, int n, const int* jt_ptr, const int* jt_col, const mat* jt_val,
+                                    const real* z, real* t) {
     if (*skip) return;
-    int b = row_index();
-    if (b >= nb) return;
-    int o = off[b], s = off[b + 1] - o;
-    real t[6];
-    for (int r = 0; r < s; ++r) {
-        real v = 0;
-        for (int k = jt_ptr[o + r]; k < jt_ptr[o + r + 1]; ++k) v += jt_val[k] * z[jt_col[k]];
-        t[r] = v;
-    }
-    const real* d = hinv + data_off[b];
-    for (int r = 0; r < s; ++r) {
-        real v = 0;
-        for (int c = 0; c < s; ++c) v += d[r * s + c] * t[c];
-        u[o + r] = v;
-    }
+    int d = row_index();
+    if (d >= n) return;
+    acc v = 0;
+    for (int k = jt_ptr[d]; k < jt_ptr[d + 1]; ++k) v += (acc)jt_val[k] * (acc)z[jt_col[k]];
+    t[d] = (real)v;
 }
 
 // Row i's share of the two dot products z·Az and r·z.
@@ -73,78 +62,74 @@ __device__ __forceinline__ void write_dots(double zaz, double rz, double* part_z
     }
 }
 
-// Az = J u + diag(c) z (second half of the Schur operator, with the compliance and
-// shift `c`), one thread per row, with the partial sums of z·Az and r·z.
+// Az = J H⁻¹ t + diag(c) z (second half of the Schur operator, with the compliance and
+// shift `c`), one thread per row, with the partial sums of z·Az and r·z. H⁻¹ is applied
+// entry by entry: column d of J lies in block b = block_of[d] (rows off[b]..off[b+1],
+// row-major entries from data_off[b]), and (H⁻¹ t)_d = Σ_c H⁻¹_b[d − off[b], c] t[off[b] + c].
 extern "C" __global__ void schur_j_dots(const int* skip, int m, const int* j_ptr, const int* j_col,
-                                        const real* j_val, const real* u, const real* c, const real* z,
-                                        const real* r, real* az, double* part_zaz, double* part_rz) {
+                                        const mat* j_val, const int* block_of, const int* off, const int* data_off,
+                                        const mat* hinv, const real* t, const real* c, const real* z, const real* r,
+                                        real* az, double* part_zaz, double* part_rz) {
     if (*skip) return;
     int i = row_index();
     double zaz = 0.0, rz = 0.0;
     if (i < m) {
-        real v = c[i] * z[i];
-        for (int k = j_ptr[i]; k < j_ptr[i + 1]; ++k) v += j_val[k] * u[j_col[k]];
-        row_dots(i, m, v, z, r, az, &zaz, &rz);
+        acc v = 0;
+        for (int k = j_ptr[i]; k < j_ptr[i + 1]; ++k) {
+            int d = j_col[k];
+            int b = block_of[d];
+            int o = off[b], s = off[b + 1] - o;
+            const mat* h = hinv + data_off[b] + (d - o) * s;
+            acc u = 0;
+            for (int e = 0; e < s; ++e) u += (acc)h[e] * (acc)t[o + e];
+            v += (acc)j_val[k] * u;
+        }
+        v += (acc)c[i] * (acc)z[i];
+        row_dots(i, m, (real)v, z, r, az, &zaz, &rz);
     }
     write_dots(zaz, rz, part_zaz, part_rz);
 }
 
 // Az = A z + diag(c) z for an assembled CSR matrix A, one thread per row, with the
 // partial sums of z·Az and r·z.
-extern "C" __global__ void csr_dots(const int* skip, int m, const int* a_ptr, const int* a_col, const real* a_val,
+extern "C" __global__ void csr_dots(const int* skip, int m, const int* a_ptr, const int* a_col, const mat* a_val,
                                     const real* c, const real* z, const real* r, real* az, double* part_zaz,
                                     double* part_rz) {
     if (*skip) return;
     int i = row_index();
     double zaz = 0.0, rz = 0.0;
     if (i < m) {
-        real v = c[i] * z[i];
-        for (int k = a_ptr[i]; k < a_ptr[i + 1]; ++k) v += a_val[k] * z[a_col[k]];
-        row_dots(i, m, v, z, r, az, &zaz, &rz);
-    }
-    write_dots(zaz, rz, part_zaz, part_rz);
-}
-
-// As `csr_dots`, one warp per row (long rows), WARP_ROWS rows per block.
-extern "C" __global__ void csr_dots_warp(const int* skip, int m, const int* a_ptr, const int* a_col,
-                                         const real* a_val, const real* c, const real* z, const real* r, real* az,
-                                         double* part_zaz, double* part_rz) {
-    if (*skip) return;
-    int i = blockIdx.x * WARP_ROWS + threadIdx.x / 32;
-    int lane = threadIdx.x % 32;
-    double zaz = 0.0, rz = 0.0;
-    if (i < m) {
-        real v = 0;
-        for (int k = a_ptr[i] + lane; k < a_ptr[i + 1]; k += 32) v += a_val[k] * z[a_col[k]];
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-        if (lane == 0) row_dots(i, m, v + c[i] * z[i], z, r, az, &zaz, &rz);
+        acc v = 0;
+        for (int k = a_ptr[i]; k < a_ptr[i + 1]; ++k) v += (acc)a_val[k] * (acc)z[a_col[k]];
+        v += (acc)c[i] * (acc)z[i];
+        row_dots(i, m, (real)v, z, r, az, &zaz, &rz);
     }
     write_dots(zaz, rz, part_zaz, part_rz);
 }
 
 // Az = A z + diag(c) z for a 3×3-block CSR matrix A, one thread per block row, with the
 // partial sums of z·Az and r·z.
-extern "C" __global__ void bsr3_dots(const int* skip, int mb, const int* a_ptr, const int* a_col, const real* a_val,
+extern "C" __global__ void bsr3_dots(const int* skip, int mb, const int* a_ptr, const int* a_col, const mat* a_val,
                                      const real* c, const real* z, const real* r, real* az, double* part_zaz,
                                      double* part_rz) {
     if (*skip) return;
     int b = row_index();
     double zaz = 0.0, rz = 0.0;
     if (b < mb) {
-        real s0 = 0, s1 = 0, s2 = 0;
+        acc s0 = 0, s1 = 0, s2 = 0;
         for (int k = a_ptr[b]; k < a_ptr[b + 1]; ++k) {
-            const real* a = a_val + 9 * (size_t)k;
+            const mat* a = a_val + 9 * (size_t)k;
             const real* xc = z + 3 * a_col[k];
-            real x0 = xc[0], x1 = xc[1], x2 = xc[2];
-            s0 += a[0] * x0 + a[1] * x1 + a[2] * x2;
-            s1 += a[3] * x0 + a[4] * x1 + a[5] * x2;
-            s2 += a[6] * x0 + a[7] * x1 + a[8] * x2;
+            acc x0 = xc[0], x1 = xc[1], x2 = xc[2];
+            s0 += (acc)a[0] * x0 + (acc)a[1] * x1 + (acc)a[2] * x2;
+            s1 += (acc)a[3] * x0 + (acc)a[4] * x1 + (acc)a[5] * x2;
+            s2 += (acc)a[6] * x0 + (acc)a[7] * x1 + (acc)a[8] * x2;
         }
-        real s[3] = {s0, s1, s2};
+        acc s[3] = {s0, s1, s2};
         for (int d = 0; d < 3; ++d) {
             int i = 3 * b + d;
             double zi = 0.0, ri = 0.0;
-            row_dots(i, 3 * mb, s[d] + c[i] * z[i], z, r, az, &zi, &ri);
+            row_dots(i, 3 * mb, (real)(s[d] + (acc)c[i] * (acc)z[i]), z, r, az, &zi, &ri);
             zaz += zi;
             rz += ri;
         }

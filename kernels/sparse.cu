@@ -1,8 +1,9 @@
-// Sparse matrix–vector products and vector kernels (BLAS level 1). Index arrays are
-// 32-bit; the launch code checks the sizes.
+// Sparse matrix–vector products and vector kernels (BLAS level 1): matrices of `mat`
+// entries, vectors of `real` (double). Index arrays are 32-bit; the launch code checks
+// the sizes.
 
 // y = A x, CSR, one thread per row (short rows: contact Jacobians, FEM rows).
-extern "C" __global__ void csr_spmv(int m, const int* row_ptr, const int* col, const real* val, const real* x,
+extern "C" __global__ void csr_spmv(int m, const int* row_ptr, const int* col, const mat* val, const real* x,
                                     real* y) {
     int i = row_index();
     if (i >= m) return;
@@ -18,7 +19,7 @@ __device__ __forceinline__ real warp_sum(real v) {
 }
 
 // y = A x, CSR, one warp per row (long rows: assembled Delassus matrices).
-extern "C" __global__ void csr_spmv_warp(int m, const int* row_ptr, const int* col, const real* val, const real* x,
+extern "C" __global__ void csr_spmv_warp(int m, const int* row_ptr, const int* col, const mat* val, const real* x,
                                          real* y) {
     int i = blockIdx.x * WARP_ROWS + threadIdx.x / 32;
     int lane = threadIdx.x % 32;
@@ -31,13 +32,13 @@ extern "C" __global__ void csr_spmv_warp(int m, const int* row_ptr, const int* c
 
 // y = A x, 3×3-block CSR (BSR): block row `b` holds blocks `row_ptr[b]..row_ptr[b+1]`,
 // block `k` at block column `col[k]` with row-major entries `val[9k..9k+9]`.
-extern "C" __global__ void bsr3_spmv(int mb, const int* row_ptr, const int* col, const real* val, const real* x,
+extern "C" __global__ void bsr3_spmv(int mb, const int* row_ptr, const int* col, const mat* val, const real* x,
                                      real* y) {
     int b = row_index();
     if (b >= mb) return;
     real s0 = 0, s1 = 0, s2 = 0;
     for (int k = row_ptr[b]; k < row_ptr[b + 1]; ++k) {
-        const real* a = val + 9 * (size_t)k;
+        const mat* a = val + 9 * (size_t)k;
         const real* xc = x + 3 * col[k];
         real x0 = xc[0], x1 = xc[1], x2 = xc[2];
         s0 += a[0] * x0 + a[1] * x1 + a[2] * x2;
@@ -51,12 +52,12 @@ extern "C" __global__ void bsr3_spmv(int mb, const int* row_ptr, const int* col,
 
 // y = D x for a block-diagonal D of dense row-major blocks: block `b` covers rows
 // `off[b]..off[b+1]` (at most 6) with entries from `data_off[b]`.
-extern "C" __global__ void blockdiag_spmv(int nb, const int* off, const int* data_off, const real* data,
+extern "C" __global__ void blockdiag_spmv(int nb, const int* off, const int* data_off, const mat* data,
                                           const real* x, real* y) {
     int b = row_index();
     if (b >= nb) return;
     int o = off[b], s = off[b + 1] - o;
-    const real* d = data + data_off[b];
+    const mat* d = data + data_off[b];
     for (int r = 0; r < s; ++r) {
         real v = 0;
         for (int c = 0; c < s; ++c) v += d[r * s + c] * x[o + c];

@@ -19,9 +19,11 @@ mkdir -p "$OUTDIR"
 if [[ "${1:-}" == "--build-only" ]]; then
     dest="${2:?--build-only needs a folder}"
     mkdir -p "$dest"
-    json=$(cargo test --release --features cuda --test gpu --no-run --message-format=json 2>/dev/null)
+    json=$(cargo test --release --features cuda --test gpu --no-run --message-format=json 2>/dev/null) \
+        || { echo "building tests/gpu.rs failed: run cargo test --release --features cuda --test gpu"; exit 1; }
     cp "$(grep -o '"executable":"[^"]*gpu-[^"]*"' <<<"$json" | tail -1 | cut -d'"' -f4)" "$dest/gpu-tests"
-    json=$(cargo bench --features cuda --bench gpu_pcr --no-run --message-format=json 2>/dev/null)
+    json=$(cargo bench --features cuda --bench gpu_pcr --no-run --message-format=json 2>/dev/null) \
+        || { echo "building benches/gpu_pcr.rs failed: run cargo bench --features cuda --bench gpu_pcr --no-run"; exit 1; }
     cp "$(grep -o '"executable":"[^"]*gpu_pcr-[^"]*"' <<<"$json" | tail -1 | cut -d'"' -f4)" "$dest/gpu-bench"
     strip "$dest/gpu-tests" "$dest/gpu-bench" 2>/dev/null || true
     ls -la "$dest"
@@ -53,7 +55,8 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUTDIR/gpu_device.txt" || true
 
 echo "==> device tests"
-STICTION_REQUIRE_GPU=1 "$TESTS" --test-threads=1 --nocapture 2>&1 | tee "$OUTDIR/gpu_tests.log"
+TESTS_RC=0
+STICTION_REQUIRE_GPU=1 "$TESTS" --test-threads=1 --nocapture 2>&1 | tee "$OUTDIR/gpu_tests.log" || TESTS_RC=$?
 
 echo "==> bench"
 "$BENCH" --bench --noplot 2>&1 | tee "$OUTDIR/gpu_bench.log"
@@ -100,3 +103,7 @@ else:
 open(doc, "w").write(text)
 print(md)
 PY
+if [[ $TESTS_RC != 0 ]]; then
+    echo "device tests FAILED (exit $TESTS_RC): see $OUTDIR/gpu_tests.log"
+    exit "$TESTS_RC"
+fi

@@ -22,6 +22,7 @@ pub mod io;
 pub mod math;
 pub mod model;
 pub mod optim;
+pub mod schur_systems;
 pub mod sim;
 pub mod soft;
 pub mod solver;

@@ -50,11 +50,10 @@ pub fn available() -> Result<GpuInfo> {
     })
 }
 
-/// Device 0 with the kernels compiled for it, in both precisions, and one stream. Build
+/// Device 0 with the kernels compiled for it, in both precisions. Build
 /// one per process and share it (`Arc<Gpu>`): compiling takes a fraction of a second.
 pub struct Gpu {
     ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
     functions: HashMap<(Precision, &'static str), CudaFunction>,
     info: GpuInfo,
 }
@@ -75,10 +74,10 @@ impl Gpu {
         let ptx = [(Precision::F64, compile(Precision::F64, arch)?), (Precision::F32, compile(Precision::F32, arch)?)];
         guarded("loading the kernels", move || {
             let ctx = CudaContext::new(0).map_err(gpu_err("creating a context on device 0"))?;
-            // One stream: cudarc's cross-stream event tracking is not needed.
-            // SAFETY: every buffer of this crate is used on `stream` only.
+            // Each solver's buffers live on that solver's stream only: cudarc's
+            // cross-stream event tracking is not needed.
+            // SAFETY: no buffer of this crate is used on two streams.
             unsafe { ctx.disable_event_tracking() };
-            let stream = ctx.default_stream();
             let mut functions = HashMap::new();
             for (real, ptx) in ptx {
                 let module = ctx.load_module(ptx).map_err(gpu_err("loading the kernel module"))?;
@@ -87,7 +86,7 @@ impl Gpu {
                     functions.insert((real, name), f);
                 }
             }
-            Ok(Arc::new(Gpu { ctx, stream, functions, info }))
+            Ok(Arc::new(Gpu { ctx, functions, info }))
         })
     }
 
@@ -96,8 +95,9 @@ impl Gpu {
         &self.info
     }
 
-    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
-        &self.stream
+    /// A new stream on the device (each solver works on its own).
+    pub(crate) fn new_stream(&self) -> Result<Arc<CudaStream>> {
+        self.ctx.new_stream().map_err(gpu_err("creating a stream"))
     }
 
     pub(crate) fn function(&self, real: Precision, name: &'static str) -> &CudaFunction {

@@ -16,15 +16,15 @@ use super::device::{gpu_err, Gpu};
 pub use super::kernels::Precision;
 use crate::error::{Error, Result};
 use crate::math::{CsrMatrix, PcrOptions, PcrReport, SparseSchur};
-use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits};
+use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::{
+    CudaGraph, CudaSlice, CudaStream, CudaView, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Threads per block (`BLOCK` in `kernels/common.cuh`).
 const BLOCK: u32 = 256;
-/// Rows per block of the warp-per-row kernels (`WARP_ROWS`).
-const WARP_ROWS: u32 = 8;
-/// Rows of at least this many entries on average are multiplied one warp per row.
-const WARP_ROW_NNZ: usize = 24;
 /// With a tolerance, the host reads the convergence flag after every this many
 /// iterations (the kernels of later iterations are no-ops once it is set).
 pub const CHECK_EVERY: usize = 8;
@@ -35,8 +35,7 @@ pub enum GpuOperator<'a> {
     /// The Schur operator `J H⁻¹ Jᵀ` (sparse `J`, block-diagonal `H⁻¹`), applied in
     /// factored form.
     Schur(&'a SparseSchur),
-    /// An assembled symmetric matrix (both triangles stored), one thread per row (or one
-    /// warp per row for long rows).
+    /// An assembled symmetric matrix (both triangles stored), one thread per row.
     Csr(&'a CsrMatrix),
     /// An assembled symmetric matrix with 3 × 3 blocks (FEM Hessians: rows a multiple of
     /// 3), multiplied as 3 × 3-block CSR; entries missing inside a block are stored as 0.
@@ -61,11 +60,10 @@ impl GpuOperator<'_> {
     }
 }
 
-/// A scalar type of the device vectors.
+/// The scalar type of the device matrices' entries.
 trait DeviceReal: DeviceRepr + ValidAsZeroBits + Copy + Default + Unpin + 'static {
     const PRECISION: Precision;
     fn of(x: f64) -> Self;
-    fn to(self) -> f64;
 }
 
 impl DeviceReal for f64 {
@@ -73,18 +71,12 @@ impl DeviceReal for f64 {
     fn of(x: f64) -> f64 {
         x
     }
-    fn to(self) -> f64 {
-        self
-    }
 }
 
 impl DeviceReal for f32 {
     const PRECISION: Precision = Precision::F32;
     fn of(x: f64) -> f32 {
         x as f32
-    }
-    fn to(self) -> f64 {
-        self as f64
     }
 }
 
@@ -131,19 +123,23 @@ impl<T: DeviceReal> DeviceCsr<T> {
     }
 }
 
-/// The operator on the device.
+/// The operator on the device (one per solver: the size of the largest variant is
+/// irrelevant).
+#[allow(clippy::large_enum_variant)]
 enum DeviceOperator<T> {
     Schur {
-        blocks: usize,
+        /// The number of velocity coordinates (rows of `Jᵀ`).
+        n: usize,
+        block_of: CudaSlice<i32>,
         off: CudaSlice<i32>,
         data_off: CudaSlice<i32>,
         hinv: CudaSlice<T>,
         jt: DeviceCsr<T>,
         j: DeviceCsr<T>,
-        u: CudaSlice<T>,
+        /// `Jᵀ z`.
+        t: CudaSlice<f64>,
     },
     Csr {
-        warp: bool,
         a: DeviceCsr<T>,
     },
     Bsr3 {
@@ -191,14 +187,19 @@ impl<T: DeviceReal> DeviceOperator<T> {
         Ok(match op {
             GpuOperator::Schur(s) => {
                 let h = s.h_inverse();
+                let mut block_of = vec![0; h.dim()];
+                for b in 0..h.blocks() {
+                    block_of[h.offsets()[b]..h.offsets()[b + 1]].fill(b);
+                }
                 DeviceOperator::Schur {
-                    blocks: h.blocks(),
+                    n: h.dim(),
+                    block_of: upload_i32(stream, "block index", &block_of)?,
                     off: upload_i32(stream, "block offset", h.offsets())?,
                     data_off: upload_i32(stream, "block data offset", h.data_offsets())?,
                     hinv: upload(stream, h.data())?,
                     jt: DeviceCsr::new(stream, s.jt())?,
                     j: DeviceCsr::new(stream, s.j())?,
-                    u: stream.alloc_zeros::<T>(h.dim().max(1)).map_err(gpu_err("allocation"))?,
+                    t: stream.alloc_zeros::<f64>(h.dim().max(1)).map_err(gpu_err("allocation"))?,
                 }
             }
             GpuOperator::Csr(a) => {
@@ -209,7 +210,7 @@ impl<T: DeviceReal> DeviceOperator<T> {
                         a.cols()
                     )));
                 }
-                DeviceOperator::Csr { warp: a.nnz() >= WARP_ROW_NNZ * a.rows().max(1), a: DeviceCsr::new(stream, a)? }
+                DeviceOperator::Csr { a: DeviceCsr::new(stream, a)? }
             }
             GpuOperator::Bsr3(a) => {
                 let (ptr, col, val) = bsr3_arrays(a)?;
@@ -230,8 +231,7 @@ impl<T: DeviceReal> DeviceOperator<T> {
     fn dots_grid(&self, m: usize) -> u32 {
         match self {
             DeviceOperator::Schur { .. } => blocks(m, BLOCK),
-            DeviceOperator::Csr { warp: false, .. } => blocks(m, BLOCK),
-            DeviceOperator::Csr { warp: true, .. } => blocks(m, WARP_ROWS),
+            DeviceOperator::Csr { .. } => blocks(m, BLOCK),
             DeviceOperator::Bsr3 { block_rows, .. } => blocks(*block_rows, BLOCK),
         }
     }
@@ -241,17 +241,17 @@ impl<T: DeviceReal> DeviceOperator<T> {
 struct State<T> {
     op: DeviceOperator<T>,
     /// `C + shift`, the preconditioner `P⁻¹` and the start/right-hand-side vectors.
-    c: CudaSlice<T>,
-    pinv: CudaSlice<T>,
-    b: CudaSlice<T>,
-    x: CudaSlice<T>,
-    ax: CudaSlice<T>,
-    r: CudaSlice<T>,
-    z: CudaSlice<T>,
-    p: CudaSlice<T>,
-    ap: CudaSlice<T>,
-    az: CudaSlice<T>,
-    q: CudaSlice<T>,
+    c: CudaSlice<f64>,
+    pinv: CudaSlice<f64>,
+    b: CudaSlice<f64>,
+    x: CudaSlice<f64>,
+    ax: CudaSlice<f64>,
+    r: CudaSlice<f64>,
+    z: CudaSlice<f64>,
+    p: CudaSlice<f64>,
+    ap: CudaSlice<f64>,
+    az: CudaSlice<f64>,
+    q: CudaSlice<f64>,
     part_zaz: CudaSlice<f64>,
     part_rz: CudaSlice<f64>,
     part_bb: CudaSlice<f64>,
@@ -264,7 +264,23 @@ struct State<T> {
     never: CudaSlice<i32>,
     /// The iterations the scalar arrays have room for.
     capacity: usize,
+    /// This solver's own stream (solvers on other threads do not interleave with it).
+    stream: Arc<CudaStream>,
+    /// Recorded CUDA graphs of the iteration launches, by iteration range: a solve
+    /// replays one graph per range instead of launching 3–4 kernels per iteration.
+    graphs: HashMap<(usize, usize), Graph>,
+    /// Off after a capture failed: launch kernel by kernel.
+    use_graphs: bool,
+    /// Why the last capture failed, if one did.
+    graph_error: Option<String>,
 }
+
+/// A recorded CUDA graph.
+struct Graph(CudaGraph);
+
+// SAFETY: a graph is only touched through `&mut State`, by one thread at a time; CUDA
+// requires no more of a graph than that (no concurrent use).
+unsafe impl Send for Graph {}
 
 /// Jacobi-preconditioned conjugate residuals on the GPU for one system
 /// `(A + diag(C) + shift·1) x = b` (module notes).
@@ -286,14 +302,16 @@ impl std::fmt::Debug for GpuPcr {
     }
 }
 
-/// `1 / (d + c + shift)` for positive finite sums, 1 otherwise (as the CPU solver).
+/// `C + shift`, and `1 / (d + c + shift)` for positive finite sums, 1 otherwise (as the
+/// CPU solver).
 fn jacobi(diagonal: &[f64], compliance: &[f64], shift: f64) -> (Vec<f64>, Vec<f64>) {
     let c: Vec<f64> = compliance.iter().map(|c| c + shift).collect();
     let pinv = diagonal
         .iter()
-        .zip(&c)
+        .zip(compliance)
         .map(|(d, c)| {
-            let a = d + c;
+            // Summed as the CPU solver's `SchurOperator::diagonal`.
+            let a = d + c + shift;
             if a > 0.0 && a.is_finite() {
                 1.0 / a
             } else {
@@ -318,8 +336,8 @@ fn check_compliance(rows: usize, compliance: &[f64], shift: f64) -> Result<()> {
 }
 
 impl GpuPcr {
-    /// Uploads `operator`, the diagonal `compliance` (one per row) and `shift`, in
-    /// `precision`.
+    /// Uploads `operator` with its entries in `precision`, and the diagonal `compliance`
+    /// (one per row) and `shift`.
     ///
     /// Errors: mismatched lengths ([`Error::Dimension`]), non-finite entries
     /// ([`Error::NonFinite`]), sizes beyond 32-bit indices or a device failure
@@ -336,7 +354,8 @@ impl GpuPcr {
         index32("rows", rows)?;
         let diagonal = operator.diagonal();
         let (c, pinv) = jacobi(&diagonal, compliance, shift);
-        let stream = gpu.stream();
+        let stream = gpu.new_stream()?;
+        let stream = &stream;
         let state = match precision {
             Precision::F64 => Precisioned::F64(Box::new(State::new(stream, operator, &c, &pinv)?)),
             Precision::F32 => Precisioned::F32(Box::new(State::new(stream, operator, &c, &pinv)?)),
@@ -349,7 +368,30 @@ impl GpuPcr {
         self.rows
     }
 
-    /// The precision of the device vectors.
+    /// Whether solves replay recorded CUDA graphs (`Ok`), or launch kernel by kernel
+    /// because recording failed (`Err` with the reason; the results are the same).
+    pub fn graphs(&self) -> std::result::Result<(), String> {
+        let (on, why) = match &self.state {
+            Precisioned::F64(s) => (s.use_graphs, &s.graph_error),
+            Precisioned::F32(s) => (s.use_graphs, &s.graph_error),
+        };
+        if on {
+            Ok(())
+        } else {
+            Err(why.clone().unwrap_or_else(|| "graphs disabled".into()))
+        }
+    }
+
+    /// Switches the replay of recorded CUDA graphs on (the default) or off (kernel by
+    /// kernel launches; the results are the same, for timing comparisons).
+    pub fn set_graphs(&mut self, on: bool) {
+        match &mut self.state {
+            Precisioned::F64(s) => s.use_graphs = on,
+            Precisioned::F32(s) => s.use_graphs = on,
+        }
+    }
+
+    /// The precision of the device matrices' entries.
     pub fn precision(&self) -> Precision {
         match self.state {
             Precisioned::F64(_) => Precision::F64,
@@ -362,10 +404,9 @@ impl GpuPcr {
     pub fn set_compliance(&mut self, compliance: &[f64], shift: f64) -> Result<()> {
         check_compliance(self.rows, compliance, shift)?;
         let (c, pinv) = jacobi(&self.diagonal, compliance, shift);
-        let stream = self.gpu.stream().clone();
         match &mut self.state {
-            Precisioned::F64(s) => s.set_diagonal(&stream, &c, &pinv),
-            Precisioned::F32(s) => s.set_diagonal(&stream, &c, &pinv),
+            Precisioned::F64(s) => s.set_diagonal(&c, &pinv),
+            Precisioned::F32(s) => s.set_diagonal(&c, &pinv),
         }
     }
 
@@ -410,12 +451,11 @@ impl<T: DeviceReal> State<T> {
         let m = c.len().max(1);
         let op = DeviceOperator::new(stream, operator)?;
         let np = (blocks(m, BLOCK).max(op.dots_grid(m))) as usize;
-        let zeros = |n: usize| stream.alloc_zeros::<T>(n).map_err(gpu_err("allocation"));
+        let zeros = |n: usize| stream.alloc_zeros::<f64>(n).map_err(gpu_err("allocation"));
         let zeros64 = |n: usize| stream.alloc_zeros::<f64>(n).map_err(gpu_err("allocation"));
-        let capacity = 0;
         Ok(State {
-            c: upload(stream, c)?,
-            pinv: upload(stream, pinv)?,
+            c: stream.clone_htod(c).map_err(gpu_err("upload"))?,
+            pinv: stream.clone_htod(pinv).map_err(gpu_err("upload"))?,
             b: zeros(m)?,
             x: zeros(m)?,
             ax: zeros(m)?,
@@ -429,30 +469,35 @@ impl<T: DeviceReal> State<T> {
             part_rz: zeros64(np)?,
             part_bb: zeros64(np)?,
             part_apq: zeros64(np)?,
-            zaz: zeros64(capacity + 1)?,
-            res: zeros64(capacity + 1)?,
+            zaz: zeros64(1)?,
+            res: zeros64(1)?,
             target: zeros64(1)?,
-            flags: stream.alloc_zeros::<i32>(2 * capacity + 3).map_err(gpu_err("allocation"))?,
+            flags: stream.alloc_zeros::<i32>(3).map_err(gpu_err("allocation"))?,
             never: stream.alloc_zeros::<i32>(1).map_err(gpu_err("allocation"))?,
-            capacity,
+            capacity: 0,
+            stream: stream.clone(),
+            graphs: HashMap::new(),
+            use_graphs: true,
+            graph_error: None,
             op,
         })
     }
 
-    fn set_diagonal(&mut self, stream: &Arc<CudaStream>, c: &[f64], pinv: &[f64]) -> Result<()> {
-        let host: Vec<T> = c.iter().map(|&v| T::of(v)).collect();
-        stream.memcpy_htod(&host, &mut self.c).map_err(gpu_err("upload"))?;
-        let host: Vec<T> = pinv.iter().map(|&v| T::of(v)).collect();
-        stream.memcpy_htod(&host, &mut self.pinv).map_err(gpu_err("upload"))
+    fn set_diagonal(&mut self, c: &[f64], pinv: &[f64]) -> Result<()> {
+        self.stream.memcpy_htod(c, &mut self.c).map_err(gpu_err("upload"))?;
+        self.stream.memcpy_htod(pinv, &mut self.pinv).map_err(gpu_err("upload"))
     }
 
-    /// Room for `iterations` iterations in the device scalars.
-    fn reserve(&mut self, stream: &Arc<CudaStream>, iterations: usize) -> Result<()> {
+    /// Room for `iterations` iterations in the device scalars (new buffers invalidate
+    /// the recorded graphs, which hold their addresses).
+    fn reserve(&mut self, iterations: usize) -> Result<()> {
         if iterations > self.capacity {
+            let stream = &self.stream;
             self.zaz = stream.alloc_zeros::<f64>(iterations + 1).map_err(gpu_err("allocation"))?;
             self.res = stream.alloc_zeros::<f64>(iterations + 1).map_err(gpu_err("allocation"))?;
             self.flags = stream.alloc_zeros::<i32>(2 * iterations + 3).map_err(gpu_err("allocation"))?;
             self.capacity = iterations;
+            self.graphs.clear();
         }
         Ok(())
     }
@@ -461,39 +506,36 @@ impl<T: DeviceReal> State<T> {
     /// `second·input`, skipped when `*skip` is set. Returns the number of partial sums.
     #[allow(clippy::too_many_arguments)]
     fn launch_operator(
-        op: &DeviceOperator<T>,
+        &self,
         gpu: &Gpu,
         m: usize,
-        skip: &cudarc::driver::CudaView<'_, i32>,
-        c: &CudaSlice<T>,
-        input: &CudaSlice<T>,
-        second: &CudaSlice<T>,
-        out: &CudaSlice<T>,
-        part_zaz: &CudaSlice<f64>,
-        part_rz: &CudaSlice<f64>,
+        skip: &CudaView<'_, i32>,
+        input: &CudaSlice<f64>,
+        second: &CudaSlice<f64>,
+        out: &CudaSlice<f64>,
     ) -> Result<i32> {
-        let stream = gpu.stream();
+        let stream = &self.stream;
+        let (c, part_zaz, part_rz) = (&self.c, &self.part_zaz, &self.part_rz);
         let p = T::PRECISION;
         let m32 = m as i32;
-        let grid = op.dots_grid(m);
-        let launched = match op {
-            DeviceOperator::Schur { blocks: nb, off, data_off, hinv, jt, j, u } => {
-                let nb32 = *nb as i32;
-                let f = gpu.function(p, "schur_jt_hinv");
+        let grid = self.op.dots_grid(m);
+        let launched = match &self.op {
+            DeviceOperator::Schur { n, block_of, off, data_off, hinv, jt, j, t } => {
+                let n32 = *n as i32;
+                let f = gpu.function(p, "schur_jt");
                 let mut l = stream.launch_builder(f);
-                l.arg(skip).arg(&nb32).arg(off).arg(data_off).arg(hinv).arg(&jt.ptr).arg(&jt.col).arg(&jt.val);
-                l.arg(input).arg(u);
+                l.arg(skip).arg(&n32).arg(&jt.ptr).arg(&jt.col).arg(&jt.val).arg(input).arg(t);
                 // SAFETY: the arguments match the kernel's signature and sizes.
-                unsafe { l.launch(cfg(blocks(*nb, BLOCK))) }.map_err(gpu_err("schur_jt_hinv"))?;
+                unsafe { l.launch(cfg(blocks(*n, BLOCK))) }.map_err(gpu_err("schur_jt"))?;
                 let f = gpu.function(p, "schur_j_dots");
                 let mut l = stream.launch_builder(f);
-                l.arg(skip).arg(&m32).arg(&j.ptr).arg(&j.col).arg(&j.val).arg(u).arg(c).arg(input).arg(second);
-                l.arg(out).arg(part_zaz).arg(part_rz);
+                l.arg(skip).arg(&m32).arg(&j.ptr).arg(&j.col).arg(&j.val).arg(block_of).arg(off).arg(data_off);
+                l.arg(hinv).arg(t).arg(c).arg(input).arg(second).arg(out).arg(part_zaz).arg(part_rz);
                 // SAFETY: as above.
                 unsafe { l.launch(cfg(grid)) }
             }
-            DeviceOperator::Csr { warp, a } => {
-                let f = gpu.function(p, if *warp { "csr_dots_warp" } else { "csr_dots" });
+            DeviceOperator::Csr { a } => {
+                let f = gpu.function(p, "csr_dots");
                 let mut l = stream.launch_builder(f);
                 l.arg(skip).arg(&m32).arg(&a.ptr).arg(&a.col).arg(&a.val).arg(c).arg(input).arg(second);
                 l.arg(out).arg(part_zaz).arg(part_rz);
@@ -515,95 +557,120 @@ impl<T: DeviceReal> State<T> {
     }
 
     fn apply(&mut self, gpu: &Gpu, x: &[f64]) -> Result<Vec<f64>> {
-        let stream = gpu.stream();
         let m = x.len();
-        let host: Vec<T> = x.iter().map(|&v| T::of(v)).collect();
-        stream.memcpy_htod(&host, &mut self.x).map_err(gpu_err("upload"))?;
+        self.stream.memcpy_htod(x, &mut self.x).map_err(gpu_err("upload"))?;
         let never = self.never.slice(..);
-        Self::launch_operator(
-            &self.op,
-            gpu,
-            m,
-            &never,
-            &self.c,
-            &self.x,
-            &self.x,
-            &self.ax,
-            &self.part_zaz,
-            &self.part_rz,
-        )?;
-        let out = stream.clone_dtoh(&self.ax.slice(..m)).map_err(gpu_err("download"))?;
-        Ok(out.into_iter().map(T::to).collect())
+        self.launch_operator(gpu, m, &never, &self.x, &self.x, &self.ax)?;
+        self.stream.clone_dtoh(&self.ax.slice(..m)).map_err(gpu_err("download"))
+    }
+
+    /// Launches iterations `range` (three or four kernels each).
+    fn launch_iterations(&self, gpu: &Gpu, m: usize, range: std::ops::Range<usize>) -> Result<()> {
+        let (stream, p, m32) = (&self.stream, T::PRECISION, m as i32);
+        let rows_grid = blocks(m, BLOCK);
+        let np_rows = rows_grid as i32;
+        let np_op = self.op.dots_grid(m) as i32;
+        for k in range {
+            let k32 = k as i32;
+            let mut l = stream.launch_builder(gpu.function(p, "pcr_update"));
+            l.arg(&k32).arg(&m32).arg(&self.part_apq).arg(&np_rows).arg(&self.zaz).arg(&self.flags);
+            l.arg(&self.x).arg(&self.r).arg(&self.z).arg(&self.p).arg(&self.ap).arg(&self.q);
+            // SAFETY: the arguments match the kernel's signature and sizes.
+            unsafe { l.launch(cfg(rows_grid)) }.map_err(gpu_err("pcr_update"))?;
+            let skip = self.flags.slice(2 * k + 1..2 * k + 2);
+            self.launch_operator(gpu, m, &skip, &self.z, &self.r, &self.az)?;
+            let mut l = stream.launch_builder(gpu.function(p, "pcr_direction"));
+            l.arg(&k32).arg(&m32).arg(&self.part_zaz).arg(&np_op).arg(&self.part_rz).arg(&np_op);
+            l.arg(&self.zaz).arg(&self.res).arg(&self.target).arg(&self.flags).arg(&self.z).arg(&self.az);
+            l.arg(&self.pinv).arg(&self.p).arg(&self.ap).arg(&self.q).arg(&self.part_apq);
+            // SAFETY: as above.
+            unsafe { l.launch(cfg(rows_grid)) }.map_err(gpu_err("pcr_direction"))?;
+        }
+        Ok(())
+    }
+
+    /// Runs iterations `range`: replays its recorded graph, recording it the first time;
+    /// kernel by kernel when graphs are unavailable.
+    fn run_iterations(&mut self, gpu: &Gpu, m: usize, range: std::ops::Range<usize>) -> Result<()> {
+        let key = (range.start, range.end);
+        if self.use_graphs && !self.graphs.contains_key(&key) {
+            match self.record(gpu, m, range.clone()) {
+                Ok(graph) => {
+                    self.graphs.insert(key, Graph(graph));
+                }
+                Err(e) => {
+                    self.use_graphs = false;
+                    self.graph_error = Some(e.to_string());
+                }
+            }
+        }
+        match self.graphs.get(&key) {
+            Some(g) if self.use_graphs => g.0.launch().map_err(gpu_err("graph launch")),
+            _ => self.launch_iterations(gpu, m, range),
+        }
+    }
+
+    /// Records the launches of iterations `range` as a CUDA graph.
+    fn record(&self, gpu: &Gpu, m: usize, range: std::ops::Range<usize>) -> Result<CudaGraph> {
+        self.stream
+            .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .map_err(gpu_err("begin capture"))?;
+        let launched = self.launch_iterations(gpu, m, range);
+        let graph = self.stream.end_capture(CUgraphInstantiate_flags(0)).map_err(gpu_err("end capture"));
+        launched?;
+        graph?.ok_or_else(|| Error::Gpu("an empty graph was captured".into()))
     }
 
     fn solve(&mut self, gpu: &Gpu, b: &[f64], x: &mut [f64], options: &PcrOptions) -> Result<PcrReport> {
-        let stream = gpu.stream().clone();
         let p = T::PRECISION;
         let m = b.len();
         let m32 = m as i32;
         let max = options.max_iterations;
-        self.reserve(&stream, max)?;
+        self.reserve(max)?;
+        let stream = self.stream.clone();
         stream.memset_zeros(&mut self.flags).map_err(gpu_err("memset"))?;
-        let host: Vec<T> = b.iter().map(|&v| T::of(v)).collect();
-        stream.memcpy_htod(&host, &mut self.b).map_err(gpu_err("upload"))?;
-        let host: Vec<T> = x.iter().map(|&v| T::of(v)).collect();
-        stream.memcpy_htod(&host, &mut self.x).map_err(gpu_err("upload"))?;
+        stream.memcpy_htod(b, &mut self.b).map_err(gpu_err("upload"))?;
+        stream.memcpy_htod(&*x, &mut self.x).map_err(gpu_err("upload"))?;
         let rows_grid = blocks(m, BLOCK);
         let np_rows = rows_grid as i32;
 
         // r = b − A x; z = P⁻¹ r; Az = A z; p = z; Ap = Az.
-        let never = self.never.slice(..);
-        let s = &*self;
-        Self::launch_operator(&s.op, gpu, m, &never, &s.c, &s.x, &s.x, &s.ax, &s.part_zaz, &s.part_rz)?;
-        let mut l = stream.launch_builder(gpu.function(p, "pcr_start"));
-        l.arg(&m32).arg(&s.b).arg(&s.ax).arg(&s.pinv).arg(&s.r).arg(&s.z).arg(&s.part_bb);
-        // SAFETY: the arguments match the kernel's signature and sizes.
-        unsafe { l.launch(cfg(rows_grid)) }.map_err(gpu_err("pcr_start"))?;
-        let np_op = Self::launch_operator(&s.op, gpu, m, &never, &s.c, &s.z, &s.r, &s.az, &s.part_zaz, &s.part_rz)?;
-        let mut l = stream.launch_builder(gpu.function(p, "pcr_init"));
-        l.arg(&m32).arg(&options.tolerance).arg(&s.z).arg(&s.az).arg(&s.pinv).arg(&s.p).arg(&s.ap).arg(&s.q);
-        l.arg(&s.part_zaz).arg(&np_op).arg(&s.part_rz).arg(&np_op).arg(&s.part_bb).arg(&np_rows);
-        l.arg(&s.part_apq).arg(&s.zaz).arg(&s.res).arg(&s.target).arg(&s.flags);
-        // SAFETY: as above.
-        unsafe { l.launch(cfg(rows_grid)) }.map_err(gpu_err("pcr_init"))?;
+        {
+            let s = &*self;
+            let never = s.never.slice(..);
+            s.launch_operator(gpu, m, &never, &s.x, &s.x, &s.ax)?;
+            let mut l = stream.launch_builder(gpu.function(p, "pcr_start"));
+            l.arg(&m32).arg(&s.b).arg(&s.ax).arg(&s.pinv).arg(&s.r).arg(&s.z).arg(&s.part_bb);
+            // SAFETY: the arguments match the kernel's signature and sizes.
+            unsafe { l.launch(cfg(rows_grid)) }.map_err(gpu_err("pcr_start"))?;
+            let np_op = s.launch_operator(gpu, m, &never, &s.z, &s.r, &s.az)?;
+            let mut l = stream.launch_builder(gpu.function(p, "pcr_init"));
+            l.arg(&m32).arg(&options.tolerance).arg(&s.z).arg(&s.az).arg(&s.pinv).arg(&s.p).arg(&s.ap).arg(&s.q);
+            l.arg(&s.part_zaz).arg(&np_op).arg(&s.part_rz).arg(&np_op).arg(&s.part_bb).arg(&np_rows);
+            l.arg(&s.part_apq).arg(&s.zaz).arg(&s.res).arg(&s.target).arg(&s.flags);
+            // SAFETY: as above.
+            unsafe { l.launch(cfg(rows_grid)) }.map_err(gpu_err("pcr_init"))?;
+        }
 
         let check = if options.tolerance > 0.0 { CHECK_EVERY } else { max.max(1) };
         let mut launched = 0;
         while launched < max {
             let chunk_end = (launched + check).min(max);
-            for k in launched..chunk_end {
-                let k32 = k as i32;
-                let mut l = stream.launch_builder(gpu.function(p, "pcr_update"));
-                l.arg(&k32).arg(&m32).arg(&s.part_apq).arg(&np_rows).arg(&s.zaz).arg(&s.flags);
-                l.arg(&s.x).arg(&s.r).arg(&s.z).arg(&s.p).arg(&s.ap).arg(&s.q);
-                // SAFETY: as above.
-                unsafe { l.launch(cfg(rows_grid)) }.map_err(gpu_err("pcr_update"))?;
-                let skip = s.flags.slice(2 * k + 1..2 * k + 2);
-                Self::launch_operator(&s.op, gpu, m, &skip, &s.c, &s.z, &s.r, &s.az, &s.part_zaz, &s.part_rz)?;
-                let mut l = stream.launch_builder(gpu.function(p, "pcr_direction"));
-                l.arg(&k32).arg(&m32).arg(&s.part_zaz).arg(&np_op).arg(&s.part_rz).arg(&np_op);
-                l.arg(&s.zaz).arg(&s.res).arg(&s.target).arg(&s.flags).arg(&s.z).arg(&s.az).arg(&s.pinv);
-                l.arg(&s.p).arg(&s.ap).arg(&s.q).arg(&s.part_apq);
-                // SAFETY: as above.
-                unsafe { l.launch(cfg(rows_grid)) }.map_err(gpu_err("pcr_direction"))?;
-            }
+            self.run_iterations(gpu, m, launched..chunk_end)?;
             launched = chunk_end;
             if launched < max {
-                let stop =
-                    stream.clone_dtoh(&s.flags.slice(2 * launched..2 * launched + 1)).map_err(gpu_err("download"))?;
-                if stop[0] != 0 {
+                let flag = self.flags.slice(2 * launched..2 * launched + 1);
+                if stream.clone_dtoh(&flag).map_err(gpu_err("download"))?[0] != 0 {
                     break;
                 }
             }
         }
+        let s = &*self;
         let flags = stream.clone_dtoh(&s.flags.slice(..2 * launched + 1)).map_err(gpu_err("download"))?;
         let iterations = (0..launched).find(|&k| flags[2 * k + 1] != 0).unwrap_or(launched);
         let residuals = stream.clone_dtoh(&s.res.slice(..iterations + 1)).map_err(gpu_err("download"))?;
         let target = stream.clone_dtoh(&s.target).map_err(gpu_err("download"))?[0];
-        let xs = stream.clone_dtoh(&s.x.slice(..m)).map_err(gpu_err("download"))?;
-        for (xi, v) in x.iter_mut().zip(xs) {
-            *xi = v.to();
-        }
+        stream.memcpy_dtoh(&s.x.slice(..m), x).map_err(gpu_err("download"))?;
         let converged = residuals[iterations] <= target;
         Ok(PcrReport { iterations, residuals, converged })
     }

@@ -31,7 +31,9 @@ pub use lie::{
 pub use pseudo_inverse::{min_norm_solve, min_norm_solve_factored, pseudo_inverse, FactoredPseudoInverse};
 pub use rng::SplitMix64;
 pub use so3::so3_exp;
-pub use sparse::{BlockDiagonal, CsrMatrix, PcrOptions, PcrReport, SparseSchur, MAX_BLOCK};
+pub use sparse::{
+    blocked_dot, blocked_sum, BlockDiagonal, CsrMatrix, PcrOptions, PcrReport, SparseSchur, MAX_BLOCK, REDUCTION_BLOCK,
+};
 pub use spatial::{Force, Motion};
 pub use sym_eigen::SymmetricEigenWorkspace;
 pub use transform::SE3;

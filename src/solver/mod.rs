@@ -17,7 +17,6 @@ pub mod lcp;
 pub mod ncp;
 pub mod ppm;
 pub mod ppm_solver;
-pub mod schur_systems;
 
 pub use crate::math::{BlockDiagonal, CsrMatrix, SparseSchur};
 pub use constraint_solver::{

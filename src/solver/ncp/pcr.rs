@@ -19,6 +19,7 @@
 //! cylinder). One operator application and a few dot products per iteration.
 
 use crate::error::{Error, Result};
+use crate::math::{blocked_dot, blocked_sum};
 pub use crate::math::{PcrOptions, PcrReport};
 use crate::solver::DelassusOperator;
 
@@ -79,7 +80,8 @@ pub fn pcr_solve(
         return Err(Error::NonFinite { what: "PCR right-hand side", index: i, value: v });
     }
     let pinv: Vec<f64> = diagonal.iter().map(|&d| if d > 0.0 && d.is_finite() { 1.0 / d } else { 1.0 }).collect();
-    let dot = |u: &[f64], v: &[f64]| u.iter().zip(v).map(|(a, b)| a * b).sum::<f64>();
+    // Dot products in the GPU solver's blocked order (`crate::math::blocked_sum`).
+    let dot = blocked_dot;
     let mut r = vec![0.0; n];
     a.apply(x, &mut r);
     for (ri, bi) in r.iter_mut().zip(b) {
@@ -91,7 +93,7 @@ pub fn pcr_solve(
     let mut p = z.clone();
     let mut ap = az.clone();
     let mut pinv_ap = vec![0.0; n];
-    let b_norm = b.iter().zip(&pinv).map(|(b, p)| b * b * p).sum::<f64>().sqrt();
+    let b_norm = blocked_sum(n, |i| b[i] * b[i] * pinv[i]).sqrt();
     let mut zaz = dot(&z, &az);
     let mut residuals = vec![dot(&r, &z).max(0.0).sqrt()];
     let target = options.tolerance * b_norm;

@@ -1,1 +1,0 @@
-//! Generators of large Schur systems from contact and FEM scenes (placeholder).
