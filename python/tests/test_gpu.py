@@ -94,7 +94,13 @@ def test_pcr_gpu_warns_falls_back_and_counts_without_a_gpu():
     assert s["ncp_solves"] == 10 and s["newton_iterations"] > 0
     assert s["gpu_fallbacks"] > 0 and s["gpu_linear_solves"] == 0
     lcp = sim.last_constraints()["lcp"]
-    assert lcp["gpu_fallbacks"] > 0 and lcp["gpu_linear_solves"] == 0
+    # At most one linear solve per Newton iteration (a warm-started step may need none).
+    assert lcp["gpu_fallbacks"] <= lcp["newton_iterations"] and lcp["gpu_linear_solves"] == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        first, _, _ = run(contact, steps=1)
+    lcp = first.last_constraints()["lcp"]
+    assert lcp["newton_iterations"] > 0 and lcp["gpu_fallbacks"] > 0
     # Exactly the CPU conjugate residuals it stands in for.
     cpu, q_cpu, v_cpu = run({"solver": "ncp", "ncp": {"linear_solver": "cr"}})
     np.testing.assert_array_equal(q, q_cpu)

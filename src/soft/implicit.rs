@@ -383,32 +383,30 @@ fn direct_direction(
     report: &mut NewtonReport,
 ) -> Result<(Evaluation, Vec<f64>)> {
     let pattern = potential.body.pattern();
-    {
-        let clock = Instant::now();
-        let factor = pattern.cholesky(&ev.hessian);
-        report.timings.factorization += clock.elapsed().as_secs_f64();
-        report.factorizations += 1;
-        let factor = match factor {
-            Some(f) => f,
-            None => {
-                report.projected_iterations += 1;
-                let clock = Instant::now();
-                ev = potential.evaluate(y, true, true);
-                report.timings.assembly += clock.elapsed().as_secs_f64();
-                let clock = Instant::now();
-                let factor = pattern.cholesky(&ev.hessian);
-                report.timings.factorization += clock.elapsed().as_secs_f64();
-                report.factorizations += 1;
-                factor.ok_or_else(not_positive_definite)?
-            }
-        };
-        let mut d = negative_free_gradient(potential, &ev);
-        report.gradient_norms.push(max_abs(&d));
-        let clock = Instant::now();
-        factor.solve_in_place(&mut d, 1);
-        report.timings.solve += clock.elapsed().as_secs_f64();
-        Ok((ev, d))
-    }
+    let clock = Instant::now();
+    let factor = pattern.cholesky(&ev.hessian);
+    report.timings.factorization += clock.elapsed().as_secs_f64();
+    report.factorizations += 1;
+    let factor = match factor {
+        Some(f) => f,
+        None => {
+            report.projected_iterations += 1;
+            let clock = Instant::now();
+            ev = potential.evaluate(y, true, true);
+            report.timings.assembly += clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
+            let factor = pattern.cholesky(&ev.hessian);
+            report.timings.factorization += clock.elapsed().as_secs_f64();
+            report.factorizations += 1;
+            factor.ok_or_else(not_positive_definite)?
+        }
+    };
+    let mut d = negative_free_gradient(potential, &ev);
+    report.gradient_norms.push(max_abs(&d));
+    let clock = Instant::now();
+    factor.solve_in_place(&mut d, 1);
+    report.timings.solve += clock.elapsed().as_secs_f64();
+    Ok((ev, d))
 }
 
 /// Newton with the exact Hessian of every iteration solved by conjugate residuals on the
@@ -505,7 +503,9 @@ fn gpu_direction(
     // `−∇Φ · d > 0`: downhill. An unconverged solve is used when it is; a converged one
     // that is not (the exact Newton step of an indefinite Hessian) is not taken either.
     let slope: f64 = b.iter().zip(&d).map(|(b, d)| b * d).sum();
-    Ok(Some(if slope > 0.0 && d.iter().all(|s| s.is_finite()) {
+    // A zero step (a zero gradient) is taken too: it ends the iteration.
+    let zero = d.iter().all(|&s| s == 0.0);
+    Ok(Some(if (slope > 0.0 || zero) && d.iter().all(|s| s.is_finite()) {
         GpuDirection::Descent(d)
     } else {
         GpuDirection::NotDescent
