@@ -138,3 +138,24 @@ def test_soft_step_with_pcr_gpu_equals_the_direct_step():
         g, want = pcr.vjp(gx, gv), direct.vjp(gx, gv)
         for key in want:
             np.testing.assert_array_equal(g[key], want[key])
+
+
+def test_a_soft_scene_file_selects_pcr_gpu(tmp_path):
+    import json
+    from pathlib import Path
+
+    scenes = Path(__file__).resolve().parents[2] / "examples" / "scenes"
+    soft = sorted(p for p in scenes.glob("*.json") if "soft" in json.loads(p.read_text()))
+    raw = json.loads(soft[0].read_text())
+    raw["options"]["linear_solver"] = "pcr_gpu"
+    path = tmp_path / "pcr_gpu.json"
+    path.write_text(json.dumps(raw))
+    scene = stiction.load_scene(path)
+    assert scene["options"]["linear_solver"] == "pcr_gpu"
+    body = scene["body"]
+    x, v = body.rest_positions, np.zeros(body.ndof)
+    rec = body.step(x, v, record=True, **scene["options"])
+    direct = body.step(x, v, record=True, **dict(scene["options"], linear_solver="direct"))
+    if not GPU:
+        assert rec.report["gpu_fallbacks"] == rec.report["iterations"]
+        np.testing.assert_array_equal(rec.x_next, direct.x_next)
