@@ -3,8 +3,10 @@
 //! dict `Simulator.contact_options` returns.
 
 use crate::errors::{input_error, IntoPyResult};
+use pyo3::exceptions::PyRuntimeWarning;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyString};
+use std::ffi::CString;
 use stiction::solver::ncp::{LinearSolve, NcpFunction, NcpSolver};
 use stiction::step::{BounceGradients, ContactModel, ContactOptions, ContactSolver, PenetrationRecovery};
 
@@ -30,9 +32,26 @@ pub const KEYS: [&str; 18] = [
     "ncp",
 ];
 
-/// The keys of the `ncp` sub-dict (the NCP solver's settings, used with `solver="ncp"`).
-pub const NCP_KEYS: [&str; 7] =
-    ["function", "max_iterations", "tolerance", "damping", "linear", "cr_iterations", "preconditioner"];
+/// The keys of the `ncp` sub-dict (the NCP solver's settings, used with `solver="ncp"`);
+/// `linear_solver` is a synonym of `linear` (`Simulator.contact_options` lists `linear`).
+pub const NCP_KEYS: [&str; 8] = [
+    "function",
+    "max_iterations",
+    "tolerance",
+    "damping",
+    "linear",
+    "linear_solver",
+    "cr_iterations",
+    "preconditioner",
+];
+
+/// The names of the NCP linear solvers (`linear` / `linear_solver`), the iteration
+/// counts filled in from `cr_iterations` afterwards.
+const LINEAR_SOLVERS: [(&str, LinearSolve); 3] = [
+    ("direct", LinearSolve::Direct),
+    ("cr", LinearSolve::ConjugateResidual(0)),
+    ("pcr_gpu", LinearSolve::GpuConjugateResidual(0)),
+];
 
 fn type_name(value: &Bound<'_, PyAny>) -> String {
     value.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
@@ -172,14 +191,18 @@ fn ncp_function_name(f: NcpFunction) -> &'static str {
 }
 
 /// Parses the `ncp` sub-dict of the contact options: keys among [`NCP_KEYS`] (the others
-/// keep their defaults); `linear` is `"direct"` (dense Cholesky) or `"cr"` (conjugate
-/// residuals, at most `cr_iterations`).
+/// keep their defaults); `linear` (or its synonym `linear_solver`) is `"direct"` (dense
+/// Cholesky), `"cr"` (conjugate residuals, at most `cr_iterations`) or `"pcr_gpu"` (the
+/// same on the GPU, docs/gpu.md). Choosing `"pcr_gpu"` where no GPU is available warns
+/// (`RuntimeWarning`, with the reason): the solves then run on the CPU, counted in
+/// `Simulator.stats["gpu_fallbacks"]`.
 fn ncp_options(value: &Bound<'_, PyAny>) -> PyResult<NcpSolver> {
     let mut n = NcpSolver::default();
     let dict = value
         .cast::<PyDict>()
         .map_err(|_| input_error(format!("contact option 'ncp' must be a dict, got {}", type_name(value))))?;
     let mut cr = None;
+    let mut linear_key: Option<(String, LinearSolve)> = None;
     for (key, value) in dict.iter() {
         let key: String = key.extract().map_err(|_| input_error("ncp option names must be strings"))?;
         let name = format!("ncp.{key}");
@@ -191,12 +214,17 @@ fn ncp_options(value: &Bound<'_, PyAny>) -> PyResult<NcpSolver> {
             "max_iterations" => n.max_iterations = count(&name, &value)?,
             "tolerance" => n.tolerance = real(&name, &value)?,
             "damping" => n.damping = real(&name, &value)?,
-            "linear" => {
-                n.linear = choice(
-                    &name,
-                    &value,
-                    &[("direct", LinearSolve::Direct), ("cr", LinearSolve::ConjugateResidual(0))],
-                )?
+            "linear" | "linear_solver" => {
+                let linear = choice(&name, &value, &LINEAR_SOLVERS)?;
+                if let Some((other, previous)) = &linear_key {
+                    if *previous != linear {
+                        return Err(input_error(format!(
+                            "ncp options '{other}' and '{key}' are synonyms and disagree; give one of them"
+                        )));
+                    }
+                }
+                n.linear = linear;
+                linear_key = Some((key.clone(), linear));
             }
             "cr_iterations" => cr = Some(count(&name, &value)?),
             "preconditioner" => n.preconditioner = flag(&name, &value)?,
@@ -208,8 +236,21 @@ fn ncp_options(value: &Bound<'_, PyAny>) -> PyResult<NcpSolver> {
             }
         }
     }
-    if let LinearSolve::ConjugateResidual(_) = n.linear {
-        n.linear = LinearSolve::ConjugateResidual(cr.unwrap_or(200));
+    match n.linear {
+        LinearSolve::ConjugateResidual(_) => n.linear = LinearSolve::ConjugateResidual(cr.unwrap_or(200)),
+        LinearSolve::GpuConjugateResidual(_) => {
+            n.linear = LinearSolve::GpuConjugateResidual(cr.unwrap_or(200));
+            if let Err(e) = stiction::gpu::available() {
+                let msg = format!(
+                    "ncp linear solver 'pcr_gpu': no GPU is available ({e}); the Newton systems will be solved \
+                     on the CPU by conjugate residuals (counted in Simulator.stats['gpu_fallbacks'])"
+                );
+                let msg = CString::new(msg.replace('\0', "\\0")).expect("NUL bytes were replaced");
+                let py = value.py();
+                PyErr::warn(py, &py.get_type::<PyRuntimeWarning>(), &msg, 1)?;
+            }
+        }
+        LinearSolve::Direct => {}
     }
     Ok(n)
 }
@@ -224,6 +265,7 @@ fn ncp_dict<'py>(py: Python<'py>, n: &NcpSolver) -> PyResult<Bound<'py, PyDict>>
     let (linear, cr) = match n.linear {
         LinearSolve::Direct => ("direct", 200),
         LinearSolve::ConjugateResidual(k) => ("cr", k),
+        LinearSolve::GpuConjugateResidual(k) => ("pcr_gpu", k),
     };
     d.set_item("linear", linear)?;
     d.set_item("cr_iterations", cr)?;

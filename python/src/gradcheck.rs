@@ -221,6 +221,7 @@ fn soft_scene_dict(py: Python<'_>, scene: SoftScene) -> PyResult<Bound<'_, PyDic
         SoftLinearSolver::Direct => "direct",
         SoftLinearSolver::KeptFactor { single_precision: true } => "kept_factor",
         SoftLinearSolver::KeptFactor { single_precision: false } => "kept_factor_f64",
+        SoftLinearSolver::PcrGpu => "pcr_gpu",
     };
     o.set_item("linear_solver", linear_solver)?;
     d.set_item("options", o)?;

@@ -11,6 +11,7 @@ mod contact_options;
 mod contacts;
 mod convert;
 mod errors;
+mod gpu;
 mod gradcheck;
 mod model;
 mod optim;
@@ -61,6 +62,7 @@ fn _stiction(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(optim::_shooting, m)?)?;
     m.add_function(wrap_pyfunction!(sysid::_sysid_fit, m)?)?;
     m.add_function(wrap_pyfunction!(sysid::_sysid_evaluate, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu::_gpu_available, m)?)?;
     optim::register(m)?;
     samples::register(m)?;
     Ok(())

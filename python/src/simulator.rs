@@ -218,7 +218,10 @@ impl PySimulator {
     /// steps whose LCP solution misses the LCP tolerance; `relaxed_solves`: steps whose LCP
     /// had no exact solution with the penetration-recovery and bounce biases and was solved
     /// without them; `ncp_solves`: steps solved by the NCP solver, `contact={"solver":
-    /// "ncp"}`; `newton_iterations`: their non-smooth Newton iterations, summed).
+    /// "ncp"}`; `newton_iterations`: their non-smooth Newton iterations, summed;
+    /// `gpu_linear_solves` / `gpu_fallbacks`: their Newton linear systems solved on the GPU
+    /// with `"ncp": {"linear_solver": "pcr_gpu"}`, and those solved on the CPU instead
+    /// because no GPU was available; docs/gpu.md).
     #[getter]
     fn stats(&self) -> PyResult<std::collections::HashMap<&'static str, u64>> {
         let s = *self.lock()?.stats();
@@ -238,6 +241,8 @@ impl PySimulator {
             ("relaxed_solves", s.relaxed_solves),
             ("ncp_solves", s.ncp_solves),
             ("newton_iterations", s.newton_iterations),
+            ("gpu_linear_solves", s.gpu_linear_solves),
+            ("gpu_fallbacks", s.gpu_fallbacks),
         ]
         .into_iter()
         .collect())

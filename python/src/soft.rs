@@ -149,6 +149,7 @@ fn report_dict<'py>(py: Python<'py>, r: &NewtonReport) -> PyResult<Bound<'py, Py
     d.set_item("iterations", r.iterations)?;
     d.set_item("factorizations", r.factorizations)?;
     d.set_item("linear_iterations", r.linear_iterations.clone())?;
+    d.set_item("gpu_fallbacks", r.gpu_fallbacks)?;
     d.set_item("final_check", r.final_check)?;
     d.set_item("gradient_norms", r.gradient_norms.clone())?;
     d.set_item("step_norms", r.step_norms.clone())?;
@@ -586,14 +587,16 @@ pub(crate) fn options(
     })
 }
 
-/// `"direct"`, `"kept_factor"` (single-precision kept factor) or `"kept_factor_f64"`.
+/// `"direct"`, `"kept_factor"` (single-precision kept factor), `"kept_factor_f64"` or
+/// `"pcr_gpu"` (conjugate residuals on the GPU, docs/gpu.md).
 pub(crate) fn linear_solver_arg(name: &str) -> PyResult<SoftLinearSolver> {
     match name {
         "direct" => Ok(SoftLinearSolver::Direct),
         "kept_factor" => Ok(SoftLinearSolver::KeptFactor { single_precision: true }),
         "kept_factor_f64" => Ok(SoftLinearSolver::KeptFactor { single_precision: false }),
+        "pcr_gpu" => Ok(SoftLinearSolver::PcrGpu),
         other => Err(input_error(format!(
-            "unknown linear_solver '{other}' (expected 'direct', 'kept_factor' or 'kept_factor_f64')"
+            "unknown linear_solver '{other}' (expected 'direct', 'kept_factor', 'kept_factor_f64' or 'pcr_gpu')"
         ))),
     }
 }
@@ -787,7 +790,9 @@ impl PySoftBody {
     /// Cholesky factorization per Newton iteration), `"kept_factor"` (inexact Newton: one
     /// single-precision factor per step preconditions conjugate gradients on the exact
     /// Hessian; the record keeps it for the adjoint; several times faster from a few
-    /// thousand tets) or `"kept_factor_f64"` (the same with a double-precision factor).
+    /// thousand tets), `"kept_factor_f64"` (the same with a double-precision factor) or
+    /// `"pcr_gpu"` (each Newton system solved by conjugate residuals on the GPU; without a
+    /// GPU a direct step, counted in the report's `gpu_fallbacks`; docs/gpu.md).
     #[pyo3(signature = (x, v, u=None, targets=None, dt=1e-3, tolerance=1e-10, max_iterations=50,
                         line_search=true, record=false, integrator="backward_euler",
                         linear_solver="direct"))]
@@ -1139,7 +1144,9 @@ impl PySoftStepRecord {
     }
 
     /// Newton's report: a dict with `iterations`, `factorizations`, `linear_iterations`
-    /// (conjugate-gradient iterations per Newton iteration with a kept factor),
+    /// (conjugate-gradient iterations per Newton iteration with a kept factor; GPU
+    /// conjugate-residual iterations with `"pcr_gpu"`), `gpu_fallbacks` (with `"pcr_gpu"`:
+    /// Newton iterations solved directly because no GPU was available),
     /// `final_check` (the step ended on the kept factor's check), `gradient_norms` (‖∇Φ‖∞ at each
     /// iterate), `step_norms` (‖Δy‖∞ of each Newton step, m), `step_lengths` (the line
     /// search's), `projected_iterations` (iterations whose Hessian needed the PSD

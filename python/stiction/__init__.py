@@ -10,7 +10,7 @@ Conventions: z-up world, SI units, float64 numpy arrays, spatial vectors
 (2,)
 """
 
-from . import samples, sysid, trajopt
+from . import gpu, samples, sysid, trajopt
 from ._stiction import (
     GradReport,
     InputError,
@@ -87,6 +87,7 @@ __all__ = [
     "WorldStepRecord",
     "WorldTape",
     "__version__",
+    "gpu",
     "gradcheck",
     "gradcheck_scene",
     "load",

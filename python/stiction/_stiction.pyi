@@ -483,7 +483,8 @@ class Simulator:
               (docs/ncp.md), its settings in ``ncp``;
             - ``ncp`` (dict): ``function`` (``"fischer_burmeister"`` or ``"min_map"``),
               ``max_iterations`` (200), ``tolerance`` (m/s, 1e-12), ``damping`` (0.75),
-              ``linear`` (``"direct"`` or ``"cr"``), ``cr_iterations`` (200),
+              ``linear`` (``"direct"``, ``"cr"`` or ``"pcr_gpu"``: conjugate residuals on
+              the GPU, docs/gpu.md; ``linear_solver`` is a synonym), ``cr_iterations`` (200),
               ``preconditioner`` (True);
             - ``margin`` (m, 5e-3): contacts are created below this signed distance;
             - ``penetration`` (``"split"`` or ``"velocity"``; ``"split"``): remove
@@ -548,7 +549,10 @@ class Simulator:
         the documented tolerance), ``inexact_solves`` (steps whose LCP solution misses the LCP
         tolerance), ``relaxed_solves`` (steps whose LCP had no solution with its penetration
         recovery and bounce biases and was solved without them), ``ncp_solves`` (steps solved
-        by the NCP solver) and ``newton_iterations`` (their Newton iterations)."""
+        by the NCP solver), ``newton_iterations`` (their Newton iterations), and
+        ``gpu_linear_solves`` / ``gpu_fallbacks`` (their Newton linear systems solved on the
+        GPU with ``"ncp": {"linear_solver": "pcr_gpu"}``, and those solved on the CPU
+        instead because no GPU was available; docs/gpu.md)."""
     def last_constraints(self) -> Optional[Dict[str, Any]]:
         """The constraint stage of the last step, recorded or not (see
         :attr:`StepRecord.constraints`); None when it had no rows or before any step."""
@@ -800,7 +804,7 @@ class StepRecord:
         (``"empty"``, ``"warm_start"``, ``"ppm"``, ``"dantzig"``, ``"lemke"``, ``"pgs"``,
         ``"newton"``), ``islands``, ``pivots``, ``pgs_iterations``, ``residual``,
         ``warm_start_attempted``, ``warm_start_hit``, ``fallbacks``, ``standardized``,
-        ``newton_iterations``;
+        ``newton_iterations``, ``gpu_linear_solves``, ``gpu_fallbacks``;
         ``passes`` (LCP solves of the step: 1 plus the re-solves of the limit loop and a
         relaxation), ``relaxed`` (the LCP had no accurate solution with its penetration
         recovery and bounce biases and was solved without them), ``correction_dropped``
@@ -1468,7 +1472,7 @@ class SoftBody:
         integrator: str = "backward_euler",
         linear_solver: str = "direct",
     ) -> Union[Tuple[Vector, Vector], "SoftStepRecord"]:
-        """One implicit step (``integrator``: ``"backward_euler"`` or ``"implicit_midpoint"``; ``linear_solver``: ``"direct"``, a factorization per Newton iteration, or ``"kept_factor"``/``"kept_factor_f64"``, one kept factor preconditioning conjugate gradients) from ``(x, v)`` under vertex forces ``u`` (None: zero), the
+        """One implicit step (``integrator``: ``"backward_euler"`` or ``"implicit_midpoint"``; ``linear_solver``: ``"direct"``, a factorization per Newton iteration, or ``"kept_factor"``/``"kept_factor_f64"``, one kept factor preconditioning conjugate gradients, or ``"pcr_gpu"``, conjugate residuals on the GPU with a direct fallback counted in the report's ``gpu_fallbacks``) from ``(x, v)`` under vertex forces ``u`` (None: zero), the
         pins moving to ``targets`` (None: where ``x`` has them). Newton stops when its step is
         at most ``tolerance`` times the rest mesh's diagonal. Returns ``(x_next, v_next)``, or
         a :class:`SoftStepRecord` with ``record=True``.
@@ -1606,7 +1610,9 @@ class SoftStepRecord:
     @property
     def report(self) -> Dict[str, Any]:
         """Newton's report: ``iterations``, ``factorizations``, ``linear_iterations`` (conjugate-gradient
-        iterations per Newton iteration with a kept factor), ``final_check`` (the step ended on the kept
+        iterations per Newton iteration with a kept factor; GPU conjugate-residual iterations with
+        ``"pcr_gpu"``), ``gpu_fallbacks`` (with ``"pcr_gpu"``: iterations solved directly for want of a
+        GPU), ``final_check`` (the step ended on the kept
         factor's convergence check), ``gradient_norms``, ``step_norms``,
         ``step_lengths``, ``projected_iterations``, ``inverted_elements`` and ``timings``
         (seconds in ``assembly``, ``factorization``, ``solve``, ``line_search``)."""
@@ -1939,3 +1945,7 @@ def _sysid_evaluate(
 ) -> Tuple[np.ndarray, Optional[np.ndarray], int]:
     """Residuals (and Jacobian) of a slice of a fit's trajectories; used by
     :func:`stiction.distributed.sysid_fit`."""
+
+def _gpu_available() -> Tuple[bool, Union[Dict[str, Any], str]]:
+    """``(True, info)`` (``name``, ``compute_capability``, ``memory_bytes``,
+    ``nvrtc_version``) or ``(False, reason)``; use :mod:`stiction.gpu`."""

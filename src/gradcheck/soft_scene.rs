@@ -579,9 +579,10 @@ fn options(o: Option<OptionsFile>) -> Result<SoftOptions> {
             "direct" => SoftLinearSolver::Direct,
             "kept_factor" => SoftLinearSolver::KeptFactor { single_precision: true },
             "kept_factor_f64" => SoftLinearSolver::KeptFactor { single_precision: false },
+            "pcr_gpu" => SoftLinearSolver::PcrGpu,
             other => {
                 return Err(Error::InvalidInput(format!(
-                    "options.linear_solver must be \"direct\", \"kept_factor\" or \"kept_factor_f64\", got \"{other}\""
+                    "options.linear_solver must be \"direct\", \"kept_factor\", \"kept_factor_f64\" or \"pcr_gpu\", got \"{other}\""
                 )))
             }
         };

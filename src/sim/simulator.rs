@@ -173,6 +173,14 @@ pub struct SimStats {
     /// Non-smooth Newton iterations of those solves, summed.
     #[serde(default)]
     pub newton_iterations: u64,
+    /// Newton linear systems of those solves solved on the GPU
+    /// ([`crate::solver::ncp::LinearSolve::GpuConjugateResidual`]; `docs/gpu.md`).
+    #[serde(default)]
+    pub gpu_linear_solves: u64,
+    /// Newton linear systems that asked for the GPU and were solved on the CPU because no
+    /// GPU was available.
+    #[serde(default)]
+    pub gpu_fallbacks: u64,
 }
 
 impl SimStats {
@@ -322,6 +330,8 @@ impl Simulator {
             self.stats.unstandardized_solves += (!c.stats.standardized && !ppm) as u64;
             self.stats.ncp_solves += (c.options.solver == crate::step::ContactSolver::Ncp) as u64;
             self.stats.newton_iterations += c.stats.newton_iterations as u64;
+            self.stats.gpu_linear_solves += c.stats.gpu_linear_solves as u64;
+            self.stats.gpu_fallbacks += c.stats.gpu_fallbacks as u64;
             self.stats.limit_resolves += c.passes.saturating_sub(1) as u64;
             self.stats.limit_violations += (!c.limit_violations.is_empty()) as u64;
             self.stats.relaxed_solves += (c.relaxed || c.correction_dropped) as u64;

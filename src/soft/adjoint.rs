@@ -128,7 +128,8 @@ impl SoftGradients {
 
 impl SoftStepRecord {
     /// The gradients of a loss with cotangents `∂ℓ/∂x⁺` and `∂ℓ/∂v⁺`: one solve with the
-    /// exact Hessian at the solution, by a fresh factorization ([`super::SoftLinearSolver::Direct`])
+    /// exact Hessian at the solution, by a fresh factorization ([`super::SoftLinearSolver::Direct`]
+    /// and [`super::SoftLinearSolver::PcrGpu`])
     /// or by conjugate gradients preconditioned with the step's kept factor
     /// ([`super::SoftLinearSolver::KeptFactor`]; the LU factorization when that Hessian
     /// is indefinite). Errors: sizes, non-finite cotangents, a singular Hessian,

@@ -10,7 +10,7 @@
 //! near the solution Newton converges quadratically, so the remaining error is far
 //! below that step.
 //!
-//! Two linear solvers ([`SoftLinearSolver`]):
+//! Three linear solvers ([`SoftLinearSolver`]):
 //! * `Direct` (default): a fresh numeric Cholesky factorization of the exact Hessian at
 //!   every iteration.
 //! * `KeptFactor`: inexact Newton. The Hessian at the first iterate is factored once (in
@@ -24,12 +24,22 @@
 //!   at the current iterate (counted in [`NewtonReport::factorizations`]). The record keeps
 //!   the factor for the adjoint, which solves with the exact Hessian at the solution by
 //!   the same preconditioned iteration (`adjoint.rs`).
+//! * `PcrGpu`: the exact Hessian of every iteration (assembled as for `Direct`) solved by
+//!   Jacobi-preconditioned conjugate residuals on the GPU (`docs/gpu.md`), to the relative
+//!   residual [`PCR_GPU_TOLERANCE`] in at most `max(200, 2 n_free)` iterations
+//!   ([`pcr_gpu_max_iterations`]). Its solution, converged or not, is used when it
+//!   is a descent direction; otherwise the element tangents are projected onto the PSD
+//!   cone and the projected system is solved on the GPU. Without a GPU each
+//!   iteration is a `Direct` one, counted in [`NewtonReport::gpu_fallbacks`]. The adjoint
+//!   treats it as `Direct` (a fresh factorization at the solution).
 
 use super::body::SoftBody;
 use super::pcg::{self, PcgStatus};
 use super::potential::{Evaluation, StepPotential};
 use super::sparse::KeptFactor;
 use crate::error::{check_vector, Error, Result};
+use crate::solver::gpu_linear::{gpu_pcr_solve, gpu_ready, DeviceLayout};
+use crate::solver::ncp::PcrOptions;
 use nalgebra::DVector;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -72,11 +82,26 @@ pub enum SoftLinearSolver {
         /// its memory); the conjugate gradients run in double precision either way.
         single_precision: bool,
     },
+    /// The exact Hessian of every Newton iteration solved by conjugate residuals on the
+    /// GPU (`docs/gpu.md`; the module's notes): for large meshes on a machine with a GPU.
+    /// Without one each iteration is a `Direct` one, counted in
+    /// [`NewtonReport::gpu_fallbacks`]. The adjoint is that of `Direct`.
+    PcrGpu,
 }
 
 impl SoftLinearSolver {
     /// The inexact-Newton solver with a single-precision kept factor.
     pub const KEPT_SINGLE: SoftLinearSolver = SoftLinearSolver::KeptFactor { single_precision: true };
+}
+
+/// The relative residual (`‖r‖_{P⁻¹} ≤ tol · ‖b‖_{P⁻¹}`, Jacobi `P`) to which
+/// [`SoftLinearSolver::PcrGpu`] solves each Newton system.
+pub const PCR_GPU_TOLERANCE: f64 = 1e-10;
+
+/// The iteration budget of one Newton system with [`SoftLinearSolver::PcrGpu`]:
+/// `max(200, 2 n_free)` for `n_free` free degrees of freedom.
+pub fn pcr_gpu_max_iterations(n_free: usize) -> usize {
+    (2 * n_free).max(200)
 }
 
 /// Conjugate-gradient iterations of one Newton system after which the kept factor is
@@ -138,9 +163,16 @@ pub struct NewtonReport {
     /// Numeric factorizations (PSD-projected refactorizations included).
     #[serde(default)]
     pub factorizations: usize,
-    /// With a kept factor: the conjugate-gradient iterations of each Newton iteration.
+    /// With a kept factor: the conjugate-gradient iterations of each Newton iteration;
+    /// with [`SoftLinearSolver::PcrGpu`]: the conjugate-residual iterations of each Newton
+    /// system solved on the GPU (a projected re-solve adds its iterations to the same
+    /// entry).
     #[serde(default)]
     pub linear_iterations: Vec<usize>,
+    /// With [`SoftLinearSolver::PcrGpu`]: Newton iterations solved by the `Direct` path
+    /// because no GPU was available.
+    #[serde(default)]
+    pub gpu_fallbacks: usize,
     /// With a kept factor: the step ended on the kept factor's convergence check.
     #[serde(default)]
     pub final_check: bool,
@@ -307,6 +339,10 @@ fn minimize(
             SoftLinearSolver::KeptFactor { single_precision } => {
                 Some(minimize_kept(potential, y, options, single_precision, &mut report)?)
             }
+            SoftLinearSolver::PcrGpu => {
+                minimize_pcr_gpu(potential, y, options, &mut report)?;
+                None
+            }
         }
     };
     report.inverted_elements = (0..potential.body.mesh().num_tets())
@@ -323,41 +359,157 @@ fn minimize_direct(
     options: &SoftOptions,
     report: &mut NewtonReport,
 ) -> Result<()> {
-    let pattern = potential.body.pattern();
     let tolerance = options.tolerance * mesh_size(potential.body);
     loop {
         check_iterations(report, options, tolerance)?;
         report.iterations += 1;
         let clock = Instant::now();
-        let mut ev = potential.evaluate(y, true, false);
+        let ev = potential.evaluate(y, true, false);
         report.timings.assembly += clock.elapsed().as_secs_f64();
-        let clock = Instant::now();
-        let factor = pattern.cholesky(&ev.hessian);
-        report.timings.factorization += clock.elapsed().as_secs_f64();
-        report.factorizations += 1;
-        let factor = match factor {
-            Some(f) => f,
-            None => {
-                report.projected_iterations += 1;
-                let clock = Instant::now();
-                ev = potential.evaluate(y, true, true);
-                report.timings.assembly += clock.elapsed().as_secs_f64();
-                let clock = Instant::now();
-                let factor = pattern.cholesky(&ev.hessian);
-                report.timings.factorization += clock.elapsed().as_secs_f64();
-                report.factorizations += 1;
-                factor.ok_or_else(not_positive_definite)?
-            }
-        };
-        let mut d = negative_free_gradient(potential, &ev);
-        report.gradient_norms.push(max_abs(&d));
-        let clock = Instant::now();
-        factor.solve_in_place(&mut d, 1);
-        report.timings.solve += clock.elapsed().as_secs_f64();
+        let (ev, d) = direct_direction(potential, y, ev, report)?;
         if take_step(potential, y, &ev, &d, options, tolerance, report)? {
             return Ok(());
         }
     }
+}
+
+/// The Newton direction of `Direct` at `y`, where `ev` (with the exact Hessian) was
+/// evaluated: the Cholesky solve with the exact Hessian, or with the PSD-projected one
+/// when it is not positive definite. Returns the evaluation the direction was solved with.
+fn direct_direction(
+    potential: &StepPotential,
+    y: &[f64],
+    mut ev: Evaluation,
+    report: &mut NewtonReport,
+) -> Result<(Evaluation, Vec<f64>)> {
+    let pattern = potential.body.pattern();
+    let clock = Instant::now();
+    let factor = pattern.cholesky(&ev.hessian);
+    report.timings.factorization += clock.elapsed().as_secs_f64();
+    report.factorizations += 1;
+    let factor = match factor {
+        Some(f) => f,
+        None => {
+            report.projected_iterations += 1;
+            let clock = Instant::now();
+            ev = potential.evaluate(y, true, true);
+            report.timings.assembly += clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
+            let factor = pattern.cholesky(&ev.hessian);
+            report.timings.factorization += clock.elapsed().as_secs_f64();
+            report.factorizations += 1;
+            factor.ok_or_else(not_positive_definite)?
+        }
+    };
+    let mut d = negative_free_gradient(potential, &ev);
+    report.gradient_norms.push(max_abs(&d));
+    let clock = Instant::now();
+    factor.solve_in_place(&mut d, 1);
+    report.timings.solve += clock.elapsed().as_secs_f64();
+    Ok((ev, d))
+}
+
+/// Newton with the exact Hessian of every iteration solved by conjugate residuals on the
+/// GPU (the module's notes); each iteration without a GPU is a `Direct` one, counted.
+fn minimize_pcr_gpu(
+    potential: &StepPotential,
+    y: &mut [f64],
+    options: &SoftOptions,
+    report: &mut NewtonReport,
+) -> Result<()> {
+    let tolerance = options.tolerance * mesh_size(potential.body);
+    loop {
+        check_iterations(report, options, tolerance)?;
+        report.iterations += 1;
+        let clock = Instant::now();
+        let ev = potential.evaluate(y, true, false);
+        report.timings.assembly += clock.elapsed().as_secs_f64();
+        let (ev, d) = match gpu_direction(potential, &ev, report, true)? {
+            None => {
+                report.gpu_fallbacks += 1;
+                direct_direction(potential, y, ev, report)?
+            }
+            Some(GpuDirection::Descent(d)) => (ev, d),
+            Some(GpuDirection::NotDescent) => {
+                // Not a descent direction: the exact Hessian is indefinite here (or the
+                // solve stopped far from the solution); solve with the projected one.
+                report.projected_iterations += 1;
+                let clock = Instant::now();
+                let projected = potential.evaluate(y, true, true);
+                report.timings.assembly += clock.elapsed().as_secs_f64();
+                match gpu_direction(potential, &projected, report, false)? {
+                    Some(GpuDirection::Descent(d)) => (projected, d),
+                    Some(GpuDirection::NotDescent) => {
+                        return Err(Error::Numerical {
+                            algorithm: "soft body Newton (GPU conjugate residuals)",
+                            detail: "conjugate residuals on the PSD-projected Hessian gave no descent direction; \
+                                     use SoftLinearSolver::Direct"
+                                .into(),
+                        })
+                    }
+                    None => {
+                        report.gpu_fallbacks += 1;
+                        direct_direction(potential, y, projected, report)?
+                    }
+                }
+            }
+        };
+        if take_step(potential, y, &ev, &d, options, tolerance, report)? {
+            return Ok(());
+        }
+    }
+}
+
+/// A GPU conjugate-residual solution of a Newton system.
+enum GpuDirection {
+    /// A downhill direction (`∇Φ·d < 0`), converged or not: taken.
+    Descent(Vec<f64>),
+    /// Not downhill (an indefinite Hessian, or a solve that stopped far from the
+    /// solution).
+    NotDescent,
+}
+
+/// Solves `H d = −∇Φ` with the Hessian of `ev` by conjugate residuals on the GPU
+/// ([`PCR_GPU_TOLERANCE`], [`pcr_gpu_max_iterations`]); `None` when no GPU is available.
+/// Records the iterations, and with `first` (the iteration's first solve, not the
+/// projected re-solve) the gradient norm.
+fn gpu_direction(
+    potential: &StepPotential,
+    ev: &Evaluation,
+    report: &mut NewtonReport,
+    first: bool,
+) -> Result<Option<GpuDirection>> {
+    if !gpu_ready() {
+        return Ok(None);
+    }
+    let pattern = potential.body.pattern();
+    let b = negative_free_gradient(potential, ev);
+    let n = b.len();
+    let clock = Instant::now();
+    let matrix = pattern.full_csr(&ev.hessian)?;
+    let layout = if n % 3 == 0 { DeviceLayout::Blocks3 } else { DeviceLayout::Rows };
+    let pcr = PcrOptions { max_iterations: pcr_gpu_max_iterations(n), tolerance: PCR_GPU_TOLERANCE };
+    let solved = gpu_pcr_solve(&matrix, layout, &vec![0.0; n], 0.0, &b, &pcr)?;
+    report.timings.solve += clock.elapsed().as_secs_f64();
+    let Some((d, outcome)) = solved else { return Ok(None) };
+    // A re-solve with the projected Hessian belongs to the same Newton iteration.
+    match report.linear_iterations.last_mut() {
+        Some(last) if !first => *last += outcome.iterations,
+        _ => report.linear_iterations.push(outcome.iterations),
+    }
+    if first {
+        report.gradient_norms.push(max_abs(&b));
+    }
+    // `−∇Φ · d > 0`: downhill. An unconverged solve is used when it is; a converged one
+    // that is not (the exact Newton step of an indefinite Hessian) is not taken either.
+    let slope: f64 = b.iter().zip(&d).map(|(b, d)| b * d).sum();
+    // A zero step (a zero gradient) is taken too: it ends the iteration.
+    let zero = d.iter().all(|&s| s == 0.0);
+    Ok(Some(if (slope > 0.0 || zero) && d.iter().all(|s| s.is_finite()) {
+        GpuDirection::Descent(d)
+    } else {
+        GpuDirection::NotDescent
+    }))
 }
 
 /// Inexact Newton with one kept factor (the module's doc): returns the factor.

@@ -8,6 +8,7 @@
 
 use super::mesh::TetMesh;
 use crate::error::{Error, Result};
+use crate::solver::CsrMatrix;
 use faer::linalg::solvers::Solve;
 use faer::sparse::linalg::solvers::{Llt, Lu, SymbolicLlt, SymbolicLu};
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMat};
@@ -216,6 +217,25 @@ impl HessianPattern {
             }
             out[c] += dot;
         }
+    }
+
+    /// The symmetric matrix with lower-triangular `values` with both triangles stored, in
+    /// compressed rows (the GPU conjugate-residual solver's input). Errors: a non-finite
+    /// value.
+    pub fn full_csr(&self, values: &[f64]) -> Result<CsrMatrix> {
+        let n = self.n_free();
+        let (col_ptr, row_idx) = (self.symbolic.col_ptr(), self.symbolic.row_idx());
+        let mut entries = Vec::with_capacity(2 * values.len());
+        for c in 0..n {
+            for k in col_ptr[c]..col_ptr[c + 1] {
+                let r = row_idx[k];
+                entries.push((r, c, values[k]));
+                if r != c {
+                    entries.push((c, r, values[k]));
+                }
+            }
+        }
+        CsrMatrix::from_triplets(n, n, &entries)
     }
 
     /// The LU factor of the symmetric matrix with lower-triangular `values`. Errors:

@@ -9,10 +9,12 @@
 //! Drumwright's (2015) FIND-INDICES and modified principal pivoting method for the PSD problems of the
 //! no-slip and viscous friction models, in factored form. [`ncp`] holds the building blocks of the
 //! non-smooth Newton NCP solver (Macklin et al. 2019): NCP functions, frictional compliance and the
-//! preconditioned conjugate-residual method.
+//! preconditioned conjugate-residual method. [`gpu_linear`] routes Newton linear systems to the GPU
+//! conjugate-residual solver (feature `cuda`) and holds the process-wide device context.
 
 pub mod constraint_solver;
 pub mod delassus;
+pub mod gpu_linear;
 pub mod lcp;
 pub mod ncp;
 pub mod ppm;

@@ -1073,6 +1073,7 @@ pub(crate) fn constraint_stage(
     let mut passes = 0;
     let mut first_stats: Option<LcpStats> = None;
     let (mut pivots, mut pgs_iterations, mut fallbacks, mut newton_iterations) = (0, 0, 0, 0);
+    let (mut gpu_linear_solves, mut gpu_fallbacks) = (0, 0);
     let mut previous_pass: Option<(Vec<RowKind>, Vec<RowState>, DVector<f64>)> = None;
     let ncp = options.solver == ContactSolver::Ncp;
     // The NCP solver's sliding cones in the last solve.
@@ -1148,6 +1149,8 @@ pub(crate) fn constraint_stage(
         pgs_iterations += sol.stats.pgs_iterations;
         fallbacks += sol.stats.fallbacks;
         newton_iterations += sol.stats.newton_iterations;
+        gpu_linear_solves += sol.stats.gpu_linear_solves;
+        gpu_fallbacks += sol.stats.gpu_fallbacks;
         first_stats.get_or_insert(sol.stats);
         let v_next = &v_free + dv;
         // Waiting contacts that the solution closes join the LCP, solved again (each such
@@ -1199,6 +1202,8 @@ pub(crate) fn constraint_stage(
         pgs_iterations,
         fallbacks,
         newton_iterations,
+        gpu_linear_solves,
+        gpu_fallbacks,
         warm_start_attempted: first.warm_start_attempted,
         warm_start_hit: first.warm_start_hit,
         ..sol.stats

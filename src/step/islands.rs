@@ -449,6 +449,8 @@ pub(crate) fn solve_islands(
                         warm_start_hit: warm && out.iterations == 0,
                         standardized: out.standardized,
                         newton_iterations: out.iterations,
+                        gpu_linear_solves: out.gpu.solves,
+                        gpu_fallbacks: out.gpu.fallbacks,
                         ..LcpStats::default()
                     },
                     f: out.f,
@@ -491,6 +493,8 @@ fn merge_stats(total: &mut LcpStats, island: &LcpStats) {
     total.warm_start_hit &= island.warm_start_hit;
     total.standardized &= island.standardized;
     total.newton_iterations += island.newton_iterations;
+    total.gpu_linear_solves += island.gpu_linear_solves;
+    total.gpu_fallbacks += island.gpu_fallbacks;
 }
 
 #[cfg(test)]

@@ -119,6 +119,12 @@ pub struct LcpStats {
     /// Non-smooth Newton iterations of the NCP solver, summed over islands (0 for the
     /// LCP solvers).
     pub newton_iterations: usize,
+    /// Newton linear systems of the NCP solver solved on the GPU
+    /// ([`crate::solver::ncp::LinearSolve::GpuConjugateResidual`]), summed over islands.
+    pub gpu_linear_solves: usize,
+    /// Newton linear systems that asked for the GPU and were solved on the CPU because
+    /// no GPU was available, summed over islands.
+    pub gpu_fallbacks: usize,
 }
 
 /// Options of [`solve`].

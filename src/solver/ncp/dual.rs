@@ -42,6 +42,7 @@ use super::newton::{newton_step, LinearSolve};
 use crate::error::{Error, Result};
 use crate::math::min_norm_solve;
 use crate::solver::constraint_solver::{ConstraintProblem, ConstraintSolution, ProblemCotangent, SolveReport};
+use crate::solver::gpu_linear::GpuLinearCounts;
 use crate::solver::lcp::{RowBound, RowState};
 use crate::solver::ConstraintSolver;
 use nalgebra::{DMatrix, DVector};
@@ -141,13 +142,15 @@ impl NcpSolver {
     /// [`POLISH_STEPS`] undamped steps are taken while they lower the residual: inside the
     /// solution's contact mode Newton's method converges quadratically, so the returned
     /// forces are exact to round-off rather than to the tolerance (a solution that moves
-    /// smoothly with the problem, as its finite differences need).
+    /// smoothly with the problem, as its finite differences need). GPU linear solves and
+    /// fallbacks are added to `gpu`.
     fn newton(
         &self,
         p: &Dense,
         start: Option<&DVector<f64>>,
         tolerance: f64,
         polish: bool,
+        gpu: &mut GpuLinearCounts,
     ) -> Result<(DVector<f64>, usize, f64)> {
         let m = p.b.len();
         let mut f = match start {
@@ -158,7 +161,7 @@ impl NcpSolver {
         let mut iterations = 0;
         let mut residual = self.linearize(p, &f, &mut lin);
         while residual > tolerance && iterations < self.max_iterations {
-            let df = newton_step(p.a, &lin.c, &-&lin.e, &lin.known, self.linear, self.shift)?;
+            let df = newton_step(p.a, &lin.c, &-&lin.e, &lin.known, self.linear, self.shift, gpu)?;
             f += df * self.damping;
             iterations += 1;
             residual = self.linearize(p, &f, &mut lin);
@@ -169,7 +172,7 @@ impl NcpSolver {
                 if residual == 0.0 {
                     break;
                 }
-                let trial = &f + newton_step(p.a, &lin.c, &-&lin.e, &lin.known, self.linear, self.shift)?;
+                let trial = &f + newton_step(p.a, &lin.c, &-&lin.e, &lin.known, self.linear, self.shift, gpu)?;
                 let trial_residual = self.linearize(p, &trial, &mut trial_lin);
                 if trial_residual.is_nan() || trial_residual >= residual {
                     break;
@@ -276,19 +279,20 @@ impl NcpSolver {
     ) -> Result<DenseNcpSolution> {
         let p = Dense { factor, ..Dense::new(self, a, b, bounds)? };
         let coarse = self.tolerance.max(COARSE_TOLERANCE);
-        let (mut f, mut iterations, mut residual) = self.newton(&p, start, coarse, false)?;
+        let mut gpu = GpuLinearCounts::default();
+        let (mut f, mut iterations, mut residual) = self.newton(&p, start, coarse, false, &mut gpu)?;
         let mut tol = coarse;
         loop {
             if residual <= tol {
                 if let Some(out) = self.standardized(&p, &f, tol) {
-                    return Ok(DenseNcpSolution { iterations, ..out });
+                    return Ok(DenseNcpSolution { iterations, gpu, ..out });
                 }
             }
             if tol <= self.tolerance {
                 break;
             }
             tol = self.tolerance;
-            let (f1, more, res1) = self.newton(&p, Some(&f), tol, true)?;
+            let (f1, more, res1) = self.newton(&p, Some(&f), tol, true, &mut gpu)?;
             (f, residual) = (f1, res1);
             iterations += more;
         }
@@ -306,6 +310,7 @@ impl NcpSolver {
             residual,
             converged: residual <= self.tolerance,
             standardized: false,
+            gpu,
         })
     }
 
@@ -347,6 +352,7 @@ impl NcpSolver {
                 iterations: 0,
                 converged: true,
                 standardized: true,
+                gpu: GpuLinearCounts::default(),
             });
         }
         None
@@ -372,6 +378,8 @@ pub(crate) struct DenseNcpSolution {
     pub converged: bool,
     /// The forces are the minimum-norm ones of their contact mode.
     pub standardized: bool,
+    /// Newton linear systems solved on the GPU, and those that fell back to the CPU.
+    pub gpu: GpuLinearCounts,
 }
 
 impl ConstraintSolver for NcpSolver {

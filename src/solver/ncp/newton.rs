@@ -32,7 +32,8 @@ use super::functions::{delassus_scales, friction_compliance, FrictionCompliance,
 use super::pcr::{pcr_solve, PcrOptions, SchurOperator};
 use crate::error::{check_vector, Error, Result};
 use crate::math::min_norm_solve;
-use crate::solver::DenseDelassus;
+use crate::solver::gpu_linear::{gpu_pcr_solve, gpu_ready, DeviceLayout, GpuLinearCounts};
+use crate::solver::{CsrMatrix, DenseDelassus};
 use nalgebra::{DMatrix, DVector};
 
 /// One contact step for the non-smooth Newton solver (module notes), dense.
@@ -61,6 +62,13 @@ pub enum LinearSolve {
     Direct,
     /// Jacobi-preconditioned conjugate residuals with this many iterations at most.
     ConjugateResidual(usize),
+    /// The same conjugate residuals on the GPU (`docs/gpu.md`; feature `cuda`): the
+    /// island's Schur matrix is stored sparse (its nonzeros) and solved by
+    /// `crate::gpu::GpuPcr` in double precision with the stopping rule of
+    /// `ConjugateResidual` (this many iterations at most, tolerance 1e-15). Without a GPU
+    /// each system is solved by the CPU branch `ConjugateResidual` instead, and counted
+    /// as a fallback ([`GpuLinearCounts`]).
+    GpuConjugateResidual(usize),
 }
 
 /// Options of [`solve_ncp`].
@@ -111,6 +119,9 @@ pub struct NcpSolution {
     pub residual: f64,
     /// Whether the residual reached the tolerance.
     pub converged: bool,
+    /// With [`LinearSolve::GpuConjugateResidual`]: the Newton systems solved on the GPU
+    /// and those that fell back to the CPU.
+    pub gpu: GpuLinearCounts,
 }
 
 impl NcpProblem {
@@ -142,7 +153,8 @@ impl NcpProblem {
 }
 
 /// The Newton step `x` of `(A + diag(c)) x = base` in which the rows with a `known` step
-/// take it and the others solve their Schur system (`base − A x_known` on the right).
+/// take it and the others solve their Schur system (`base − A x_known` on the right);
+/// GPU solves and fallbacks are added to `gpu`.
 pub(crate) fn newton_step(
     a: &DMatrix<f64>,
     c: &[f64],
@@ -150,6 +162,7 @@ pub(crate) fn newton_step(
     known: &[Option<f64>],
     linear: LinearSolve,
     shift: f64,
+    gpu: &mut GpuLinearCounts,
 ) -> Result<DVector<f64>> {
     let m = base.len();
     let mut x = DVector::from_iterator(m, known.iter().map(|k| k.unwrap_or(0.0)));
@@ -160,7 +173,7 @@ pub(crate) fn newton_step(
         let af = DMatrix::from_fn(nf, nf, |r, s| a[(free[r], free[s])]);
         let cf: Vec<f64> = free.iter().map(|&i| c[i]).collect();
         let bf: Vec<f64> = free.iter().map(|&i| rhs[i]).collect();
-        let xf = solve_schur(af, &cf, bf, linear, shift)?;
+        let xf = solve_schur(af, &cf, bf, linear, shift, gpu)?;
         for (r, &i) in free.iter().enumerate() {
             x[i] = xf[r];
         }
@@ -170,10 +183,35 @@ pub(crate) fn newton_step(
 
 /// Solves the Newton step's Schur system `(A + diag(c) + shift·1) x = b` by `linear`: a
 /// dense Cholesky factorization (the minimum-norm solution where redundant rows without
-/// compliance leave it singular), or Jacobi-preconditioned conjugate residuals.
-fn solve_schur(a: DMatrix<f64>, c: &[f64], b: Vec<f64>, linear: LinearSolve, shift: f64) -> Result<Vec<f64>> {
+/// compliance leave it singular), or Jacobi-preconditioned conjugate residuals on the
+/// CPU or the GPU (falling back to the CPU, counted in `gpu`, when there is none).
+fn solve_schur(
+    a: DMatrix<f64>,
+    c: &[f64],
+    b: Vec<f64>,
+    linear: LinearSolve,
+    shift: f64,
+    gpu: &mut GpuLinearCounts,
+) -> Result<Vec<f64>> {
     let n = b.len();
     match linear {
+        LinearSolve::GpuConjugateResidual(its) => {
+            if gpu_ready() {
+                let options = PcrOptions { max_iterations: its, tolerance: 1e-15 };
+                let entries: Vec<(usize, usize, f64)> = (0..n)
+                    .flat_map(|i| (0..n).map(move |j| (i, j)))
+                    .filter(|&(i, j)| a[(i, j)] != 0.0)
+                    .map(|(i, j)| (i, j, a[(i, j)]))
+                    .collect();
+                let sparse = CsrMatrix::from_triplets(n, n, &entries)?;
+                if let Some((x, _)) = gpu_pcr_solve(&sparse, DeviceLayout::Rows, c, shift, &b, &options)? {
+                    gpu.solves += 1;
+                    return Ok(x);
+                }
+            }
+            gpu.fallbacks += 1;
+            solve_schur(a, c, b, LinearSolve::ConjugateResidual(its), shift, gpu)
+        }
         LinearSolve::Direct => {
             let mut s = a;
             for (d, ci) in c.iter().enumerate() {
@@ -248,6 +286,7 @@ pub fn solve_ncp(problem: &NcpProblem, options: &NcpOptions, warm: Option<&NcpSo
     let mut known: Vec<Option<f64>> = vec![None; m];
     let mut iterations = 0;
     let mut residual;
+    let mut gpu = GpuLinearCounts::default();
     loop {
         // Residuals and the linearization at (v, y).
         let g = &problem.mass * (&v - &problem.free_velocity) - jt.transpose() * &y;
@@ -289,7 +328,7 @@ pub fn solve_ncp(problem: &NcpProblem, options: &NcpOptions, warm: Option<&NcpSo
             break;
         }
         // The Schur system over the rows whose step is not known.
-        let dy = newton_step(&a, &c, &(&jt * &minv_g - &e), &known, options.linear, options.shift)?;
+        let dy = newton_step(&a, &c, &(&jt * &minv_g - &e), &known, options.linear, options.shift, &mut gpu)?;
         let dv = chol.solve(&(jt.transpose() * &dy - &g));
         let t = options.damping;
         v += dv * t;
@@ -303,5 +342,6 @@ pub fn solve_ncp(problem: &NcpProblem, options: &NcpOptions, warm: Option<&NcpSo
         iterations,
         residual,
         converged: residual <= options.tolerance,
+        gpu,
     })
 }
