@@ -76,12 +76,21 @@ fn bench(c: &mut Criterion) {
                     clock.elapsed().as_secs_f64() / 50.0 * 1e6
                 };
                 let fixed = average(&mut solver, &zero);
+                let per_iteration = |solver: &mut GpuPcr, average: &mut dyn FnMut(&mut GpuPcr, &PcrOptions) -> f64| {
+                    (average(solver, &options) - fixed) / ITERATIONS as f64
+                };
+                solver.set_persistent(false);
                 solver.set_graphs(false);
-                let launched = (average(&mut solver, &options) - fixed) / ITERATIONS as f64;
+                let launched = per_iteration(&mut solver, &mut average);
                 solver.set_graphs(true);
-                let replayed = (average(&mut solver, &options) - fixed) / ITERATIONS as f64;
+                let replayed = per_iteration(&mut solver, &mut average);
+                solver.set_persistent(true);
+                let persistent = per_iteration(&mut solver, &mut average);
+                let persistent_status = solver.persistent();
+                // The criterion figures: the default mode (graph replay).
+                solver.set_persistent(false);
                 println!(
-                    "{name} {label}: CUDA graphs {:?}; fixed cost of a solve {fixed:.1} µs; per iteration {replayed:.1} µs replaying graphs, {launched:.1} µs launching kernel by kernel",
+                    "{name} {label}: fixed cost of a solve {fixed:.1} µs; per iteration {persistent:.1} µs in the persistent kernel ({persistent_status:?}), {replayed:.1} µs replaying CUDA graphs ({:?}), {launched:.1} µs launching kernel by kernel",
                     solver.graphs()
                 );
                 group.bench_function(label, |bench| {

@@ -22,8 +22,6 @@ typedef double acc;
 
 // Threads per block of every row-wise kernel; the launch code uses the same number.
 #define BLOCK 256
-// Rows per block of the warp-per-row kernels (BLOCK / 32).
-#define WARP_ROWS 8
 
 // The sum of `v` over the block (blockDim.x == BLOCK), by a fixed tree; every thread
 // gets the result.
@@ -51,8 +49,3 @@ __device__ double sum_partials(const double* part, int np) {
 // Thread `t`'s row in a thread-per-row kernel.
 __device__ __forceinline__ int row_index() { return blockIdx.x * BLOCK + threadIdx.x; }
 
-// The Jacobi preconditioner's entry for a diagonal entry `d` (entries ≤ 0 or not finite
-// give 1, as in the CPU solver).
-__device__ __forceinline__ real jacobi_entry(real d) {
-    return (d > 0.0 && isfinite(d)) ? 1.0 / d : 1.0;
-}

@@ -227,3 +227,187 @@ extern "C" __global__ void pcr_direction(int k, int m, const double* part_zaz, i
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// The whole iteration loop in one persistent kernel: every block stays resident (a
+// cooperative launch guarantees it), works through 256-row chunks grid-stride, and the
+// blocks meet at a grid barrier between the phases that need all rows. The arithmetic,
+// the chunks of the partial sums and their summation order are those of the kernels
+// above, so the iterates are the same bit for bit; only the launches are saved. Vectors
+// written inside the kernel are read with __ldcg (L2, not the non-coherent L1).
+
+// All blocks of the grid wait here until every block has arrived. bar[0] counts the
+// arrivals, bar[1] is the generation (both 0 before the first launch; the last block of
+// each barrier resets the count).
+__device__ void grid_barrier(unsigned int* bar) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile unsigned int* gen = bar + 1;
+        unsigned int g = *gen;
+        __threadfence();
+        if (atomicAdd(bar, 1u) == gridDim.x - 1) {
+            atomicExch(bar, 0u);
+            __threadfence();
+            atomicAdd(bar + 1, 1u);
+        } else {
+            while (*gen == g) {
+            }
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+// As `sum_partials`, reading through L2.
+__device__ double sum_partials_cg(const double* part, int np) {
+    double v = 0.0;
+    for (int i = threadIdx.x; i < np; i += BLOCK) v += __ldcg(part + i);
+    return block_sum(v);
+}
+
+// The operators of `pcr_persistent`.
+#define OP_SCHUR 0
+#define OP_CSR 1
+#define OP_BSR3 2
+
+// Iterations k0..k_end, from the state `pcr_init` (or an earlier launch) left: the same
+// recurrences, flags, scalars and partial sums as pcr_update / <operator>_dots /
+// pcr_direction.
+extern "C" __global__ void pcr_persistent(int op, int m, int n, int k0, int k_end, const int* jt_ptr,
+                                          const int* jt_col, const mat* jt_val, const int* a_ptr, const int* a_col,
+                                          const mat* a_val, const int* block_of, const int* off, const int* data_off,
+                                          const mat* hinv, real* t, const real* c, const real* pinv, real* x,
+                                          real* r, real* z, real* p, real* ap, real* az, real* q, double* part_zaz,
+                                          double* part_rz, double* part_apq, int np_rows, int np_op, double* zaz,
+                                          double* res, const double* target, int* flags, unsigned int* bar) {
+    const bool lead = blockIdx.x == 0 && threadIdx.x == 0;
+    const int row_chunks = (m + BLOCK - 1) / BLOCK;
+    double zaz_k = __ldcg(zaz + k0);
+    bool stop = __ldcg(flags + 2 * k0) != 0;
+    double goal = __ldcg(target);
+    for (int k = k0; k < k_end; ++k) {
+        if (stop) {
+            if (lead) {
+                flags[2 * k + 1] = 1;
+                flags[2 * k + 2] = 1;
+            }
+            break;
+        }
+        // pcr_update
+        double denom = sum_partials_cg(part_apq, np_rows);
+        if (!(denom > 0.0 && isfinite(denom))) {
+            if (lead) {
+                flags[2 * k + 1] = 1;
+                flags[2 * k + 2] = 1;
+            }
+            break;
+        }
+        real alpha = (real)(zaz_k / denom);
+        for (int ch = blockIdx.x; ch < row_chunks; ch += gridDim.x) {
+            int i = ch * BLOCK + threadIdx.x;
+            if (i < m) {
+                x[i] = __ldcg(x + i) + alpha * __ldcg(p + i);
+                r[i] = __ldcg(r + i) - alpha * __ldcg(ap + i);
+                z[i] = __ldcg(z + i) - alpha * __ldcg(q + i);
+            }
+        }
+        grid_barrier(bar);
+        // The operator: Az = A z + diag(c) z, with the partial sums of z·Az and r·z.
+        if (op == OP_SCHUR) {
+            for (int ch = blockIdx.x; ch < (n + BLOCK - 1) / BLOCK; ch += gridDim.x) {
+                int d = ch * BLOCK + threadIdx.x;
+                if (d < n) {
+                    acc v = 0;
+                    for (int e = jt_ptr[d]; e < jt_ptr[d + 1]; ++e) v += (acc)jt_val[e] * (acc)__ldcg(z + jt_col[e]);
+                    t[d] = (real)v;
+                }
+            }
+            grid_barrier(bar);
+        }
+        const int op_chunks = op == OP_BSR3 ? (m / 3 + BLOCK - 1) / BLOCK : row_chunks;
+        for (int ch = blockIdx.x; ch < op_chunks; ch += gridDim.x) {
+            double zs = 0.0, rs = 0.0;
+            if (op == OP_BSR3) {
+                int b = ch * BLOCK + threadIdx.x;
+                if (b < m / 3) {
+                    acc s0 = 0, s1 = 0, s2 = 0;
+                    for (int e = a_ptr[b]; e < a_ptr[b + 1]; ++e) {
+                        const mat* a = a_val + 9 * (size_t)e;
+                        const real* xc = z + 3 * a_col[e];
+                        acc x0 = __ldcg(xc), x1 = __ldcg(xc + 1), x2 = __ldcg(xc + 2);
+                        s0 += (acc)a[0] * x0 + (acc)a[1] * x1 + (acc)a[2] * x2;
+                        s1 += (acc)a[3] * x0 + (acc)a[4] * x1 + (acc)a[5] * x2;
+                        s2 += (acc)a[6] * x0 + (acc)a[7] * x1 + (acc)a[8] * x2;
+                    }
+                    acc s[3] = {s0, s1, s2};
+                    for (int dd = 0; dd < 3; ++dd) {
+                        int i = 3 * b + dd;
+                        real zi = __ldcg(z + i);
+                        real v = (real)(s[dd] + (acc)c[i] * (acc)zi);
+                        az[i] = v;
+                        zs += (double)zi * (double)v;
+                        rs += (double)__ldcg(r + i) * (double)zi;
+                    }
+                }
+            } else {
+                int i = ch * BLOCK + threadIdx.x;
+                if (i < m) {
+                    acc v = 0;
+                    if (op == OP_SCHUR) {
+                        for (int e = a_ptr[i]; e < a_ptr[i + 1]; ++e) {
+                            int d = a_col[e];
+                            int b = block_of[d];
+                            int o = off[b], s = off[b + 1] - o;
+                            const mat* h = hinv + data_off[b] + (d - o) * s;
+                            acc u = 0;
+                            for (int f = 0; f < s; ++f) u += (acc)h[f] * (acc)__ldcg(t + o + f);
+                            v += (acc)a_val[e] * u;
+                        }
+                    } else {
+                        for (int e = a_ptr[i]; e < a_ptr[i + 1]; ++e) v += (acc)a_val[e] * (acc)__ldcg(z + a_col[e]);
+                    }
+                    real zi = __ldcg(z + i);
+                    v += (acc)c[i] * (acc)zi;
+                    az[i] = (real)v;
+                    zs = (double)zi * (double)(real)v;
+                    rs = (double)__ldcg(r + i) * (double)zi;
+                }
+            }
+            zs = block_sum(zs);
+            rs = block_sum(rs);
+            if (threadIdx.x == 0) {
+                part_zaz[ch] = zs;
+                part_rz[ch] = rs;
+            }
+        }
+        grid_barrier(bar);
+        // pcr_direction
+        double zaz_new = sum_partials_cg(part_zaz, np_op);
+        double rz = sum_partials_cg(part_rz, np_op);
+        real beta = (real)(zaz_k != 0.0 ? zaz_new / zaz_k : 0.0);
+        for (int ch = blockIdx.x; ch < row_chunks; ch += gridDim.x) {
+            int i = ch * BLOCK + threadIdx.x;
+            double apq = 0.0;
+            if (i < m) {
+                real pi = __ldcg(z + i) + beta * __ldcg(p + i);
+                real api = __ldcg(az + i) + beta * __ldcg(ap + i);
+                real qi = pinv[i] * api;
+                p[i] = pi;
+                ap[i] = api;
+                q[i] = qi;
+                apq = (double)api * (double)qi;
+            }
+            apq = block_sum(apq);
+            if (threadIdx.x == 0) part_apq[ch] = apq;
+        }
+        double rk = sqrt(fmax(rz, 0.0));
+        stop = !(rk > goal);
+        zaz_k = zaz_new;
+        if (lead) {
+            zaz[k + 1] = zaz_new;
+            res[k + 1] = rk;
+            flags[2 * k + 2] = stop;
+        }
+        grid_barrier(bar);
+    }
+}

@@ -76,8 +76,19 @@ fn detection_gives_a_reason_and_never_panics() {
 
 /// The CPU PCR on `sys` (shift `shift`) from zero, `iterations` iterations at most.
 fn cpu_pcr(sys: &SchurSystem, shift: f64, iterations: usize, tolerance: f64) -> (Vec<f64>, PcrReport) {
+    cpu_pcr_preconditioned(sys, &sys.schur.diagonal(), shift, iterations, tolerance)
+}
+
+/// As [`cpu_pcr`], with the Jacobi preconditioner of the operator diagonal `delassus_diagonal`.
+fn cpu_pcr_preconditioned(
+    sys: &SchurSystem,
+    delassus_diagonal: &[f64],
+    shift: f64,
+    iterations: usize,
+    tolerance: f64,
+) -> (Vec<f64>, PcrReport) {
     let op = SchurOperator { delassus: &sys.schur, compliance: &sys.compliance, shift };
-    let diagonal = op.diagonal(&sys.schur.diagonal());
+    let diagonal = op.diagonal(delassus_diagonal);
     let mut x = vec![0.0; sys.rows()];
     let report =
         pcr_solve(&op, &diagonal, &sys.rhs, &mut x, &PcrOptions { max_iterations: iterations, tolerance }).unwrap();
@@ -96,13 +107,39 @@ fn assert_monotone(report: &PcrReport, slack: f64, what: &str) {
     }
 }
 
-/// Iterate by iterate: after k = 1..=50 iterations, the device iterate equals the CPU one.
-fn check_iterates(gpu: &Arc<Gpu>, sys: &SchurSystem, precision: Precision, tolerance: f64) {
-    let shift = 0.0;
-    let mut solver = GpuPcr::new(gpu, precision, GpuOperator::Schur(&sys.schur), &sys.compliance, shift).unwrap();
-    let mut worst: f64 = 0.0;
+/// `sys` with the entries of `J` and `H⁻¹` rounded to single precision (the data the
+/// GPU's f32 mode multiplies with; its Jacobi preconditioner stays that of the f64 data).
+fn rounded_to_f32(sys: &SchurSystem) -> SchurSystem {
+    let j = sys.schur.j();
+    let mut t = Vec::with_capacity(j.nnz());
+    for i in 0..j.rows() {
+        for k in j.row_ptr()[i]..j.row_ptr()[i + 1] {
+            t.push((i, j.col_idx()[k], j.values()[k] as f32 as f64));
+        }
+    }
+    let h = sys.schur.h_inverse();
+    let blocks: Vec<Vec<f64>> = (0..h.blocks())
+        .map(|b| h.data()[h.data_offsets()[b]..h.data_offsets()[b + 1]].iter().map(|&v| v as f32 as f64).collect())
+        .collect();
+    let schur = SparseSchur::new(
+        CsrMatrix::from_triplets(j.rows(), j.cols(), &t).unwrap(),
+        BlockDiagonal::new(&blocks).unwrap(),
+    )
+    .unwrap();
+    SchurSystem { schur, ..sys.clone() }
+}
+
+/// Iterate by iterate: after k = 1..=50 iterations, the device iterate equals the CPU one
+/// on the same data to `same_data` (f64: the system itself; f32: its entries rounded to
+/// single precision), and the f64 CPU iterate to `to_f64` (the f32 data's drift).
+fn check_iterates(gpu: &Arc<Gpu>, sys: &SchurSystem, precision: Precision, same_data: f64, to_f64: f64) {
+    let rounded = rounded_to_f32(sys);
+    let data = if precision == Precision::F64 { sys } else { &rounded };
+    let mut solver = GpuPcr::new(gpu, precision, GpuOperator::Schur(&sys.schur), &sys.compliance, 0.0).unwrap();
+    let (mut worst_same, mut worst_f64): (f64, f64) = (0.0, 0.0);
     for k in 1..=50 {
-        let (x_cpu, cpu) = cpu_pcr(sys, shift, k, 0.0);
+        let (x_cpu, cpu) = cpu_pcr_preconditioned(data, &sys.schur.diagonal(), 0.0, k, 0.0);
+        let (x_f64, _) = cpu_pcr(sys, 0.0, k, 0.0);
         let mut x = vec![0.0; sys.rows()];
         let report = solver.solve(&sys.rhs, &mut x, &PcrOptions { max_iterations: k, tolerance: 0.0 }).unwrap();
         assert_eq!(report.iterations, cpu.iterations, "{} {precision:?}: iterations after {k}", sys.name);
@@ -110,31 +147,43 @@ fn check_iterates(gpu: &Arc<Gpu>, sys: &SchurSystem, precision: Precision, toler
             eprintln!("{} {precision:?}: CUDA graphs {:?}", sys.name, solver.graphs());
         }
         let e = relative(&x, &x_cpu);
-        worst = worst.max(e);
-        assert!(e <= tolerance, "{} {precision:?}: iterate {k} differs by {e:e} (limit {tolerance:e})", sys.name);
+        worst_same = worst_same.max(e);
+        assert!(e <= same_data, "{} {precision:?}: iterate {k} differs by {e:e} (limit {same_data:e})", sys.name);
+        worst_f64 = worst_f64.max(relative(&x, &x_f64));
         if k == 50 {
             let r = relative(&report.residuals, &cpu.residuals);
-            assert!(r <= tolerance, "{} {precision:?}: residual history differs by {r:e}", sys.name);
-            let slack = if precision == Precision::F64 { 1e-12 } else { 1e-4 };
-            assert_monotone(&report, slack, &sys.name);
+            assert!(r <= same_data, "{} {precision:?}: residual history differs by {r:e}", sys.name);
+            assert_monotone(&report, 1e-12, &sys.name);
             assert_monotone(&cpu, 1e-12, &sys.name);
         }
     }
     eprintln!(
-        "{} ({} rows) {precision:?}: worst iterate difference over 50 iterations {worst:.2e}",
+        "{} ({} rows) {precision:?}: worst iterate difference over 50 iterations {worst_same:.2e} from the CPU on the same data, {worst_f64:.2e} from the f64 CPU",
         sys.name,
         sys.rows()
+    );
+    assert!(
+        worst_f64 <= to_f64,
+        "{} {precision:?}: drift from the f64 iterates {worst_f64:e} (limit {to_f64:e})",
+        sys.name
     );
 }
 
 #[test]
 fn gpu_pcr_equals_cpu_pcr_iterate_by_iterate() {
     let Some(gpu) = gpu() else { return };
-    let systems = [contact_pile(2000, 1).unwrap(), fem_contact(6000, 1).unwrap()];
-    for sys in &systems {
-        check_iterates(&gpu, sys, Precision::F64, 1e-10);
-        check_iterates(&gpu, sys, Precision::F32, 1e-4);
-    }
+    let pile = contact_pile(2000, 1).unwrap();
+    let fem = fem_contact(6000, 1).unwrap();
+    check_iterates(&gpu, &pile, Precision::F64, 1e-10, 1e-10);
+    check_iterates(&gpu, &fem, Precision::F64, 1e-10, 1e-10);
+    // Single-precision entries perturb the system itself by ~6e-8 relative. On the FEM
+    // system that moves the iterates by less than 1e-4 (measured on an H200: 3.8e-8). The
+    // pile's normal rows carry a 1e-6 regularization (condition ~1e6), which amplifies the
+    // perturbation to 2.7e-3 within 50 iterations (measured): a property of the f32 data,
+    // not of the solver, which follows the CPU on the same rounded data exactly. The
+    // bound below only guards against a solver that departs from that figure.
+    check_iterates(&gpu, &fem, Precision::F32, 1e-10, 1e-4);
+    check_iterates(&gpu, &pile, Precision::F32, 1e-10, 5e-3);
 }
 
 #[test]
@@ -180,7 +229,7 @@ fn cg(sys: &SchurSystem, iterations: usize) -> Vec<f64> {
         op.apply(&p, &mut ap);
         let rz = dot(&r, &z);
         let pap = dot(&p, &ap);
-        if !(pap > 0.0) || !rz.is_finite() {
+        if pap.is_nan() || pap <= 0.0 || !rz.is_finite() {
             break;
         }
         let alpha = rz / pap;
@@ -333,7 +382,52 @@ fn new_compliance_and_bad_inputs() {
     let j = CsrMatrix::from_triplets(1, 1, &[(0, 0, 1.0)]).unwrap();
     let tiny = SparseSchur::new(j, bad_h).unwrap();
     assert!(GpuPcr::new(&gpu, Precision::F64, GpuOperator::Schur(&tiny), &[0.0, 1.0], 0.0).is_err());
-    assert!(
-        GpuPcr::new(&gpu, Precision::F64, GpuOperator::Bsr3(&block_spd(2).transpose()), &vec![0.0; 24], 0.0).is_ok()
-    );
+    assert!(GpuPcr::new(&gpu, Precision::F64, GpuOperator::Bsr3(&block_spd(2).transpose()), &[0.0; 24], 0.0).is_ok());
+}
+
+#[test]
+fn persistent_kernel_graphs_and_single_launches_agree_bit_for_bit() {
+    let Some(gpu) = gpu() else { return };
+    let pile = contact_pile(1500, 7).unwrap();
+    let fem = fem_contact(3000, 7).unwrap();
+    let spd = block_spd(9);
+    let spd_c = vec![1e-3; spd.rows()];
+    let spd_b: Vec<f64> = (0..spd.rows()).map(|i| ((i * 13 % 29) as f64 - 14.0) / 7.0).collect();
+    let cases: Vec<(&str, GpuOperator, &[f64], &[f64])> = vec![
+        ("pile", GpuOperator::Schur(&pile.schur), &pile.compliance, &pile.rhs),
+        ("fem", GpuOperator::Schur(&fem.schur), &fem.compliance, &fem.rhs),
+        ("csr", GpuOperator::Csr(&spd), &spd_c, &spd_b),
+        ("bsr", GpuOperator::Bsr3(&spd), &spd_c, &spd_b),
+    ];
+    for (name, op, c, b) in cases {
+        for precision in [Precision::F64, Precision::F32] {
+            let mut solver = GpuPcr::new(&gpu, precision, op, c, 0.0).unwrap();
+            assert_eq!(solver.persistent(), Err("switched off".into()), "graphs are the default");
+            solver.set_persistent(true);
+            eprintln!("{name} {precision:?}: persistent kernel {:?}", solver.persistent());
+            if precision == Precision::F64 && name == "pile" {
+                assert!(
+                    solver.persistent().is_ok(),
+                    "the persistent kernel runs on this GPU: {:?}",
+                    solver.persistent()
+                );
+            }
+            for options in
+                [PcrOptions { max_iterations: 60, tolerance: 0.0 }, PcrOptions { max_iterations: 400, tolerance: 1e-5 }]
+            {
+                let mut run = |persistent: bool, graphs: bool| {
+                    solver.set_persistent(persistent);
+                    solver.set_graphs(graphs);
+                    let mut x = vec![0.0; b.len()];
+                    let report = solver.solve(b, &mut x, &options).unwrap();
+                    (x, report)
+                };
+                let single = run(false, false);
+                let graphs = run(false, true);
+                let persistent = run(true, true);
+                assert_eq!(single, graphs, "{name} {precision:?} {options:?}: graphs vs single launches");
+                assert_eq!(single, persistent, "{name} {precision:?} {options:?}: persistent vs single launches");
+            }
+        }
+    }
 }

@@ -4,6 +4,7 @@
 
 use super::kernels::{architecture, compile, guarded, nvrtc_present, Precision, KERNELS};
 use crate::error::{Error, Result};
+use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -56,6 +57,9 @@ pub struct Gpu {
     ctx: Arc<CudaContext>,
     functions: HashMap<(Precision, &'static str), CudaFunction>,
     info: GpuInfo,
+    /// Blocks of the persistent PCR kernel that fit on the device at once, per precision
+    /// (0: no cooperative launch).
+    resident: HashMap<Precision, u32>,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -86,7 +90,18 @@ impl Gpu {
                     functions.insert((real, name), f);
                 }
             }
-            Ok(Arc::new(Gpu { ctx, functions, info }))
+            let cooperative =
+                ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH).unwrap_or(0) != 0;
+            let sms =
+                ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).unwrap_or(0).max(0) as u32;
+            let mut resident = HashMap::new();
+            for precision in [Precision::F64, Precision::F32] {
+                let per_sm = functions[&(precision, "pcr_persistent")]
+                    .occupancy_max_active_blocks_per_multiprocessor(256, 0, None)
+                    .unwrap_or(0);
+                resident.insert(precision, if cooperative { per_sm * sms } else { 0 });
+            }
+            Ok(Arc::new(Gpu { ctx, functions, info, resident }))
         })
     }
 
@@ -102,6 +117,12 @@ impl Gpu {
 
     pub(crate) fn function(&self, real: Precision, name: &'static str) -> &CudaFunction {
         &self.functions[&(real, name)]
+    }
+
+    /// How many blocks of the persistent PCR kernel can be resident at once (0 when the
+    /// device has no cooperative launch).
+    pub(crate) fn resident_blocks(&self, precision: Precision) -> u32 {
+        self.resident.get(&precision).copied().unwrap_or(0)
     }
 
     /// Waits for the device to finish the work queued so far.

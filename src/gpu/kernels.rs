@@ -1,5 +1,5 @@
-//! The CUDA sources (`kernels/common.cuh`, `kernels/sparse.cu`, `kernels/pcr.cu`), put
-//! together into one NVRTC program and compiled at run time for a chosen precision and
+//! The CUDA sources (`kernels/common.cuh`, `kernels/pcr.cu`), put together into one NVRTC
+//! program and compiled at run time for a chosen precision and
 //! architecture. Compiling needs NVRTC only, no device: the CPU test suite compiles every
 //! kernel to PTX.
 
@@ -33,27 +33,11 @@ pub fn nvrtc_present() -> Result<(i32, i32)> {
     })
 }
 
-/// The program: the shared definitions, then the sparse/vector kernels, then PCR.
-pub const SOURCE: &str = concat!(
-    include_str!("../../kernels/common.cuh"),
-    "\n",
-    include_str!("../../kernels/sparse.cu"),
-    "\n",
-    include_str!("../../kernels/pcr.cu"),
-);
+/// The program: the shared definitions, then the PCR kernels.
+pub const SOURCE: &str = concat!(include_str!("../../kernels/common.cuh"), "\n", include_str!("../../kernels/pcr.cu"),);
 
 /// Every kernel of [`SOURCE`] (each an `extern "C"` entry point).
-pub const KERNELS: [&str; 18] = [
-    "csr_spmv",
-    "csr_spmv_warp",
-    "bsr3_spmv",
-    "blockdiag_spmv",
-    "vec_axpy",
-    "vec_scal",
-    "jacobi_inverse",
-    "vec_mul",
-    "dot_partial",
-    "dot_final",
+pub const KERNELS: [&str; 9] = [
     "pcr_start",
     "schur_jt",
     "schur_j_dots",
@@ -62,6 +46,7 @@ pub const KERNELS: [&str; 18] = [
     "pcr_init",
     "pcr_update",
     "pcr_direction",
+    "pcr_persistent",
 ];
 
 /// The precision of a compiled program's matrix entries. Vectors, scalars and every sum

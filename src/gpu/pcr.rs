@@ -273,6 +273,14 @@ struct State<T> {
     use_graphs: bool,
     /// Why the last capture failed, if one did.
     graph_error: Option<String>,
+    /// Run the iterations in one persistent kernel (cooperative launch) when the device
+    /// allows (off by default: slower than graph replay where measured, see
+    /// [`GpuPcr::set_persistent`]); off after a launch failed.
+    use_persistent: bool,
+    /// Why the last persistent launch failed, if one did.
+    persistent_error: Option<String>,
+    /// The persistent kernel's grid barrier (arrivals, generation).
+    barrier: CudaSlice<u32>,
 }
 
 /// A recorded CUDA graph.
@@ -391,6 +399,32 @@ impl GpuPcr {
         }
     }
 
+    /// Switches the persistent kernel (all iterations in one cooperative launch, blocks
+    /// meeting at a grid barrier between phases) on or off (the default: recorded CUDA
+    /// graphs). The results are the same bit for bit; on an H200 the persistent kernel
+    /// took about twice as long per iteration as graph replay (docs/benchmarks.md).
+    pub fn set_persistent(&mut self, on: bool) {
+        match &mut self.state {
+            Precisioned::F64(s) => s.use_persistent = on,
+            Precisioned::F32(s) => s.use_persistent = on,
+        }
+    }
+
+    /// Whether solves run as one persistent kernel (`Ok`), or why not (`Err`: switched
+    /// off, no cooperative launch on the device, or a failed launch).
+    pub fn persistent(&self) -> std::result::Result<(), String> {
+        let (on, why) = match &self.state {
+            Precisioned::F64(s) => (s.use_persistent, &s.persistent_error),
+            Precisioned::F32(s) => (s.use_persistent, &s.persistent_error),
+        };
+        match (on, why, self.gpu.resident_blocks(self.precision())) {
+            (_, Some(e), _) => Err(e.clone()),
+            (false, None, _) => Err("switched off".into()),
+            (true, None, 0) => Err("the device has no cooperative launch".into()),
+            (true, None, _) => Ok(()),
+        }
+    }
+
     /// The precision of the device matrices' entries.
     pub fn precision(&self) -> Precision {
         match self.state {
@@ -479,6 +513,9 @@ impl<T: DeviceReal> State<T> {
             graphs: HashMap::new(),
             use_graphs: true,
             graph_error: None,
+            use_persistent: false,
+            persistent_error: None,
+            barrier: stream.alloc_zeros::<u32>(2).map_err(gpu_err("allocation"))?,
             op,
         })
     }
@@ -589,6 +626,64 @@ impl<T: DeviceReal> State<T> {
         Ok(())
     }
 
+    /// Runs iterations `range` in one cooperative launch of `pcr_persistent`; `Ok(false)`
+    /// (and persistent mode off, with the reason kept) when the device refuses it.
+    fn run_persistent(&mut self, gpu: &Gpu, m: usize, range: std::ops::Range<usize>) -> Result<bool> {
+        let resident = gpu.resident_blocks(T::PRECISION);
+        if !self.use_persistent || resident == 0 {
+            return Ok(false);
+        }
+        let stream = self.stream.clone();
+        stream.memset_zeros(&mut self.barrier).map_err(gpu_err("memset"))?;
+        let rows_grid = blocks(m, BLOCK);
+        let (np_rows, np_op) = (rows_grid as i32, self.op.dots_grid(m) as i32);
+        let grid = self.op.dots_grid(m).max(rows_grid).min(resident);
+        let (m32, k0, k1) = (m as i32, range.start as i32, range.end as i32);
+        let never = &self.never;
+        // The operator's arrays, in the kernel's slots (unused slots get a dummy pointer).
+        let (kind, n, jt_ptr, jt_col, jt_val, a, block_of, off, data_off, hinv, t): (
+            i32,
+            i32,
+            _,
+            _,
+            _,
+            _,
+            _,
+            _,
+            _,
+            _,
+            _,
+        ) = match &self.op {
+            DeviceOperator::Schur { n, block_of, off, data_off, hinv, jt, j, t } => {
+                (0, *n as i32, &jt.ptr, &jt.col, jt.val.slice(..), j, block_of, off, data_off, hinv.slice(..), t)
+            }
+            DeviceOperator::Csr { a } => {
+                (1, 0, never, never, a.val.slice(..0), a, never, never, never, a.val.slice(..0), &self.x)
+            }
+            DeviceOperator::Bsr3 { a, .. } => {
+                (2, 0, never, never, a.val.slice(..0), a, never, never, never, a.val.slice(..0), &self.x)
+            }
+        };
+        let f = gpu.function(T::PRECISION, "pcr_persistent");
+        let mut l = stream.launch_builder(f);
+        l.arg(&kind).arg(&m32).arg(&n).arg(&k0).arg(&k1).arg(jt_ptr).arg(jt_col).arg(&jt_val);
+        l.arg(&a.ptr).arg(&a.col).arg(&a.val).arg(block_of).arg(off).arg(data_off).arg(&hinv).arg(t);
+        l.arg(&self.c).arg(&self.pinv).arg(&self.x).arg(&self.r).arg(&self.z).arg(&self.p).arg(&self.ap);
+        l.arg(&self.az).arg(&self.q).arg(&self.part_zaz).arg(&self.part_rz).arg(&self.part_apq);
+        l.arg(&np_rows).arg(&np_op).arg(&self.zaz).arg(&self.res).arg(&self.target).arg(&self.flags);
+        l.arg(&self.barrier);
+        // SAFETY: the arguments match the kernel's signature; a cooperative launch keeps
+        // all `grid` blocks resident, which the kernel's grid barrier needs.
+        match unsafe { l.launch_cooperative(cfg(grid)) } {
+            Ok(_) => Ok(true),
+            Err(e) => {
+                self.use_persistent = false;
+                self.persistent_error = Some(format!("cooperative launch of {grid} blocks failed: {e}"));
+                Ok(false)
+            }
+        }
+    }
+
     /// Runs iterations `range`: replays its recorded graph, recording it the first time;
     /// kernel by kernel when graphs are unavailable.
     fn run_iterations(&mut self, gpu: &Gpu, m: usize, range: std::ops::Range<usize>) -> Result<()> {
@@ -654,6 +749,9 @@ impl<T: DeviceReal> State<T> {
 
         let check = if options.tolerance > 0.0 { CHECK_EVERY } else { max.max(1) };
         let mut launched = 0;
+        if max > 0 && self.run_persistent(gpu, m, 0..max)? {
+            launched = max;
+        }
         while launched < max {
             let chunk_end = (launched + check).min(max);
             self.run_iterations(gpu, m, launched..chunk_end)?;

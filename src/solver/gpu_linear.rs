@@ -15,7 +15,7 @@
 //! fallback of the process prints one warning with the reason to standard error.
 
 use crate::error::Result;
-use crate::solver::ncp::{PcrOptions, PcrReport};
+use crate::math::{PcrOptions, PcrReport};
 use crate::solver::CsrMatrix;
 use std::sync::Once;
 
