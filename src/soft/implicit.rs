@@ -359,6 +359,20 @@ fn minimize_direct(
     options: &SoftOptions,
     report: &mut NewtonReport,
 ) -> Result<()> {
+    newton_loop(potential, y, options, report, direct_direction)
+}
+
+/// The Newton loop of the solvers that assemble the exact Hessian at every iteration:
+/// each iteration evaluates Φ with its Hessian at `y`, asks `direction` for the step (and
+/// the evaluation it belongs to: the projected one when the exact Hessian failed), and
+/// takes it with the line search, until the step is below the tolerance.
+fn newton_loop(
+    potential: &StepPotential,
+    y: &mut [f64],
+    options: &SoftOptions,
+    report: &mut NewtonReport,
+    direction: impl Fn(&StepPotential, &[f64], Evaluation, &mut NewtonReport) -> Result<(Evaluation, Vec<f64>)>,
+) -> Result<()> {
     let tolerance = options.tolerance * mesh_size(potential.body);
     loop {
         check_iterations(report, options, tolerance)?;
@@ -366,7 +380,7 @@ fn minimize_direct(
         let clock = Instant::now();
         let ev = potential.evaluate(y, true, false);
         report.timings.assembly += clock.elapsed().as_secs_f64();
-        let (ev, d) = direct_direction(potential, y, ev, report)?;
+        let (ev, d) = direction(potential, y, ev, report)?;
         if take_step(potential, y, &ev, &d, options, tolerance, report)? {
             return Ok(());
         }
@@ -417,47 +431,48 @@ fn minimize_pcr_gpu(
     options: &SoftOptions,
     report: &mut NewtonReport,
 ) -> Result<()> {
-    let tolerance = options.tolerance * mesh_size(potential.body);
-    loop {
-        check_iterations(report, options, tolerance)?;
-        report.iterations += 1;
-        let clock = Instant::now();
-        let ev = potential.evaluate(y, true, false);
-        report.timings.assembly += clock.elapsed().as_secs_f64();
-        let (ev, d) = match gpu_direction(potential, &ev, report, true)? {
-            None => {
-                report.gpu_fallbacks += 1;
-                direct_direction(potential, y, ev, report)?
-            }
-            Some(GpuDirection::Descent(d)) => (ev, d),
-            Some(GpuDirection::NotDescent) => {
-                // Not a descent direction: the exact Hessian is indefinite here (or the
-                // solve stopped far from the solution); solve with the projected one.
-                report.projected_iterations += 1;
-                let clock = Instant::now();
-                let projected = potential.evaluate(y, true, true);
-                report.timings.assembly += clock.elapsed().as_secs_f64();
-                match gpu_direction(potential, &projected, report, false)? {
-                    Some(GpuDirection::Descent(d)) => (projected, d),
-                    Some(GpuDirection::NotDescent) => {
-                        return Err(Error::Numerical {
-                            algorithm: "soft body Newton (GPU conjugate residuals)",
-                            detail: "conjugate residuals on the PSD-projected Hessian gave no descent direction; \
-                                     use SoftLinearSolver::Direct"
-                                .into(),
-                        })
-                    }
-                    None => {
-                        report.gpu_fallbacks += 1;
-                        direct_direction(potential, y, projected, report)?
-                    }
+    newton_loop(potential, y, options, report, pcr_gpu_direction)
+}
+
+/// The step of a [`SoftLinearSolver::PcrGpu`] iteration (the module's notes): a descent
+/// direction from GPU conjugate residuals on the exact Hessian, else on the projected one;
+/// the direct solver's step, counted, when no GPU is available.
+fn pcr_gpu_direction(
+    potential: &StepPotential,
+    y: &[f64],
+    ev: Evaluation,
+    report: &mut NewtonReport,
+) -> Result<(Evaluation, Vec<f64>)> {
+    Ok(match gpu_direction(potential, &ev, report, true)? {
+        None => {
+            report.gpu_fallbacks += 1;
+            direct_direction(potential, y, ev, report)?
+        }
+        Some(GpuDirection::Descent(d)) => (ev, d),
+        Some(GpuDirection::NotDescent) => {
+            // Not a descent direction: the exact Hessian is indefinite here (or the
+            // solve stopped far from the solution); solve with the projected one.
+            report.projected_iterations += 1;
+            let clock = Instant::now();
+            let projected = potential.evaluate(y, true, true);
+            report.timings.assembly += clock.elapsed().as_secs_f64();
+            match gpu_direction(potential, &projected, report, false)? {
+                Some(GpuDirection::Descent(d)) => (projected, d),
+                Some(GpuDirection::NotDescent) => {
+                    return Err(Error::Numerical {
+                        algorithm: "soft body Newton (GPU conjugate residuals)",
+                        detail: "conjugate residuals on the PSD-projected Hessian gave no descent direction; \
+                                 use SoftLinearSolver::Direct"
+                            .into(),
+                    })
+                }
+                None => {
+                    report.gpu_fallbacks += 1;
+                    direct_direction(potential, y, projected, report)?
                 }
             }
-        };
-        if take_step(potential, y, &ev, &d, options, tolerance, report)? {
-            return Ok(());
         }
-    }
+    })
 }
 
 /// A GPU conjugate-residual solution of a Newton system.
