@@ -1,11 +1,11 @@
 //! The GPU conjugate-residual solver (Macklin et al. 2019 §8.2; digest-000 §4) through
-//! CUDA, behind the `cuda` feature.
+//! CUDA, behind the `cuda` feature (the modules below exist with it).
 //!
-//! - [`kernels`]: the CUDA sources of `kernels/*.cu`, compiled at run time by NVRTC
+//! - `kernels`: the CUDA sources of `kernels/*.cu`, compiled at run time by NVRTC
 //!   (f64 and f32); compiling needs only NVRTC, not a device.
-//! - [`device`]: device detection that never panics ([`available`]) and the loaded
-//!   kernels ([`Gpu`]).
-//! - [`pcr`]: Jacobi-preconditioned conjugate residuals on the device ([`GpuPcr`]), on
+//! - `device`: device detection that never panics ([`available`]) and the loaded
+//!   kernels (`Gpu`).
+//! - `pcr`: Jacobi-preconditioned conjugate residuals on the device (`GpuPcr`), on
 //!   the Schur operator `A = J H⁻¹ Jᵀ + C` of a Newton step (sparse `J`, block-diagonal
 //!   `H⁻¹`, diagonal `C`: paper 000 eq. 59) or on an assembled sparse matrix (CSR, or
 //!   3 × 3-block CSR for FEM Hessians), with the stopping rule and statistics of the CPU

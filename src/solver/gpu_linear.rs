@@ -4,7 +4,7 @@
 //! (feature `cuda`).
 //!
 //! The one piece of process state of the crate lives here: the device context
-//! ([`shared`]), created on first use and kept, immutable, for the life of the process —
+//! (`shared`, feature `cuda`), created on first use and kept, immutable, for the life of the process —
 //! including the failure to create it, so that a machine without a GPU pays for the
 //! detection once. Everything else is per call: a solve uploads its matrix, runs
 //! `crate::gpu::GpuPcr` in double precision and reads the solution back.
