@@ -333,14 +333,14 @@ fn minimize(
     } else {
         match options.linear_solver {
             SoftLinearSolver::Direct => {
-                minimize_direct(potential, y, options, &mut report)?;
+                newton_loop(potential, y, options, &mut report, direct_direction)?;
                 None
             }
             SoftLinearSolver::KeptFactor { single_precision } => {
                 Some(minimize_kept(potential, y, options, single_precision, &mut report)?)
             }
             SoftLinearSolver::PcrGpu => {
-                minimize_pcr_gpu(potential, y, options, &mut report)?;
+                newton_loop(potential, y, options, &mut report, pcr_gpu_direction)?;
                 None
             }
         }
@@ -351,18 +351,10 @@ fn minimize(
     Ok((report, kept))
 }
 
-/// Newton with the exact Hessian factored at every iteration (element tangents projected
-/// when it is not positive definite) and an Armijo backtracking line search.
-fn minimize_direct(
-    potential: &StepPotential,
-    y: &mut [f64],
-    options: &SoftOptions,
-    report: &mut NewtonReport,
-) -> Result<()> {
-    newton_loop(potential, y, options, report, direct_direction)
-}
-
-/// The Newton loop of the solvers that assemble the exact Hessian at every iteration:
+/// The Newton loop of the solvers that assemble the exact Hessian at every iteration
+/// (`Direct`: the direction by a Cholesky factorization, [`direct_direction`]; `PcrGpu`:
+/// by conjugate residuals on the GPU, [`pcr_gpu_direction`]), with an Armijo backtracking
+/// line search:
 /// each iteration evaluates Φ with its Hessian at `y`, asks `direction` for the step (and
 /// the evaluation it belongs to: the projected one when the exact Hessian failed), and
 /// takes it with the line search, until the step is below the tolerance.
@@ -421,17 +413,6 @@ fn direct_direction(
     factor.solve_in_place(&mut d, 1);
     report.timings.solve += clock.elapsed().as_secs_f64();
     Ok((ev, d))
-}
-
-/// Newton with the exact Hessian of every iteration solved by conjugate residuals on the
-/// GPU (the module's notes); each iteration without a GPU is a `Direct` one, counted.
-fn minimize_pcr_gpu(
-    potential: &StepPotential,
-    y: &mut [f64],
-    options: &SoftOptions,
-    report: &mut NewtonReport,
-) -> Result<()> {
-    newton_loop(potential, y, options, report, pcr_gpu_direction)
 }
 
 /// The step of a [`SoftLinearSolver::PcrGpu`] iteration (the module's notes): a descent
