@@ -423,3 +423,102 @@ fn factored_pseudo_inverse_is_the_dense_one() {
         Some(DVector::zeros(3))
     );
 }
+
+/// The certified full-rank solves agree with the pseudo-inverse solves they stand in for,
+/// and refuse what they cannot certify. Tall products `K = L Nᵀ` (`k > d`, symmetric and
+/// general, `L` of full column rank): the same minimum-norm solution as `min_norm_solve`
+/// of the formed `K` to 1e-10, residual ≤ 1e-12, for any right-hand side (consistent or
+/// not). Square systems: the solution of the inverse. Refused (`None`): a rank-deficient
+/// factor, a condition number beyond the certificate (`σ_min/σ_max = 1e-10`), a singular
+/// or indefinite square matrix, `k ≤ d`, mismatched shapes and non-finite entries.
+#[test]
+fn certified_full_rank_solves_are_the_pseudo_inverse_ones() {
+    use nalgebra::DMatrix;
+    let mut rng = SplitMix64::new(31);
+    let mut certified = 0;
+    for trial in 0..120 {
+        let d = 1 + trial % 8;
+        let k = d + 1 + trial % 17;
+        let l = DMatrix::from_fn(k, d, |_, _| rng.range(-1.0, 1.0));
+        let n = (trial % 2 == 1).then(|| {
+            let mut n = l.clone();
+            for r in 0..k {
+                let s = rng.range(-0.5, 0.5);
+                let src = (r * 5 + 1) % k;
+                for c in 0..d {
+                    n[(r, c)] += s * l[(src, c)];
+                }
+            }
+            n
+        });
+        let kmat = &l * n.as_ref().unwrap_or(&l).transpose();
+        // Half consistent right-hand sides, half arbitrary ones (least squares).
+        let r = if trial % 4 < 2 {
+            &kmat * DVector::from_fn(k, |_, _| rng.range(-1.0, 1.0))
+        } else {
+            DVector::from_fn(k, |_, _| rng.range(-1.0, 1.0))
+        };
+        let want = min_norm_solve(&kmat, &r, 1e-12).expect("dense solve");
+        let Some(x) = full_rank_solve_factored(&l, n.as_ref(), &r) else { continue };
+        certified += 1;
+        let err = (&x - &want).amax() / want.amax();
+        assert!(err <= 1e-10, "trial {trial} ({k}×{d}): differs from the pseudo-inverse solve by {err:e}");
+        if trial % 4 < 2 {
+            let residual = (&kmat * &x - &r).amax() / r.amax();
+            assert!(residual <= 1e-12, "trial {trial}: residual {residual:e}");
+        }
+    }
+    assert!(certified >= 100, "only {certified} of 120 random well-conditioned factors were certified");
+
+    // Rank-deficient factor: column 2 a combination of columns 0 and 1.
+    let mut l = DMatrix::from_fn(9, 4, |_, _| rng.range(-1.0, 1.0));
+    let c = 0.3 * l.column(0) + 1.1 * l.column(1);
+    l.set_column(2, &c);
+    let r = DVector::from_fn(9, |_, _| rng.range(-1.0, 1.0));
+    assert!(full_rank_solve_factored(&l, None, &r).is_none(), "rank-deficient factor certified");
+    // Full rank but beyond the certificate: σ_min/σ_max of K = 1e-10.
+    let mut l = DMatrix::from_fn(9, 4, |_, _| rng.range(-1.0, 1.0));
+    let qr = l.clone().qr();
+    l = qr.q() * DMatrix::from_diagonal(&DVector::from_vec(vec![1.0, 0.5, 0.2, 1e-5]));
+    assert!(full_rank_solve_factored(&l, None, &r).is_none(), "κ(K) = 1e10 certified");
+    // Shapes and entries.
+    let l = DMatrix::from_fn(4, 4, |_, _| rng.range(-1.0, 1.0));
+    assert!(full_rank_solve_factored(&l, None, &DVector::zeros(4)).is_none(), "k = d accepted");
+    let l = DMatrix::from_fn(6, 2, |_, _| rng.range(-1.0, 1.0));
+    assert!(full_rank_solve_factored(&l, None, &DVector::zeros(5)).is_none());
+    assert!(full_rank_solve_factored(&l, Some(&DMatrix::zeros(6, 3)), &DVector::zeros(6)).is_none());
+    assert!(full_rank_solve_factored(&l, None, &DVector::from_element(6, f64::NAN)).is_none());
+
+    // Square systems: symmetric positive definite and general.
+    for trial in 0..40 {
+        let k = 1 + trial % 9;
+        let b = DMatrix::from_fn(k, k, |_, _| rng.range(-1.0, 1.0));
+        let symmetric = trial % 2 == 0;
+        let kmat = if symmetric { &b * b.transpose() + DMatrix::identity(k, k) * 0.1 } else { b };
+        let r = DVector::from_fn(k, |_, _| rng.range(-1.0, 1.0));
+        let want = min_norm_solve(&kmat, &r, 1e-12).expect("dense solve");
+        let Some(x) = full_rank_solve(&kmat, &r, symmetric) else {
+            assert!(!symmetric, "trial {trial}: a well-conditioned SPD matrix not certified");
+            continue;
+        };
+        let err = (&x - &want).amax() / want.amax();
+        assert!(err <= 1e-10, "trial {trial}: differs from the pseudo-inverse solve by {err:e}");
+        assert!((&kmat * &x - &r).amax() <= 1e-12 * r.amax() * kmat.amax() * (k as f64), "trial {trial}: residual");
+    }
+    // Singular (rank 2 of 3), indefinite, ill-conditioned, non-finite, non-square.
+    let u = DMatrix::from_fn(3, 2, |_, _| rng.range(-1.0, 1.0));
+    let singular = &u * u.transpose();
+    let r = DVector::from_vec(vec![1.0, 2.0, 3.0]);
+    assert!(full_rank_solve(&singular, &r, true).is_none());
+    assert!(full_rank_solve(&singular, &r, false).is_none());
+    let indefinite = DMatrix::from_diagonal(&DVector::from_vec(vec![1.0, -1.0, 2.0]));
+    assert!(full_rank_solve(&indefinite, &r, true).is_none());
+    assert!(full_rank_solve(&indefinite, &r, false).is_some(), "an indefinite, well-conditioned LU solve");
+    let ill = DMatrix::from_diagonal(&DVector::from_vec(vec![1.0, 1e-10, 2.0]));
+    assert!(full_rank_solve(&ill, &r, true).is_none());
+    let mut bad = DMatrix::<f64>::identity(3, 3);
+    bad[(0, 1)] = f64::INFINITY;
+    assert!(full_rank_solve(&bad, &r, false).is_none());
+    assert!(full_rank_solve(&DMatrix::identity(3, 2), &r, false).is_none());
+    assert!(full_rank_solve(&DMatrix::identity(3, 3), &DVector::zeros(2), false).is_none());
+}

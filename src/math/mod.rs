@@ -1,6 +1,6 @@
 //! Spatial algebra: motion and force vectors, rigid transforms, spatial inertia,
 //! the SO(3)/SE(3) exponential and logarithm with their Jacobians, quaternion
-//! integration, dense LU and pseudo-inverse solves, sparse matrices (CSR, block
+//! integration, dense LU, certified full-rank and pseudo-inverse solves, sparse matrices (CSR, block
 //! diagonal, the Schur operator `J H⁻¹ Jᵀ`), and a small deterministic random generator.
 //!
 //! Conventions (see `docs/architecture.md`): spatial vectors are ordered
@@ -8,6 +8,7 @@
 //! an [`SE3`] is the pose of a frame B in a frame A, `x_A = R x_B + t`.
 
 mod dense;
+mod full_rank;
 mod inertia;
 mod lie;
 mod pseudo_inverse;
@@ -22,6 +23,7 @@ pub use dense::{
     lu_factor, lu_inverse, lu_solve, lu_solve_and_invert, lu_solve_transpose, mul_into, reshape, reshape_for_overwrite,
     reshape_vector,
 };
+pub use full_rank::{full_rank_solve, full_rank_solve_factored, CERTIFIED_MIN_RATIO};
 pub use inertia::Inertia;
 pub use lie::{
     quat_integrate, se3_exp, se3_left_jacobian, se3_left_jacobian_inv, se3_log, se3_right_jacobian,

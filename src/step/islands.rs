@@ -21,9 +21,7 @@ use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
 
 use crate::constraint::SparseRows;
 use crate::error::{Error, Result};
-use crate::solver::lcp::{
-    solve_validated, BoxedLcp, LcpOptions, LcpSolution, LcpStats, RowBound, RowState, SolvePath, FACTORED_MIN_ROWS,
-};
+use crate::solver::lcp::{solve_validated, BoxedLcp, LcpOptions, LcpSolution, LcpStats, RowBound, RowState, SolvePath};
 use crate::solver::ncp::mode::SlidingCone;
 use crate::solver::ncp::NcpSolver;
 use crate::Model;
@@ -396,11 +394,11 @@ pub(crate) fn solve_islands(
             a = &ji * &solved;
             y = Some(solved);
             // More rows than dofs and no regularization: A = L Lᵀ with L = J_RD C⁻ᵀ
-            // (M̃_DD = C Cᵀ), which the minimum-norm solves of large clamping sets use.
-            // The boxed LCP uses the factor only for clamping sets of
-            // `FACTORED_MIN_ROWS` rows or more, which an island of fewer rows never has.
-            let used = matches!(solver, IslandSolver::Ncp { .. }) || k >= FACTORED_MIN_ROWS;
-            if k > n && !regularized && used {
+            // (M̃_DD = C Cᵀ), through which the minimum-norm solves of clamping sets
+            // with more rows than dofs go (`crate::solver::lcp::standardize`). `A`
+            // itself stays `J (M̃⁻¹ Jᵀ)`: the LCP's pivoting sees the same matrix as
+            // before the factor was used for small clamping sets.
+            if k > n && !regularized {
                 let mut lt = ji.transpose();
                 if chol.l_dirty().solve_lower_triangular_mut(&mut lt) {
                     factor = Some(lt.transpose());

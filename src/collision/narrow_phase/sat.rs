@@ -104,10 +104,21 @@ impl Cone {
         Cone::Arc { w, cos: 0.0 }
     }
 
-    fn contains(&self, m: &Vec3) -> bool {
+    /// Whether the direction of `m` (of squared length `norm2 > 0`) lies in the arc,
+    /// within `1e-12` of its cosine: `m·w ≥ c |m|` with `c = cos − 1e-12`, decided by
+    /// signs and squares.
+    fn contains_unnormalized(&self, m: &Vec3, norm2: f64) -> bool {
         match self {
             Cone::All => true,
-            Cone::Arc { w, cos } => m.dot(w) >= cos - 1e-12,
+            Cone::Arc { w, cos } => {
+                let c = cos - 1e-12;
+                let s = m.dot(w);
+                if c >= 0.0 {
+                    s >= 0.0 && s * s >= c * c * norm2
+                } else {
+                    s >= 0.0 || s * s <= c * c * norm2
+                }
+            }
         }
     }
 }
@@ -143,22 +154,30 @@ pub(crate) fn separating_axes(p: &Placed, q: &Placed, one_sided: bool, stop: f64
         }
     }
     let front = if one_sided && !q.poly.faces.is_empty() { Some(q.face_normal(0)) } else { None };
+    // P's edges in the world, with their lengths and arcs, once for all of Q's edges.
+    let p_edges: Vec<(Vec3, Vec3, f64, Cone)> = (0..p.poly.edges.len())
+        .map(|i| {
+            let (pa, pe) = p.edge(i);
+            (pa, pe, pe.norm(), Cone::of_edge(p, i, &pe))
+        })
+        .collect();
     for j in 0..q.poly.edges.len() {
         let (qa, qe) = q.edge(j);
         let cq = Cone::of_edge(q, j, &qe);
-        for i in 0..p.poly.edges.len() {
-            let (pa, pe) = p.edge(i);
+        let qn = qe.norm();
+        for (i, (pa, pe, pn, cp)) in p_edges.iter().enumerate() {
             let m = pe.cross(&qe);
-            let mn = m.norm();
-            if !(mn > EDGE_PARALLEL_SIN * pe.norm() * qe.norm()) {
+            let mn2 = m.norm_squared();
+            let parallel = EDGE_PARALLEL_SIN * pn * qn;
+            if !(mn2 > parallel * parallel) {
                 continue;
             }
-            let m = m / mn;
-            let cp = Cone::of_edge(p, i, &pe);
-            let axis = if cp.contains(&m) && cq.contains(&-m) {
-                m
-            } else if cp.contains(&-m) && cq.contains(&m) {
-                -m
+            // The arcs are tested on the unnormalized m (with |m|² > 0, no square
+            // root); only an axis that passes is normalized.
+            let axis = if cp.contains_unnormalized(&m, mn2) && cq.contains_unnormalized(&-m, mn2) {
+                m / mn2.sqrt()
+            } else if cp.contains_unnormalized(&-m, mn2) && cq.contains_unnormalized(&m, mn2) {
+                -m / mn2.sqrt()
             } else {
                 continue;
             };

@@ -16,8 +16,10 @@
 //! 4. projected Gauss–Seidel ([`pgs`]) — a counted fallback, standardized when that validates.
 //!
 //! The standardized solves of a problem that carries a factor `A = L Lᵀ` ([`BoxedLcp::factor`]; the
-//! contact stage attaches `J_RD C⁻ᵀ`, `M̃_DD = C Cᵀ`, to each island with more rows than dofs) go
-//! through it once the clamping set has [`FACTORED_MIN_ROWS`] rows: `O(k d²)` instead of `O(k³)`.
+//! contact stage attaches `J_RD C⁻ᵀ`, `M̃_DD = C Cᵀ`, to each unregularized island with more rows than
+//! dofs) go through it when the clamping set has more rows than `L` has columns: a certified full-rank
+//! QR solve at any size, and the factored pseudo-inverse once the clamping set has
+//! [`FACTORED_MIN_ROWS`] rows: `O(k d²)` instead of `O(k³)` (`standardize`).
 //!
 //! Every accepted solution has `residual ≤ tolerance` except a last-resort PGS result, whose residual is
 //! reported in [`LcpStats::residual`]. See `docs/lcp.md`.

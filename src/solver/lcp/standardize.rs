@@ -14,17 +14,25 @@
 //! a symmetric eigendecomposition) with the relative rank tolerance [`RANK_RTOL`]. The result depends only on the classification, `A` and `b`,
 //! which makes solutions of rank-deficient problems (coplanar contact manifolds) reproducible, and the
 //! solve doubles as a warm-started LCP solver.
+//!
+//! The common case costs no eigendecomposition: when the reduced system has full rank on its range,
+//! certified by a bound on its condition number ([`crate::math::full_rank_solve_factored`] through the factor
+//! `A = L Lᵀ` when the clamping rows outnumber the dofs, [`crate::math::full_rank_solve`] otherwise), its
+//! pseudo-inverse is an inverse on the range and a QR or Cholesky/LU solve gives the same solution up to
+//! rounding. A resting box (12 clamping rows on 6 dofs) is solved through a 12 × 6 QR instead of a 12 × 12
+//! eigendecomposition. Without a certificate the pseudo-inverse solves run as before.
 
 use nalgebra::{DMatrix, DVector};
 
 use super::problem::{residual, BoxedLcp, RowBound, RowState};
+use crate::math::{full_rank_solve, full_rank_solve_factored, min_norm_solve, min_norm_solve_factored};
 
 /// Singular values below `RANK_RTOL · σ_max` of the reduced matrix are treated as zero.
 pub const RANK_RTOL: f64 = 1e-12;
 
 /// From this many clamping rows on, a problem with a factor `A = L Lᵀ` ([`BoxedLcp::factor`]) of fewer
-/// columns than clamping rows solves its reduced system through the factor
-/// ([`crate::math::min_norm_solve_factored`], `O(k d²)`) instead of decomposing the `k × k` matrix
+/// columns than clamping rows, and no certificate of full rank, solves its reduced system through the
+/// factored pseudo-inverse ([`crate::math::min_norm_solve_factored`], `O(k d²)`) instead of decomposing the `k × k` matrix
 /// (`O(k³)`). Below it the dense decomposition costs microseconds.
 pub const FACTORED_MIN_ROWS: usize = 32;
 
@@ -96,9 +104,26 @@ pub(crate) fn standardized_forces(problem: &BoxedLcp, states: &[RowState]) -> Op
     }
     let k = clamped.len();
     if k > 0 {
-        let fc = match problem.factor.as_ref().filter(|l| k >= FACTORED_MIN_ROWS && l.ncols() < k) {
-            Some(l) => factored_clamping_forces(problem, l, &clamped, &e_map, &f)?,
-            None => dense_clamping_forces(problem, &clamped, &e_map, &f)?,
+        let dense = || dense_system(problem, &clamped, &e_map, &f);
+        let fc = match problem.factor.as_ref().filter(|l| l.ncols() < k) {
+            Some(l) => {
+                let (lc, n, rhs) = factored_system(problem, l, &clamped, &e_map, &f);
+                match full_rank_solve_factored(&lc, n.as_ref(), &rhs) {
+                    Some(fc) => fc,
+                    None if k >= FACTORED_MIN_ROWS => min_norm_solve_factored(&lc, n.as_ref(), &rhs, RANK_RTOL)?,
+                    None => {
+                        let (kmat, rhs) = dense();
+                        min_norm_solve(&kmat, &rhs, RANK_RTOL)?
+                    }
+                }
+            }
+            None => {
+                let (kmat, rhs) = dense();
+                match full_rank_solve(&kmat, &rhs, e_map.is_empty()) {
+                    Some(fc) => fc,
+                    None => min_norm_solve(&kmat, &rhs, RANK_RTOL)?,
+                }
+            }
         };
         for (p, &i) in clamped.iter().enumerate() {
             f[i] = fc[p];
@@ -114,14 +139,14 @@ pub(crate) fn standardized_forces(problem: &BoxedLcp, states: &[RowState]) -> Op
     Some((f, w))
 }
 
-/// The clamping forces `f_C` of the reduced system `(A_CC + A_CU E) f_C = −(b_C + A f₀)` (`f₀`: the
-/// constant bounds of box rows at a nonzero bound), formed and decomposed densely.
-fn dense_clamping_forces(
+/// The reduced system `(A_CC + A_CU E) f_C = −(b_C + A f₀)` (`f₀`: the constant bounds of box rows at a
+/// nonzero bound), formed densely: its matrix and right-hand side.
+fn dense_system(
     problem: &BoxedLcp,
     clamped: &[usize],
     e_map: &[(usize, usize, f64)],
     f0: &DVector<f64>,
-) -> Option<DVector<f64>> {
+) -> (DMatrix<f64>, DVector<f64>) {
     let (a, m, k) = (&problem.a, problem.b.len(), clamped.len());
     let mut kmat = DMatrix::<f64>::zeros(k, k);
     let mut rhs = DVector::<f64>::zeros(k);
@@ -140,19 +165,19 @@ fn dense_clamping_forces(
         }
         rhs[r] = -v;
     }
-    crate::math::min_norm_solve(&kmat, &rhs, RANK_RTOL)
+    (kmat, rhs)
 }
 
-/// [`dense_clamping_forces`] through the factor `A = L Lᵀ`: the reduced matrix is
-/// `A_CC + A_CU E = L_C Nᵀ` with `N = L_C + Eᵀ L_U` (`k × d`), solved by
-/// [`crate::math::min_norm_solve_factored`] without forming it.
-fn factored_clamping_forces(
+/// [`dense_system`] through the factor `A = L Lᵀ`: the reduced matrix is `A_CC + A_CU E = L_C Nᵀ` with
+/// `N = L_C + Eᵀ L_U` (`k × d`; `None` when E is empty and `N = L_C`), returned unformed as `(L_C, N)`
+/// with the right-hand side.
+fn factored_system(
     problem: &BoxedLcp,
     l: &DMatrix<f64>,
     clamped: &[usize],
     e_map: &[(usize, usize, f64)],
     f0: &DVector<f64>,
-) -> Option<DVector<f64>> {
+) -> (DMatrix<f64>, Option<DMatrix<f64>>, DVector<f64>) {
     let lc = l.select_rows(clamped.iter());
     let n = (!e_map.is_empty()).then(|| {
         let mut n = lc.clone();
@@ -168,5 +193,5 @@ fn factored_clamping_forces(
         clamped.len(),
         clamped.iter().map(|&i| -(problem.b[i] + l.row(i).iter().zip(lf.iter()).map(|(a, b)| a * b).sum::<f64>())),
     );
-    crate::math::min_norm_solve_factored(&lc, n.as_ref(), &rhs, RANK_RTOL)
+    (lc, n, rhs)
 }
