@@ -449,6 +449,71 @@ fn block_diagonal_problem_is_split_into_islands() {
     }
 }
 
+/// The island split equals the connected components of its coupling graph computed by brute force
+/// (every pair, union–find): random sparse patterns of `A` (symmetric and one-sided entries), friction
+/// rows tied to their normals, one dense island and a diagonal matrix. The islands are ordered by their
+/// first row and list their rows in increasing order.
+#[test]
+fn island_split_is_the_components_of_the_coupling_graph() {
+    fn components(a: &DMatrix<f64>, bounds: &[RowBound]) -> Vec<Vec<usize>> {
+        let m = bounds.len();
+        let mut label: Vec<usize> = (0..m).collect();
+        // Relabel until stable: the smallest row of each component.
+        loop {
+            let mut changed = false;
+            for i in 0..m {
+                for j in 0..m {
+                    let friction = matches!(bounds[i], RowBound::Friction { normal, .. } if normal == j);
+                    if (a[(i, j)] != 0.0 || friction) && label[i] != label[j] {
+                        let l = label[i].min(label[j]);
+                        label[i] = l;
+                        label[j] = l;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        let mut out: Vec<Vec<usize>> = Vec::new();
+        for i in 0..m {
+            match out.iter_mut().find(|c| label[c[0]] == label[i]) {
+                Some(c) => c.push(i),
+                None => out.push(vec![i]),
+            }
+        }
+        out
+    }
+    let mut rng = SplitMix64::new(123);
+    for trial in 0..200 {
+        let m = 1 + trial % 37;
+        let density = [0.0, 0.02, 0.05, 0.1, 0.3, 1.0][trial % 6];
+        let mut a = DMatrix::<f64>::zeros(m, m);
+        for i in 0..m {
+            a[(i, i)] = 1.0;
+            for j in 0..m {
+                if i != j && rng.range(0.0, 1.0) < density {
+                    a[(i, j)] = rng.range(-1.0, 1.0);
+                    if trial % 2 == 0 {
+                        a[(j, i)] = a[(i, j)];
+                    }
+                }
+            }
+        }
+        // Every third row a friction row of the unilateral row before it.
+        let bounds: Vec<RowBound> = (0..m)
+            .map(|i| if i % 3 == 2 { RowBound::Friction { normal: i - 1, mu: 0.5 } } else { RowBound::UNILATERAL })
+            .collect();
+        let problem = BoxedLcp::new(a.clone(), DVector::zeros(m), bounds.clone()).unwrap();
+        assert_eq!(
+            lcp::islands::split(&problem),
+            components(&a, &bounds),
+            "trial {trial} (m = {m}, density {density})"
+        );
+    }
+}
+
 #[test]
 fn bad_input_is_rejected() {
     let a = DMatrix::<f64>::identity(3, 3);

@@ -9,49 +9,54 @@ use nalgebra::{DMatrix, DVector};
 use super::problem::{BoxedLcp, RowBound};
 
 /// The rows of each island, in increasing order; islands ordered by their first row.
+///
+/// A depth-first search over the rows not yet reached: each row taken from the stack scans only
+/// those, so a dense island of `m` rows costs one pass over `m` pairs (the first row reaches them
+/// all) instead of the `m²/2` pairs of a scan of every pair, and independent islands cost the pairs
+/// between their rows and the rows still unreached.
 pub fn split(problem: &BoxedLcp) -> Vec<Vec<usize>> {
     let m = problem.b.len();
-    let mut parent: Vec<usize> = (0..m).collect();
-    fn root(parent: &mut [usize], mut i: usize) -> usize {
-        while parent[i] != i {
-            parent[i] = parent[parent[i]];
-            i = parent[i];
-        }
-        i
-    }
-    let join = |parent: &mut Vec<usize>, i: usize, j: usize| {
-        let (ri, rj) = (root(parent, i), root(parent, j));
-        if ri != rj {
-            let (lo, hi) = if ri < rj { (ri, rj) } else { (rj, ri) };
-            parent[hi] = lo;
-        }
-    };
-    if problem.a.nrows() == m && problem.a.ncols() == m {
-        // Each pair once: the components do not depend on the order of the joins.
-        for j in 0..m {
-            for i in j + 1..m {
-                if problem.a[(i, j)] != 0.0 || problem.a[(j, i)] != 0.0 {
-                    join(&mut parent, i, j);
-                }
-            }
-        }
-    }
+    let a = (problem.a.nrows() == m && problem.a.ncols() == m).then_some(&problem.a);
+    // The normal of each friction row (`usize::MAX`: none), and the friction rows of each normal.
+    let mut normal_of = vec![usize::MAX; m];
     for (i, bound) in problem.bounds.iter().enumerate().take(m) {
         if let RowBound::Friction { normal, .. } = *bound {
             if normal < m {
-                join(&mut parent, i, normal);
+                normal_of[i] = normal;
             }
         }
     }
-    let mut slot = vec![usize::MAX; m];
-    let mut islands: Vec<Vec<usize>> = Vec::new();
-    for i in 0..m {
-        let r = root(&mut parent, i);
-        if slot[r] == usize::MAX {
-            slot[r] = islands.len();
-            islands.push(Vec::new());
+    let coupled = |i: usize, j: usize| {
+        normal_of[i] == j || normal_of[j] == i || a.is_some_and(|a| a[(i, j)] != 0.0 || a[(j, i)] != 0.0)
+    };
+    let mut island = vec![usize::MAX; m];
+    let mut unreached: Vec<usize> = (0..m).collect();
+    let mut stack = Vec::new();
+    let mut count = 0;
+    for s in 0..m {
+        if island[s] != usize::MAX {
+            continue;
         }
-        islands[slot[r]].push(i);
+        island[s] = count;
+        stack.push(s);
+        while let Some(u) = stack.pop() {
+            unreached.retain(|&v| {
+                if island[v] != usize::MAX {
+                    return false;
+                }
+                if coupled(u, v) {
+                    island[v] = count;
+                    stack.push(v);
+                    return false;
+                }
+                true
+            });
+        }
+        count += 1;
+    }
+    let mut islands: Vec<Vec<usize>> = vec![Vec::new(); count];
+    for (i, &k) in island.iter().enumerate() {
+        islands[k].push(i);
     }
     islands
 }

@@ -36,6 +36,7 @@ use std::borrow::Cow;
 
 use nalgebra::DVector;
 
+use problem::residual_of_product;
 pub use problem::{classify, residual, BoxedLcp, RowBound, RowState};
 pub use standardize::{standardize, FACTORED_MIN_ROWS, RANK_RTOL};
 
@@ -345,7 +346,7 @@ fn standardize_repaired(problem: &BoxedLcp, states: &[RowState], tol: f64) -> Op
     let mut states = states.to_vec();
     for _ in 0..=states.len() {
         let (f, w) = standardized_forces(problem, &states)?;
-        if residual(problem, &f, &w) <= tol {
+        if residual_of_product(problem, &f, &w) <= tol {
             return Some((f, states));
         }
         let tf = tol * Scales::new(&problem.a, &problem.b, Some(f.as_slice())).f();
@@ -594,7 +595,7 @@ fn solve_island(problem: &BoxedLcp, options: &LcpOptions, warm_start: Option<&[R
     if let Some(guess) = warm_start {
         // The guess exactly as given (no repair, no promotion): a hit means the classification held.
         if let Some((f, w)) = standardized_forces(problem, guess) {
-            let r = residual(problem, &f, &w);
+            let r = residual_of_product(problem, &f, &w);
             if r <= options.tolerance {
                 let states = consistent_states(problem, guess, &f, options.tolerance);
                 let mut out = outcome(SolvePath::WarmStart, (f, states, true));

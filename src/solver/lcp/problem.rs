@@ -128,8 +128,10 @@ impl BoxedLcp {
         if self.bounds.len() != m {
             return Err(Error::Dimension { what: "LCP bounds", expected: m, got: self.bounds.len() });
         }
-        if let Some((index, &value)) = self.a.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-            return Err(Error::NonFinite { what: "LCP matrix A (column-major)", index, value });
+        if !all_finite(self.a.as_slice()) {
+            if let Some((index, &value)) = self.a.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+                return Err(Error::NonFinite { what: "LCP matrix A (column-major)", index, value });
+            }
         }
         if let Some((index, &value)) = self.b.iter().enumerate().find(|(_, v)| !v.is_finite()) {
             return Err(Error::NonFinite { what: "LCP vector b", index, value });
@@ -182,6 +184,20 @@ pub(crate) fn bounds_at(bound: &RowBound, f: &[f64]) -> (f64, f64) {
             (-c, c)
         }
     }
+}
+
+/// Whether every entry is finite, in one branch-free pass: `0 · x` is 0 for a finite `x` and
+/// NaN otherwise, summed in eight independent lanes (the scan of a large `A` vectorizes).
+fn all_finite(x: &[f64]) -> bool {
+    let mut acc = [0.0f64; 8];
+    let chunks = x.chunks_exact(8);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (s, v) in acc.iter_mut().zip(c) {
+            *s += v * 0.0;
+        }
+    }
+    acc.iter().chain(rest).all(|v| v.is_finite())
 }
 
 /// Maximum absolute value of a slice (0 for an empty one; NaN is ignored).
@@ -290,6 +306,17 @@ pub fn classify(problem: &BoxedLcp, f: &DVector<f64>, w: &DVector<f64>, toleranc
 /// Zero exactly at a solution; it measures both bound violations and complementarity. Returns `+∞` when
 /// the sizes disagree or a value is not finite.
 pub fn residual(problem: &BoxedLcp, f: &DVector<f64>, w: &DVector<f64>) -> f64 {
+    residual_with(problem, f, w, true)
+}
+
+/// [`residual`] of a `w` that the caller computed as `A f + b` (`&problem.a * f + &problem.b`): the
+/// equation term would recompute that product (equal up to the order of the sums, a few ulps) and is
+/// skipped, so the check costs `O(m)` instead of `O(m²)`.
+pub(crate) fn residual_of_product(problem: &BoxedLcp, f: &DVector<f64>, w: &DVector<f64>) -> f64 {
+    residual_with(problem, f, w, false)
+}
+
+fn residual_with(problem: &BoxedLcp, f: &DVector<f64>, w: &DVector<f64>, equation: bool) -> f64 {
     if !sizes_agree(problem, f, w) {
         return f64::INFINITY;
     }
@@ -302,17 +329,19 @@ pub fn residual(problem: &BoxedLcp, f: &DVector<f64>, w: &DVector<f64>) -> f64 {
     let m = problem.b.len();
     // `b_i + Σ_j A_ij f_j`, accumulated column by column (the storage order of `A`) but
     // in the same order for each row as a row-by-row sum: the same values, bitwise.
-    let mut af = problem.b.clone();
-    for j in 0..m {
-        let fj = f[j];
-        for (x, a) in af.iter_mut().zip(problem.a.column(j).iter()) {
-            *x += a * fj;
+    let af = equation.then(|| {
+        let mut af = problem.b.clone();
+        for j in 0..m {
+            let fj = f[j];
+            for (x, a) in af.iter_mut().zip(problem.a.column(j).iter()) {
+                *x += a * fj;
+            }
         }
-    }
+        af
+    });
     let mut worst = 0.0f64;
     for i in 0..m {
-        let ai_f = af[i];
-        let eq = (w[i] - ai_f).abs();
+        let eq = af.as_ref().map_or(0.0, |af| (w[i] - af[i]).abs());
         let (lo, hi) = problem.bounds_at(i, fs);
         let x = d * f[i];
         let mut p = x - w[i];

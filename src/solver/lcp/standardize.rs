@@ -24,7 +24,7 @@
 
 use nalgebra::{DMatrix, DVector};
 
-use super::problem::{residual, BoxedLcp, RowBound, RowState};
+use super::problem::{residual_of_product, BoxedLcp, RowBound, RowState};
 use crate::math::{full_rank_solve, full_rank_solve_factored, min_norm_solve, min_norm_solve_factored};
 
 /// Singular values below `RANK_RTOL · σ_max` of the reduced matrix are treated as zero.
@@ -58,7 +58,7 @@ fn standardize_unchecked(
     tolerance: f64,
 ) -> Option<(DVector<f64>, DVector<f64>)> {
     let (f, w) = standardized_forces(problem, states)?;
-    if residual(problem, &f, &w) <= tolerance {
+    if residual_of_product(problem, &f, &w) <= tolerance {
         Some((f, w))
     } else {
         None
