@@ -390,7 +390,12 @@ pub(crate) fn solve_islands(
                 algorithm: "contact stage",
                 detail: "the effective inertia M + diag(armature + h·damping) is not positive definite".into(),
             })?;
-            let solved = chol.solve(&ji.transpose()); // M̃⁻¹ Jᵀ (n × k)
+            // M̃⁻¹ Jᵀ = C⁻ᵀ (C⁻¹ Jᵀ) (n × k), in the two triangular solves of
+            // `Cholesky::solve`, keeping the half-way `C⁻¹ Jᵀ = Lᵀ`.
+            let mut lt = ji.transpose();
+            chol.l_dirty().solve_lower_triangular_unchecked_mut(&mut lt);
+            let mut solved = lt.clone();
+            chol.l_dirty().ad_solve_lower_triangular_unchecked_mut(&mut solved);
             a = &ji * &solved;
             y = Some(solved);
             // More rows than dofs and no regularization: A = L Lᵀ with L = J_RD C⁻ᵀ
@@ -399,10 +404,7 @@ pub(crate) fn solve_islands(
             // itself stays `J (M̃⁻¹ Jᵀ)`: the LCP's pivoting sees the same matrix as
             // before the factor was used for small clamping sets.
             if k > n && !regularized {
-                let mut lt = ji.transpose();
-                if chol.l_dirty().solve_lower_triangular_mut(&mut lt) {
-                    factor = Some(lt.transpose());
-                }
+                factor = Some(lt.transpose());
             }
         } else {
             a = DMatrix::zeros(k, k);
