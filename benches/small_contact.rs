@@ -1,5 +1,5 @@
-//! Criterion bench of the per-step cost of small contact scenes (issue #19): the
-//! `box_on_ground` and `four_boxes` scenes of `python/benchmarks/contact_scenes_vs_mujoco.py`
+//! Criterion bench of the per-step cost of contact scenes (issue #19): the `box_on_ground`,
+//! `four_boxes` and `pile50` scenes of `python/benchmarks/contact_scenes_vs_mujoco.py`
 //! built alike in Rust (boxes of 1 kg and half extent 5 cm, μ = 0.5, dt = 1 ms, default
 //! options: boxed-LCP Coulomb contact with warm start), one `Simulator::step` from a settled
 //! state. Run: `cargo bench --bench small_contact -- --noplot`; the figures are in

@@ -259,9 +259,12 @@ def run_mujoco(name, seconds):
 
 
 def in_child(target, args, budget):
-    """Runs ``target(*args, queue)`` in a forked child under a wall-clock budget; returns what
-    it put in the queue, or None when it did not finish."""
-    ctx = mp.get_context("fork")
+    """Runs ``target(*args, queue)`` in a child process under a wall-clock budget; returns what
+    it put in the queue, or None when it did not finish. The child is spawned (a fresh
+    interpreter), not forked: a child forked from this process, which has imported MuJoCo and
+    run its scenes, stepped the small scenes about twice as slowly as the same loop run in a
+    fresh process (box on the ground: 21 µs against 11 µs per step)."""
+    ctx = mp.get_context("spawn")
     out = ctx.Queue()
     p = ctx.Process(target=target, args=(*args, out))
     p.start()
