@@ -352,6 +352,27 @@ fn pseudo_inverse_degenerate_inputs() {
     assert!(min_norm_solve(&DMatrix::identity(2, 2), &DVector::zeros(3), 1e-12).is_none());
 }
 
+/// `N = L + (random multiples of other rows of L)`, like `L + Eᵀ L_U` of friction rows at their
+/// bounds: `K = L Nᵀ` is general (non-symmetric) with the column space of `L`. Row `r` adds a multiple
+/// in [−0.5, 0.5) of row `(r · stride + offset) mod k`.
+fn mixed_rows(
+    rng: &mut SplitMix64,
+    l: &nalgebra::DMatrix<f64>,
+    stride: usize,
+    offset: usize,
+) -> nalgebra::DMatrix<f64> {
+    let (k, d) = l.shape();
+    let mut n = l.clone();
+    for r in 0..k {
+        let s = rng.range(-0.5, 0.5);
+        let src = (r * stride + offset) % k;
+        for c in 0..d {
+            n[(r, c)] += s * l[(src, c)];
+        }
+    }
+    n
+}
+
 /// The factored pseudo-inverse of `K = L Nᵀ` (tall `k × d` factors, the Delassus blocks of
 /// many contact rows on few dofs) is the dense one: symmetric (`N = L`) and general,
 /// `L` of full column rank and rank-deficient (two dependent columns), `k` from `d` to
@@ -373,18 +394,7 @@ fn factored_pseudo_inverse_is_the_dense_one() {
             let c = 0.7 * l.column(0) - 0.4 * l.column(1);
             l.set_column(d - 1, &c);
         }
-        let n = (trial % 2 == 1).then(|| {
-            // N = L + Eᵀ L_U-like perturbation: a general nonsymmetric K with the same column space of L.
-            let mut n = l.clone();
-            for r in 0..k {
-                let s = rng.range(-0.5, 0.5);
-                let src = (r * 7 + 3) % k;
-                for c in 0..d {
-                    n[(r, c)] += s * l[(src, c)];
-                }
-            }
-            n
-        });
+        let n = (trial % 2 == 1).then(|| mixed_rows(&mut rng, &l, 7, 3));
         let kmat = &l * n.as_ref().unwrap_or(&l).transpose();
         let (dense, rank) = pseudo_inverse(&kmat, 1e-12).expect("dense pseudo-inverse");
         let fact = FactoredPseudoInverse::new(&l, n.as_ref(), 1e-12).expect("factored pseudo-inverse");
@@ -440,17 +450,7 @@ fn certified_full_rank_solves_are_the_pseudo_inverse_ones() {
         let d = 1 + trial % 8;
         let k = d + 1 + trial % 17;
         let l = DMatrix::from_fn(k, d, |_, _| rng.range(-1.0, 1.0));
-        let n = (trial % 2 == 1).then(|| {
-            let mut n = l.clone();
-            for r in 0..k {
-                let s = rng.range(-0.5, 0.5);
-                let src = (r * 5 + 1) % k;
-                for c in 0..d {
-                    n[(r, c)] += s * l[(src, c)];
-                }
-            }
-            n
-        });
+        let n = (trial % 2 == 1).then(|| mixed_rows(&mut rng, &l, 5, 1));
         let kmat = &l * n.as_ref().unwrap_or(&l).transpose();
         // Half consistent right-hand sides, half arbitrary ones (least squares).
         let r = if trial % 4 < 2 {
