@@ -42,7 +42,7 @@ pub const FACTORED_MIN_ROWS: usize = 32;
 /// Returns None if the result violates the classification (a clamping friction row outside its box, a
 /// clamping normal with f < 0, a separating row with w on the wrong side, beyond tolerance).
 ///
-/// The test is [`residual`]`(problem, f, w) ≤ tolerance` (relative), which covers every LCP condition.
+/// The test is [`residual`](super::residual)`(problem, f, w) ≤ tolerance` (relative), which covers every LCP condition.
 /// Also `None` for an invalid problem, a state vector of the wrong length, an `AtBound` sign other than
 /// `±1`, a box row marked at an infinite bound, or a failed eigendecomposition. A friction row marked `AtBound` whose
 /// normal is not clamping gets `f = 0` (its bounds are zero).
