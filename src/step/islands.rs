@@ -392,20 +392,19 @@ pub(crate) fn solve_islands(
             })?;
             // M̃⁻¹ Jᵀ = C⁻ᵀ (C⁻¹ Jᵀ) (n × k), in the two triangular solves of
             // `Cholesky::solve`, keeping the half-way `C⁻¹ Jᵀ = Lᵀ`.
-            let mut lt = ji.transpose();
-            chol.l_dirty().solve_lower_triangular_unchecked_mut(&mut lt);
-            let mut solved = lt.clone();
-            chol.l_dirty().ad_solve_lower_triangular_unchecked_mut(&mut solved);
-            a = &ji * &solved;
-            y = Some(solved);
+            let mut solved = ji.transpose();
+            chol.l_dirty().solve_lower_triangular_unchecked_mut(&mut solved);
             // More rows than dofs and no regularization: A = L Lᵀ with L = J_RD C⁻ᵀ
             // (M̃_DD = C Cᵀ), through which the minimum-norm solves of clamping sets
             // with more rows than dofs go (`crate::solver::lcp::standardize`). `A`
             // itself stays `J (M̃⁻¹ Jᵀ)`: the LCP's pivoting sees the same matrix as
             // before the factor was used for small clamping sets.
             if k > n && !regularized {
-                factor = Some(lt.transpose());
+                factor = Some(solved.transpose());
             }
+            chol.l_dirty().ad_solve_lower_triangular_unchecked_mut(&mut solved);
+            a = &ji * &solved;
+            y = Some(solved);
         } else {
             a = DMatrix::zeros(k, k);
             y = None;

@@ -17,7 +17,7 @@ use super::problem::{BoxedLcp, RowBound};
 pub fn split(problem: &BoxedLcp) -> Vec<Vec<usize>> {
     let m = problem.b.len();
     let a = (problem.a.nrows() == m && problem.a.ncols() == m).then_some(&problem.a);
-    // The normal of each friction row (`usize::MAX`: none), and the friction rows of each normal.
+    // The normal of each friction row (`usize::MAX`: none).
     let mut normal_of = vec![usize::MAX; m];
     for (i, bound) in problem.bounds.iter().enumerate().take(m) {
         if let RowBound::Friction { normal, .. } = *bound {
