@@ -365,6 +365,43 @@ impl Polytope {
             .sum()
     }
 
+    /// Volume, centroid and rotational inertia about the centroid for unit density, by
+    /// the divergence theorem over the tetrahedra from the origin to each face triangle
+    /// (`∫ x xᵀ dV = V/20 (a aᵀ + b bᵀ + c cᵀ + s sᵀ)`, `s = a + b + c`). `None` for a
+    /// point, a segment, or a polytope of non-positive or non-finite volume.
+    pub fn mass_properties(&self) -> Option<(f64, Vec3, crate::math::Mat3)> {
+        let (mut vol, mut first, mut second) = (0.0, Vec3::zeros(), crate::math::Mat3::zeros());
+        for f in &self.faces {
+            for k in 1..f.vertices.len().saturating_sub(1) {
+                let [a, b, c] = [f.vertices[0], f.vertices[k], f.vertices[k + 1]].map(|i| self.vertices[i as usize]);
+                let v = a.dot(&b.cross(&c)) / 6.0;
+                let s = a + b + c;
+                vol += v;
+                first += s * (v / 4.0);
+                second += (a * a.transpose() + b * b.transpose() + c * c.transpose() + s * s.transpose()) * (v / 20.0);
+            }
+        }
+        if !(vol.is_finite() && vol > 0.0) {
+            return None;
+        }
+        let com = first / vol;
+        let about_com = second - com * com.transpose() * vol;
+        Some((vol, com, crate::math::Mat3::identity() * about_com.trace() - about_com))
+    }
+
+    /// The faces as a closed triangle mesh (each face fanned from its first vertex,
+    /// counter-clockwise seen from outside): the input a convex-mesh geometry takes.
+    pub fn triangle_mesh(&self) -> crate::collision::TriangleMesh {
+        let triangles = self
+            .faces
+            .iter()
+            .flat_map(|f| {
+                (1..f.vertices.len().saturating_sub(1)).map(move |k| [f.vertices[0], f.vertices[k], f.vertices[k + 1]])
+            })
+            .collect();
+        crate::collision::TriangleMesh { vertices: self.vertices.clone(), triangles, source: None }
+    }
+
     /// Checks the invariants of a built polytope with [`VALIDATE_TOLERANCE`] (see
     /// [`Polytope::validate_with_tolerance`]).
     pub fn validate(&self) -> Result<(), String> {

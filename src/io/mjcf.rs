@@ -210,32 +210,6 @@ struct Parser<'a, 'input> {
 }
 
 /// A geom's collision shape and its mass properties (in the body frame).
-/// Volume, centroid and rotational inertia about the centroid (for unit density) of the
-/// convex hull of `points`, by the divergence theorem over tetrahedra from the origin
-/// (`∫ x xᵀ dV = V/20 (a aᵀ + b bᵀ + c cᵀ + s sᵀ)`, `s = a + b + c`, per face triangle).
-/// `None` for a flat or degenerate hull.
-fn hull_mass_properties(points: &[Vec3]) -> Option<(f64, Vec3, Mat3)> {
-    let hull = crate::collision::Polytope::convex_hull(points).ok()?;
-    let (mut vol, mut first, mut second) = (0.0, Vec3::zeros(), Mat3::zeros());
-    for f in &hull.faces {
-        for k in 1..f.vertices.len().saturating_sub(1) {
-            let [a, b, c] = [f.vertices[0], f.vertices[k], f.vertices[k + 1]].map(|i| hull.vertices[i as usize]);
-            let v = a.dot(&b.cross(&c)) / 6.0;
-            let s = a + b + c;
-            vol += v;
-            first += s * (v / 4.0);
-            second += (a * a.transpose() + b * b.transpose() + c * c.transpose() + s * s.transpose()) * (v / 20.0);
-        }
-    }
-    if vol.is_nan() || vol <= 0.0 {
-        return None;
-    }
-    let com = first / vol;
-    let about_com = second - com * com.transpose() * vol;
-    let i = Mat3::identity() * about_com.trace() - about_com;
-    Some((vol, com, i))
-}
-
 /// The frame of a `fromto` segment (z along it, at its midpoint) and its half length;
 /// `None` without a six-number `fromto` or for a zero-length one.
 fn segment(fromto: &Option<Vec<f64>>) -> Option<(SE3, f64)> {
@@ -967,7 +941,8 @@ impl<'a, 'input> Parser<'a, 'input> {
                     .cloned()
                     .ok_or_else(|| self.err(n, &element, format!("unknown mesh '{mesh_name}'")))?;
                 // Mass properties of the mesh's convex hull (MuJoCo's default for meshes).
-                mesh_props = hull_mass_properties(&mesh.vertices);
+                mesh_props =
+                    crate::collision::Polytope::convex_hull(&mesh.vertices).ok().and_then(|h| h.mass_properties());
                 (Some(Geometry::Mesh(mesh)), None)
             }
             other => {

@@ -1,7 +1,8 @@
 //! Ready-made models for examples, tests and benchmarks: pendulum chains, a
 //! 7-DoF arm, branching trees, a ~50-DoF floating-base humanoid-like tree (bare, or
 //! equipped with limits, drives and collision shapes and standing on the ground), a
-//! model holding every joint type, random trees, a cartpole and a two-finger grasp.
+//! model holding every joint type, random trees, a cartpole, a two-finger grasp, bodies
+//! resting on a plane, and the self-supporting arch of the NCP paper.
 
 use super::{Body, CollisionShape, Geometry, Joint, JointType, Material, Model, ModelBuilder, WORLD};
 use crate::error::{Error, Result};
@@ -565,4 +566,100 @@ pub fn bodies_on_plane(n: usize, shape: RestingShape) -> Model {
         );
     }
     b.build().expect("sample model is valid")
+}
+
+/// Friction coefficient of [`arch`]'s blocks and ground (the paper's arch: μ = 0.6).
+pub const ARCH_FRICTION: f64 = 0.6;
+
+/// A self-supporting parabolic arch of `blocks` free voussoirs standing on the world
+/// plane `z = 0`: the arch scene of Macklin et al. 2019 (Fig. 14, §10; μ = 0.6).
+///
+/// The centre line is the parabola `z = f (1 − (x/L)²)` with half span `L = 1 m` and rise
+/// `f = 1.5 m`, cut into `blocks` pieces of equal arc length by joints normal to it; the
+/// two feet are cut horizontally and rest on the plane. The arch thickens from 0.2 m at
+/// the crown to 0.4 m at the feet, and each block's depth (along y) grows from 0.2 m to
+/// 0.5 m with its distance from the axis, so with a density of 2000 kg/m³ the 20-block
+/// arch's masses range from 18 kg (crown) to 72 kg (feet): adjacent blocks of unequal
+/// masses and unequal faces. Each block is a convex hexahedron whose body frame sits at
+/// its centroid (axes parallel to the world's); its free joint's placement holds it there,
+/// so the neutral configuration is the built arch with every joint face on face.
+///
+/// The shape is statically safe by a margin (Heyman's safe theorem for rigid blocks): for
+/// 20 blocks a thrust line exists that stays inside the middle third of every joint and
+/// leans at most 15° (a friction demand of 0.27) from every joint's normal.
+///
+/// Errors: fewer than 2 blocks.
+pub fn arch(blocks: usize) -> Result<Model> {
+    use crate::collision::Polytope;
+    if blocks < 2 {
+        return Err(Error::InvalidInput(format!("an arch needs at least 2 blocks, got {blocks}")));
+    }
+    let (half_span, rise, density) = (1.0, 1.5, 2000.0);
+    let thickness = |x: f64| 0.2 + 0.2 * x.abs() / half_span;
+    let depth = |x: f64| 0.2 + 0.3 * x.abs() / half_span;
+    let height = |x: f64| rise * (1.0 - (x / half_span).powi(2));
+    // Arc length along the centre line, tabulated finely, then equal-length cuts.
+    let samples = 4000;
+    let xs: Vec<f64> = (0..=samples).map(|i| -half_span + 2.0 * half_span * i as f64 / samples as f64).collect();
+    let mut arc = vec![0.0];
+    for w in xs.windows(2) {
+        arc.push(arc.last().unwrap() + (w[1] - w[0]).hypot(height(w[1]) - height(w[0])));
+    }
+    let total = *arc.last().unwrap();
+    let cut_x = |k: usize| -> f64 {
+        let s = total * k as f64 / blocks as f64;
+        let i = arc.partition_point(|&a| a < s).clamp(1, samples);
+        let t = (s - arc[i - 1]) / (arc[i] - arc[i - 1]);
+        xs[i - 1] + t * (xs[i] - xs[i - 1])
+    };
+    // Each joint as its two end points (intrados, extrados) in the x–z plane.
+    let joints: Vec<[Vec3; 2]> = (0..=blocks)
+        .map(|k| {
+            let x = if k == 0 {
+                -half_span
+            } else if k == blocks {
+                half_span
+            } else {
+                cut_x(k)
+            };
+            let (c, t) = (Vec3::new(x, 0.0, height(x)), thickness(x));
+            if k == 0 || k == blocks {
+                // A foot: horizontal, centred under the centre line's end.
+                let inward = -x.signum();
+                return [c + Vec3::x() * (inward * t / 2.0), c - Vec3::x() * (inward * t / 2.0)];
+            }
+            let tangent = Vec3::new(1.0, 0.0, -2.0 * rise * x / half_span.powi(2)).normalize();
+            let up = Vec3::new(-tangent.z, 0.0, tangent.x);
+            [c - up * (t / 2.0), c + up * (t / 2.0)]
+        })
+        .collect();
+    let material = Material::new(ARCH_FRICTION, 0.0);
+    let mut b = ModelBuilder::new(format!("arch{blocks}"));
+    b.add_link(
+        Body::massless(WORLD)
+            .with_collision(CollisionShape::new(Geometry::Plane, SE3::identity()).with_material(material)),
+    );
+    for k in 0..blocks {
+        let corners = [joints[k][0], joints[k + 1][0], joints[k + 1][1], joints[k][1]];
+        let mid_x = corners.iter().map(|p| p.x).sum::<f64>() / 4.0;
+        let half_depth = depth(mid_x) / 2.0;
+        let points: Vec<Vec3> =
+            corners.iter().flat_map(|p| [p - Vec3::y() * half_depth, p + Vec3::y() * half_depth]).collect();
+        let hull = Polytope::convex_hull(&points).map_err(|e| Error::InvalidInput(format!("arch block {k}: {e}")))?;
+        let (volume, centroid, unit_inertia) =
+            hull.mass_properties().ok_or_else(|| Error::InvalidInput(format!("arch block {k} has no volume")))?;
+        let local: Vec<Vec3> = points.iter().map(|p| p - centroid).collect();
+        let mesh = Polytope::convex_hull(&local)
+            .map_err(|e| Error::InvalidInput(format!("arch block {k}: {e}")))?
+            .triangle_mesh();
+        let name = format!("block{k}");
+        b.add_body(
+            WORLD,
+            Joint::free(format!("free{k}")).with_placement(SE3::from_translation(centroid)),
+            Body::from_mass_properties(&name, density * volume, Vec3::zeros(), unit_inertia * density).with_collision(
+                CollisionShape::new(Geometry::ConvexMesh(mesh), SE3::identity()).with_material(material),
+            ),
+        );
+    }
+    Ok(b.build()?)
 }
