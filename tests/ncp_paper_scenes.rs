@@ -241,3 +241,21 @@ fn a_pile_of_54_boxes_rests_with_four_newton_by_twenty_conjugate_residual_iterat
     assert_eq!(sim.stats().ncp_solves, 240);
     assert_eq!(sim.stats().lcp_fallbacks, 0);
 }
+
+#[test]
+fn the_table_pile_starts_with_no_two_shapes_touching() {
+    use stiction::model::samples::table_pile;
+    let model = table_pile(54, 1);
+    assert_eq!(model.bodies().len(), 54);
+    for body in model.bodies() {
+        assert!((body.inertia.mass - 4.7).abs() < 1e-12);
+        // A table's centre of mass lies below its top's centre, on its axis.
+        let com = body.inertia.h / body.inertia.mass;
+        assert!(com.x.abs() < 1e-12 && com.y.abs() < 1e-12 && com.z < -0.02, "{com}");
+    }
+    let q = model.neutral();
+    assert!(contacts_at(&model, q.as_slice(), &CollisionOptions { margin: 1e-3 }).unwrap().is_empty());
+    // Six tables a column, stacked bounding box on bounding box: none starts higher than 4.5 m.
+    let heights: Vec<f64> = model.joints().iter().map(|j| j.placement.trans.z).collect();
+    assert!(heights.iter().all(|&z| z > 0.3 && z < 4.5), "{heights:?}");
+}

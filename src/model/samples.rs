@@ -2,7 +2,7 @@
 //! 7-DoF arm, branching trees, a ~50-DoF floating-base humanoid-like tree (bare, or
 //! equipped with limits, drives and collision shapes and standing on the ground), a
 //! model holding every joint type, random trees, a cartpole, a two-finger grasp, bodies
-//! resting on a plane, and the self-supporting arch of the NCP paper.
+//! resting on a plane, and the self-supporting arch and the table pile of the NCP paper.
 
 use super::{Body, CollisionShape, Geometry, Joint, JointType, Material, Model, ModelBuilder, WORLD};
 use crate::error::{Error, Result};
@@ -662,4 +662,82 @@ pub fn arch(blocks: usize) -> Result<Model> {
         );
     }
     Ok(b.build()?)
+}
+
+/// Friction coefficient of [`table_pile`]'s tables and ground (the paper's table pile: μ = 0.7).
+pub const TABLE_FRICTION: f64 = 0.7;
+
+/// `n` tables dropped into a pile on the world plane `z = 0`: the table-pile scene of
+/// Macklin et al. 2019 (Fig. 14, §10; 54 tables of 4.7 kg, μ = 0.7).
+///
+/// Each table is one non-convex body: a top of 0.5 × 0.5 × 0.04 m on four legs of
+/// 0.04 × 0.04 × 0.3 m at its corners (five box shapes), 4.7 kg of uniform density, its body
+/// frame at the top's centre. Table `k` starts over cell `k mod 9` of a 3 × 3 grid 0.75 m
+/// apart, turned about z at random and tilted by up to ±0.25 rad about x and y (`seed`), as
+/// low as it can be with its bounding box 1 cm clear of the plane and of the bounding boxes
+/// of the tables before it: the columns (six tables each for 54) tip over onto one another
+/// as they land, and no two shapes touch at the neutral configuration, where each free
+/// joint's placement holds its table's start pose.
+pub fn table_pile(n: usize, seed: u64) -> Model {
+    let material = Material::new(TABLE_FRICTION, 0.0);
+    let (top, leg) = (Vec3::new(0.25, 0.25, 0.02), Vec3::new(0.02, 0.02, 0.15));
+    let volume = |h: Vec3| 8.0 * h.x * h.y * h.z;
+    let density = 4.7 / (volume(top) + 4.0 * volume(leg));
+    let legs: Vec<Vec3> = [(1.0, 1.0), (-1.0, 1.0), (-1.0, -1.0), (1.0, -1.0)]
+        .iter()
+        .map(|&(sx, sy)| Vec3::new(sx * (top.x - leg.x), sy * (top.y - leg.y), -top.z - leg.z))
+        .collect();
+    let mut inertia = Inertia::solid_box(density * volume(top), top * 2.0);
+    for p in &legs {
+        inertia += Inertia::solid_box(density * volume(leg), leg * 2.0).transformed(&SE3::from_translation(*p));
+    }
+    let box_shape = |h: Vec3, at: Vec3| {
+        CollisionShape::new(Geometry::Box { half_extents: h }, SE3::from_translation(at)).with_material(material)
+    };
+    let mut b = ModelBuilder::new(format!("table_pile{n}"));
+    b.add_link(
+        Body::massless(WORLD)
+            .with_collision(CollisionShape::new(Geometry::Plane, SE3::identity()).with_material(material)),
+    );
+    let mut rng = SplitMix64::new(seed);
+    let (spacing, clearance) = (0.75, 0.01);
+    // The placed tables' world bounding boxes (lower and upper corners).
+    let mut placed: Vec<(Vec3, Vec3)> = Vec::with_capacity(n);
+    for k in 0..n {
+        let column = k % 9;
+        let rpy = Vec3::new(
+            rng.range(-0.25, 0.25),
+            rng.range(-0.25, 0.25),
+            rng.range(-std::f64::consts::PI, std::f64::consts::PI),
+        );
+        let turn = SE3::from_xyz_rpy(&Vec3::zeros(), &rpy);
+        // The turned table's bounding box about its origin (from its overall box's corners).
+        let (mut lo, mut hi) = (Vec3::repeat(f64::INFINITY), Vec3::repeat(f64::NEG_INFINITY));
+        for c in 0..8 {
+            let corner = Vec3::new(
+                if c & 1 == 0 { -top.x } else { top.x },
+                if c & 2 == 0 { -top.y } else { top.y },
+                if c & 4 == 0 { -top.z - 2.0 * leg.z } else { top.z },
+            );
+            let p = turn.act_point(&corner);
+            (lo, hi) = (lo.inf(&p), hi.sup(&p));
+        }
+        let (x, y) = ((column % 3) as f64 * spacing, (column / 3) as f64 * spacing);
+        let overlaps = |(l, h): &(Vec3, Vec3)| {
+            x + lo.x < h.x + clearance
+                && l.x < x + hi.x + clearance
+                && y + lo.y < h.y + clearance
+                && l.y < y + hi.y + clearance
+        };
+        let z =
+            placed.iter().filter(|b| overlaps(b)).map(|(_, h)| h.z + clearance - lo.z).fold(clearance - lo.z, f64::max);
+        let at = Vec3::new(x, y, z);
+        placed.push((at + lo, at + hi));
+        let mut body = Body::new(format!("table{k}"), inertia).with_collision(box_shape(top, Vec3::zeros()));
+        for p in &legs {
+            body = body.with_collision(box_shape(leg, *p));
+        }
+        b.add_body(WORLD, Joint::free(format!("free{k}")).with_placement(SE3::new(turn.rot, at)), body);
+    }
+    b.build().expect("sample model is valid")
 }
