@@ -97,6 +97,23 @@ fn bodies_on_plane(n: usize, shape: &str) -> PyResult<PyModel> {
     Ok(PyModel::new(samples::bodies_on_plane(at_least_one(n, "n")?, shape)))
 }
 
+/// The NCP paper's self-supporting parabolic arch of `blocks` convex voussoirs (μ = 0.6),
+/// standing on the world plane at the neutral configuration (`blocks` ≥ 2, else
+/// `InputError`).
+#[pyfunction]
+#[pyo3(signature = (blocks=20))]
+fn arch(blocks: usize) -> PyResult<PyModel> {
+    Ok(PyModel::new(samples::arch(blocks).py_err()?))
+}
+
+/// The NCP paper's table pile: `n` tables of 4.7 kg (a top on four legs, μ = 0.7) over a
+/// 3 × 3 grid, turned and tilted at random (`seed`), about to fall onto one another.
+#[pyfunction]
+#[pyo3(signature = (n=54, seed=1))]
+fn table_pile(n: usize, seed: u64) -> PyResult<PyModel> {
+    Ok(PyModel::new(samples::table_pile(at_least_one(n, "n")?, seed)))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pendulum_chain, m)?)?;
     m.add_function(wrap_pyfunction!(spatial_chain, m)?)?;
@@ -108,5 +125,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(all_joint_types, m)?)?;
     m.add_function(wrap_pyfunction!(random_tree, m)?)?;
     m.add_function(wrap_pyfunction!(bodies_on_plane, m)?)?;
+    m.add_function(wrap_pyfunction!(arch, m)?)?;
+    m.add_function(wrap_pyfunction!(table_pile, m)?)?;
     Ok(())
 }

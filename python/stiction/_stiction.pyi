@@ -1824,6 +1824,20 @@ def bodies_on_plane(n: int, shape: str = "box") -> Model:
     resting on the world plane z = 0 and penetrating it by 1 mm at the neutral
     configuration."""
 
+def arch(blocks: int = 20) -> Model:
+    """The NCP paper's self-supporting parabolic arch (half span 1 m, rise 1.5 m) of ``blocks``
+    convex voussoirs, 18–71 kg for 20 blocks, μ = 0.6, standing face on face on the world plane
+    at the neutral configuration.
+
+    Raises ``InputError`` for fewer than 2 blocks."""
+
+def table_pile(n: int = 54, seed: int = 1) -> Model:
+    """The NCP paper's table pile: ``n`` tables of 4.7 kg (a 0.5 m top on four 0.3 m legs,
+    μ = 0.7) over a 3 × 3 grid, turned and tilted at random (``seed``), stacked clear of one
+    another at the neutral configuration and about to fall into a pile.
+
+    Raises ``InputError`` for ``n < 1``."""
+
 class PointCost:
     """A world-space cost ``½ (p − p*)ᵀ W (p − p*)`` on a point ``p(q)`` fixed on a body, for the
     ``costs`` of :func:`stiction.trajopt.ilqr` and :func:`stiction.trajopt.shooting`."""

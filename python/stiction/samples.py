@@ -2,6 +2,7 @@
 
 from ._stiction import (
     all_joint_types,
+    arch,
     arm7,
     binary_tree,
     cartpole,
@@ -11,10 +12,12 @@ from ._stiction import (
     pendulum_chain,
     random_tree,
     spatial_chain,
+    table_pile,
 )
 
 __all__ = [
     "all_joint_types",
+    "arch",
     "arm7",
     "binary_tree",
     "cartpole",
@@ -24,4 +27,5 @@ __all__ = [
     "pendulum_chain",
     "random_tree",
     "spatial_chain",
+    "table_pile",
 ]

@@ -85,6 +85,32 @@ def test_bodies_on_plane_sample():
         samples.bodies_on_plane(4, "cone")
 
 
+def test_ncp_paper_scene_samples():
+    arch = samples.arch()
+    assert arch.nv == 120
+    c = arch.contacts(arch.neutral(), margin=1e-6)
+    assert len(c["distances"]) == 84 and np.abs(c["distances"]).max() < 1e-9
+    with pytest.raises(stiction.InputError):
+        samples.arch(1)
+    pile = samples.table_pile(18, seed=3)
+    assert pile.nv == 108
+    assert len(pile.contacts(pile.neutral(), margin=1e-3)["distances"]) == 0
+    with pytest.raises(stiction.InputError):
+        samples.table_pile(0)
+    # The arch under the paper's 6 Newton x 20 conjugate-residual setting holds its shape.
+    sim = stiction.Simulator(
+        arch,
+        dt=1.0 / 120.0,
+        contact={"solver": "ncp", "ncp": {"linear": "cr", "cr_iterations": 20, "max_iterations": 6}},
+    )
+    q, v = arch.neutral(), np.zeros(arch.nv)
+    for _ in range(12):
+        q, v = sim.step(q, v, np.zeros(arch.nv))
+    blocks = q.reshape(20, 7)  # per block: translation from the built pose, quaternion (w, x, y, z)
+    assert np.linalg.norm(blocks[:, :3], axis=1).max() < 5e-3
+    assert 2 * np.linalg.norm(blocks[:, 4:], axis=1).max() < 1e-2
+
+
 def test_contact_jacobians_match_finite_differences():
     m = box_on_plane()
     rng = np.random.default_rng(0)
