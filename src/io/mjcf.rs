@@ -209,7 +209,6 @@ struct Parser<'a, 'input> {
     names: HashMap<&'static str, usize>,
 }
 
-/// A geom's collision shape and its mass properties (in the body frame).
 /// The frame of a `fromto` segment (z along it, at its midpoint) and its half length;
 /// `None` without a six-number `fromto` or for a zero-length one.
 fn segment(fromto: &Option<Vec<f64>>) -> Option<(SE3, f64)> {
@@ -226,6 +225,7 @@ fn segment(fromto: &Option<Vec<f64>>) -> Option<(SE3, f64)> {
     Some((SE3::new(rot, (a + b) * 0.5), half))
 }
 
+/// A geom's collision shape and its mass properties (in the body frame).
 struct GeomOut {
     shape: Option<CollisionShape>,
     inertia: Option<Inertia>,

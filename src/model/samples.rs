@@ -535,9 +535,8 @@ pub enum RestingShape {
 /// configuration (each free joint's placement holds the body's grid pose). For the
 /// collision benchmarks and tests; `n` ≥ 1.
 pub fn bodies_on_plane(n: usize, shape: RestingShape) -> Model {
-    use super::{CollisionShape, Geometry};
     let mut b = ModelBuilder::new(format!("{shape:?}_on_plane{n}").to_lowercase());
-    b.add_link(Body::massless(WORLD).with_collision(CollisionShape::new(Geometry::Plane, SE3::identity())));
+    add_ground(&mut b, Material::default());
     let side = (n as f64).sqrt().ceil().max(1.0) as usize;
     let depth = 1e-3;
     for k in 0..n {
@@ -568,6 +567,14 @@ pub fn bodies_on_plane(n: usize, shape: RestingShape) -> Model {
     b.build().expect("sample model is valid")
 }
 
+/// The world plane `z = 0` of `material` on the world link.
+fn add_ground(b: &mut ModelBuilder, material: Material) {
+    b.add_link(
+        Body::massless(WORLD)
+            .with_collision(CollisionShape::new(Geometry::Plane, SE3::identity()).with_material(material)),
+    );
+}
+
 /// Friction coefficient of [`arch`]'s blocks and ground (the paper's arch: μ = 0.6).
 pub const ARCH_FRICTION: f64 = 0.6;
 
@@ -579,7 +586,7 @@ pub const ARCH_FRICTION: f64 = 0.6;
 /// two feet are cut horizontally and rest on the plane. The arch thickens from 0.2 m at
 /// the crown to 0.4 m at the feet, and each block's depth (along y) grows from 0.2 m to
 /// 0.5 m with its distance from the axis, so with a density of 2000 kg/m³ the 20-block
-/// arch's masses range from 18 kg (crown) to 72 kg (feet): adjacent blocks of unequal
+/// arch's masses range from 18 kg (crown) to 71 kg (feet): adjacent blocks of unequal
 /// masses and unequal faces. Each block is a convex hexahedron whose body frame sits at
 /// its centroid (axes parallel to the world's); its free joint's placement holds it there,
 /// so the neutral configuration is the built arch with every joint face on face.
@@ -635,10 +642,7 @@ pub fn arch(blocks: usize) -> Result<Model> {
         .collect();
     let material = Material::new(ARCH_FRICTION, 0.0);
     let mut b = ModelBuilder::new(format!("arch{blocks}"));
-    b.add_link(
-        Body::massless(WORLD)
-            .with_collision(CollisionShape::new(Geometry::Plane, SE3::identity()).with_material(material)),
-    );
+    add_ground(&mut b, material);
     for k in 0..blocks {
         let corners = [joints[k][0], joints[k + 1][0], joints[k + 1][1], joints[k][1]];
         let mid_x = corners.iter().map(|p| p.x).sum::<f64>() / 4.0;
@@ -648,10 +652,8 @@ pub fn arch(blocks: usize) -> Result<Model> {
         let hull = Polytope::convex_hull(&points).map_err(|e| Error::InvalidInput(format!("arch block {k}: {e}")))?;
         let (volume, centroid, unit_inertia) =
             hull.mass_properties().ok_or_else(|| Error::InvalidInput(format!("arch block {k} has no volume")))?;
-        let local: Vec<Vec3> = points.iter().map(|p| p - centroid).collect();
-        let mesh = Polytope::convex_hull(&local)
-            .map_err(|e| Error::InvalidInput(format!("arch block {k}: {e}")))?
-            .triangle_mesh();
+        let mut mesh = hull.triangle_mesh();
+        mesh.vertices.iter_mut().for_each(|v| *v -= centroid);
         let name = format!("block{k}");
         b.add_body(
             WORLD,
@@ -695,10 +697,7 @@ pub fn table_pile(n: usize, seed: u64) -> Model {
         CollisionShape::new(Geometry::Box { half_extents: h }, SE3::from_translation(at)).with_material(material)
     };
     let mut b = ModelBuilder::new(format!("table_pile{n}"));
-    b.add_link(
-        Body::massless(WORLD)
-            .with_collision(CollisionShape::new(Geometry::Plane, SE3::identity()).with_material(material)),
-    );
+    add_ground(&mut b, material);
     let mut rng = SplitMix64::new(seed);
     let (spacing, clearance) = (0.75, 0.01);
     // The placed tables' world bounding boxes (lower and upper corners).
