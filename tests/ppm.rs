@@ -475,7 +475,9 @@ fn pivot_budget_overrun_falls_back_to_dantzig() {
     let sol = ppm::solve(&p, &PpmOptions { max_pivots: 1, ..PpmOptions::default() }).unwrap();
     assert_eq!(sol.stats.failure, Some(PpmFailure::PivotBudget), "{:?}", sol.stats);
     assert_eq!(sol.lcp.stats.fallbacks, 1);
-    assert_eq!(sol.lcp.stats.path, SolvePath::Dantzig);
+    // The boxed LCP solver takes over: its first guess (every row clamping: the pushed
+    // box sticks on all its contacts) or Dantzig.
+    assert!(matches!(sol.lcp.stats.path, SolvePath::FirstGuess | SolvePath::Dantzig), "{:?}", sol.lcp.stats);
     assert_conditions(&p, &sol.lcp.f, &sol.lcp.w, 1e-9, "fallback");
     let full = ppm::solve(&p, &PpmOptions::default()).unwrap();
     assert!((&full.dv - &sol.dv).amax() < 1e-12);

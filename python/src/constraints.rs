@@ -42,6 +42,7 @@ pub fn path_name(p: SolvePath) -> &'static str {
     match p {
         SolvePath::Empty => "empty",
         SolvePath::WarmStart => "warm_start",
+        SolvePath::FirstGuess => "first_guess",
         SolvePath::Ppm => "ppm",
         SolvePath::Dantzig => "dantzig",
         SolvePath::Lemke => "lemke",

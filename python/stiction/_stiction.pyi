@@ -801,7 +801,7 @@ class StepRecord:
         ``approach_velocity`` (normal velocity at the start of the step).
 
         And ``v_free`` (nv,), the velocity before the impulse, and ``lcp``: ``path``
-        (``"empty"``, ``"warm_start"``, ``"ppm"``, ``"dantzig"``, ``"lemke"``, ``"pgs"``,
+        (``"empty"``, ``"warm_start"``, ``"first_guess"``, ``"ppm"``, ``"dantzig"``, ``"lemke"``, ``"pgs"``,
         ``"newton"``), ``islands``, ``pivots``, ``pgs_iterations``, ``residual``,
         ``warm_start_attempted``, ``warm_start_hit``, ``fallbacks``, ``standardized``,
         ``newton_iterations``, ``gpu_linear_solves``, ``gpu_fallbacks``;

@@ -207,7 +207,7 @@ def test_resting_box_has_four_clamping_contacts_carrying_its_weight():
     np.testing.assert_allclose(v1, 0.0, atol=1e-10)
     np.testing.assert_allclose(q1, q0, atol=1e-12)
     lcp = c["lcp"]
-    assert lcp["path"] in {"warm_start", "dantzig"} and lcp["islands"] == 1
+    assert lcp["path"] == "first_guess" and lcp["islands"] == 1
     assert lcp["residual"] <= 1e-10 and lcp["standardized"] is True and lcp["fallbacks"] == 0
     assert lcp["warm_start_attempted"] is False  # the first step starts cold
     # The simulator reports the same stage.

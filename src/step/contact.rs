@@ -1098,7 +1098,10 @@ pub(crate) fn constraint_stage(
             return Ok(None);
         }
         let b = asm.velocities_plus_bias(v_free.as_slice());
-        let waits = waiting.get_or_insert_with(|| open_contacts(&asm, v_free.as_slice(), h));
+        let waits = waiting.get_or_insert_with(|| {
+            let loaded = options.warm_start.then(|| loaded_contacts(ws, &asm)).flatten();
+            open_contacts(&asm, v_free.as_slice(), h, loaded.as_deref())
+        });
         let mut closed = vec![];
         let (sol, dv) = match (!ncp).then(|| pivoting_rows(&asm, options)).flatten() {
             Some(kinds) => solve_pivoting(&asm, &kinds, inertia.to_dense(&ws.trees), &b, options)?,
@@ -1545,22 +1548,48 @@ fn row_trees(trees: &Trees, kind: RowKind, contacts: &[Contact]) -> [usize; 2] {
     }
 }
 
+/// A gap below `ROUND_OFF_GAP · (1 + |p|∞)` (`p` the contact point, in metres) is the
+/// round-off of the distance of surfaces that touch (faces built to coincide give gaps
+/// of ±1e-16 m): such a contact is closed for [`open_contacts`].
+const ROUND_OFF_GAP: f64 = 1e-12;
+
 /// The speculative contacts that wait outside the LCP, per contact of `asm`: a gap
-/// (φ > 0) that the free motion does not close within the step (`φ + h J_n v_f > 0`).
+/// (φ > 0, beyond round-off: [`ROUND_OFF_GAP`]) that the free motion does not close
+/// within the step (`φ + h J_n v_f > 0`).
 /// Such a contact's rows separate with zero force whenever the solution without them
 /// leaves the gap open (`J_n v⁺ + φ/h ≥ 0`, its normal row's condition with the
 /// speculative bias `φ/h`; its friction is bounded by `μ·0`), so the LCP without them has
 /// the same solution; those the solution closes join it ([`closed_contacts`]). Their
 /// rows stay in the record, separating with zero force. A resting pile's speculative
 /// contacts between neighbours would otherwise join all its columns into one island.
-fn open_contacts(asm: &Assembly, v_free: &[f64], h: f64) -> Vec<bool> {
+///
+/// `loaded`, per contact (with the warm start): the contact carried a normal impulse in
+/// the previous step. Such a contact never waits: a resting stack's contacts (gaps of
+/// round-off size that the free motion leaves open, since its bodies fall together)
+/// would otherwise join one layer per pass, each pass a full solve that its warm start
+/// (the previous step's classification of all the rows) cannot serve.
+fn open_contacts(asm: &Assembly, v_free: &[f64], h: f64, loaded: Option<&[bool]>) -> Vec<bool> {
     (0..asm.contacts.len())
         .map(|i| {
             let phi = asm.gap[3 * i];
             let vn = asm.row_dot(3 * i, v_free);
-            phi > 0.0 && phi + h * vn > 0.0 && !asm.info[i].bounce
+            let touching = phi <= ROUND_OFF_GAP * (1.0 + asm.contacts[i].geometry.point.amax());
+            !touching && phi + h * vn > 0.0 && !asm.info[i].bounce && !loaded.is_some_and(|l| l[i])
         })
         .collect()
+}
+
+/// Per contact of `asm`: whether the previous step's matching contact carried a normal
+/// impulse (`None` without a previous step).
+fn loaded_contacts(ws: &ConstraintWorkspace, asm: &Assembly) -> Option<Vec<bool>> {
+    let forces = warm_start_forces(ws, asm)?;
+    let mut loaded = vec![false; asm.contacts.len()];
+    for (r, kind) in asm.rows.iter().enumerate() {
+        if let RowKind::ContactNormal { contact } = *kind {
+            loaded[contact] = forces[r] > 0.0;
+        }
+    }
+    Some(loaded)
 }
 
 /// Per row of `asm`: whether it belongs to a waiting contact.
