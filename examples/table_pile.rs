@@ -17,7 +17,7 @@ mod paper_scenes;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let solver = args.get(1).map_or("cr", |s| s.as_str());
-    let seconds: f64 = args.get(2).map_or(Ok(6.0), |s| s.parse())?;
+    let seconds: f64 = args.get(2).map_or(Ok(10.0), |s| s.parse())?;
     let tables: usize = args.get(3).map_or(Ok(54), |s| s.parse())?;
     let seed: u64 = args.get(4).map_or(Ok(1), |s| s.parse())?;
     let model = samples::table_pile(tables, seed);

@@ -830,3 +830,39 @@ fn factor_gives_the_same_solution() {
     nan[(4, 1)] = f64::NAN;
     assert!(matches!(plain.with_factor(nan), Err(Error::NonFinite { .. })));
 }
+
+#[test]
+fn a_cold_solve_tries_every_row_clamping_first() {
+    // A box resting on four corners (b = J v_free with v_free the fall of one step): the
+    // guess "every row clamping" is the solution, found without pivoting, and it is the
+    // minimum-norm one (the weight spread over the four redundant corners); Dantzig's
+    // standardized solution (the same problem with standardization compared below) agrees.
+    let (g, h) = (9.81, 0.01);
+    let p = box_on_plane(2.0, 0.5, [0.0, 0.0, 0.0, 0.0, 0.0, -g * h]);
+    let sol = solve(&p, &LcpOptions::default(), None).unwrap();
+    assert_eq!(sol.stats.path, SolvePath::FirstGuess);
+    assert_eq!((sol.stats.pivots, sol.stats.fallbacks), (0, 0));
+    assert!(!sol.stats.warm_start_attempted && !sol.stats.warm_start_hit && sol.stats.standardized);
+    assert_eq!(sol.states, vec![RowState::Clamping; 12]);
+    assert_lcp_conditions(&p, &sol.f, &sol.w, 1e-12, "resting box");
+    for corner in 0..4 {
+        assert!((sol.f[3 * corner] - 2.0 * g * h / 4.0).abs() < 1e-14, "corner {corner}: {}", sol.f[3 * corner]);
+    }
+    assert_min_norm(&p, &sol.f, &sol.states, "resting box");
+    // Sliding (a friction row at its bound) or lifting off (separating rows): the guess
+    // misses, and pivoting solves; the result is the one without the guess (standardization
+    // off skips it) up to the minimum-norm choice.
+    for (v_free, what) in [([0.0, 0.0, 0.0, 2.0, 0.0, -g * h], "sliding"), ([0.0, 0.0, 0.0, 0.0, 0.0, 0.1], "lifting")]
+    {
+        let p = box_on_plane(2.0, 0.5, v_free);
+        let sol = solve(&p, &LcpOptions::default(), None).unwrap();
+        assert_ne!(sol.stats.path, SolvePath::FirstGuess, "{what}");
+        assert!(sol.stats.path == SolvePath::Dantzig && sol.stats.standardized, "{what}: {:?}", sol.stats);
+        assert_lcp_conditions(&p, &sol.f, &sol.w, 1e-12, what);
+        let plain = solve(&p, &LcpOptions { standardize: false, ..LcpOptions::default() }, None).unwrap();
+        assert!((&plain.w - &sol.w).amax() < 1e-12, "{what}: velocities {} against {}", plain.w, sol.w);
+    }
+    // The first guess needs standardization: without it the path is pivoting.
+    let plain = solve(&p, &LcpOptions { standardize: false, ..LcpOptions::default() }, None).unwrap();
+    assert_eq!(plain.stats.path, SolvePath::Dantzig);
+}
