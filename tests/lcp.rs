@@ -866,3 +866,47 @@ fn a_cold_solve_tries_every_row_clamping_first() {
     let plain = solve(&p, &LcpOptions { standardize: false, ..LcpOptions::default() }, None).unwrap();
     assert_eq!(plain.stats.path, SolvePath::Dantzig);
 }
+
+/// `LcpOptions::work_limit` bounds an island's search after its guesses, and says so. The
+/// default limit never binds on small problems: their solutions equal those of an unbounded
+/// search, forces, states and statistics alike. A limit that nothing fits leaves the first
+/// guess (not charged) or the last resort, PGS, with no pivots, no standardized solve, the
+/// island counted in `work_limited` and the residual of the returned forces reported.
+#[test]
+fn the_work_limit_bounds_the_search_and_is_reported() {
+    let mut rng = SplitMix64::new(47);
+    let unbounded = LcpOptions { work_limit: f64::INFINITY, ..LcpOptions::default() };
+    let starved = LcpOptions { work_limit: 1.0, ..LcpOptions::default() };
+    let (mut pgs, mut guessed) = (0, 0);
+    for trial in 0..100 {
+        let contacts = 1 + (rng.next_u64() % 4) as usize;
+        let n = 3 + (rng.next_u64() % 10) as usize;
+        let p = random_friction(&mut rng, contacts, (trial % 2) as usize, n);
+        let default = solve(&p, &LcpOptions::default(), None).unwrap();
+        let free = solve(&p, &unbounded, None).unwrap();
+        assert_eq!(default, free, "trial {trial}");
+        assert_eq!(default.stats.work_limited, 0, "trial {trial}");
+        let s = solve(&p, &starved, None).unwrap();
+        assert!(s.f.iter().chain(s.w.iter()).all(|v| v.is_finite()), "trial {trial}");
+        match s.stats.path {
+            SolvePath::FirstGuess | SolvePath::Empty => {
+                guessed += 1;
+                assert_eq!(s, default, "trial {trial}: the guess is not charged");
+            }
+            SolvePath::Pgs => {
+                pgs += 1;
+                let st = &s.stats;
+                assert_eq!((st.work_limited, st.fallbacks, st.pivots), (1, 2, 0), "trial {trial}: {st:?}");
+                assert!(!st.standardized, "trial {trial}");
+                assert_eq!(st.residual, residual(&p, &s.f, &s.w), "trial {trial}");
+            }
+            other => panic!("trial {trial}: path {other:?} with a limit nothing fits"),
+        }
+    }
+    assert!(pgs >= 30, "{pgs} PGS results, {guessed} guesses");
+    let p = random_friction(&mut rng, 2, 0, 6);
+    for bad in [0.0, -1.0, f64::NAN] {
+        let options = LcpOptions { work_limit: bad, ..LcpOptions::default() };
+        assert!(matches!(solve(&p, &options, None), Err(Error::InvalidInput(_))), "work_limit {bad}");
+    }
+}

@@ -83,6 +83,7 @@ fn lcp_dict<'py>(py: Python<'py>, s: &LcpStats) -> PyResult<Bound<'py, PyDict>> 
     d.set_item("newton_iterations", s.newton_iterations)?;
     d.set_item("gpu_linear_solves", s.gpu_linear_solves)?;
     d.set_item("gpu_fallbacks", s.gpu_fallbacks)?;
+    d.set_item("work_limited", s.work_limited)?;
     Ok(d)
 }
 

@@ -11,7 +11,7 @@ use stiction::solver::ncp::{LinearSolve, NcpFunction, NcpSolver};
 use stiction::step::{BounceGradients, ContactModel, ContactOptions, ContactSolver, PenetrationRecovery};
 
 /// The keys a `contact` dict accepts, in the order `Simulator.contact_options` lists them.
-pub const KEYS: [&str; 18] = [
+pub const KEYS: [&str; 19] = [
     "enabled",
     "model",
     "solver",
@@ -29,6 +29,7 @@ pub const KEYS: [&str; 18] = [
     "pgs_tolerance",
     "standardize",
     "friction_iterations",
+    "work_limit",
     "ncp",
 ];
 
@@ -168,6 +169,7 @@ pub fn contact_options(obj: Option<&Bound<'_, PyAny>>) -> PyResult<ContactOption
             "pgs_tolerance" => lcp.pgs_tolerance = real(&key, &value)?,
             "standardize" => lcp.standardize = flag(&key, &value)?,
             "friction_iterations" => lcp.friction_iterations = count(&key, &value)?,
+            "work_limit" => lcp.work_limit = real(&key, &value)?,
             "ncp" => o.ncp = ncp_options(&value)?,
             other => {
                 return Err(input_error(format!(
@@ -293,6 +295,7 @@ pub fn contact_options_dict<'py>(py: Python<'py>, o: &ContactOptions) -> PyResul
     d.set_item("pgs_tolerance", o.lcp.pgs_tolerance)?;
     d.set_item("standardize", o.lcp.standardize)?;
     d.set_item("friction_iterations", o.lcp.friction_iterations)?;
+    d.set_item("work_limit", o.lcp.work_limit)?;
     d.set_item("ncp", ncp_dict(py, &o.ncp)?)?;
     Ok(d)
 }

@@ -221,7 +221,8 @@ impl PySimulator {
     /// "ncp"}`; `newton_iterations`: their non-smooth Newton iterations, summed;
     /// `gpu_linear_solves` / `gpu_fallbacks`: their Newton linear systems solved on the GPU
     /// with `"ncp": {"linear_solver": "pcr_gpu"}`, and those solved on the CPU instead
-    /// because no GPU was available; docs/gpu.md).
+    /// because no GPU was available; docs/gpu.md; `work_limited_solves`: steps in which a
+    /// boxed-LCP island spent its `work_limit`, docs/lcp.md).
     #[getter]
     fn stats(&self) -> PyResult<std::collections::HashMap<&'static str, u64>> {
         let s = *self.lock()?.stats();
@@ -243,6 +244,7 @@ impl PySimulator {
             ("newton_iterations", s.newton_iterations),
             ("gpu_linear_solves", s.gpu_linear_solves),
             ("gpu_fallbacks", s.gpu_fallbacks),
+            ("work_limited_solves", s.work_limited_solves),
         ]
         .into_iter()
         .collect())

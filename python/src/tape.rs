@@ -165,7 +165,7 @@ impl PyStepRecord {
     /// * `v_free` (nv,), the velocity before the impulse, and `lcp`: the solver's
     ///   statistics `{"path", "islands", "pivots", "pgs_iterations", "residual",
     ///   "warm_start_attempted", "warm_start_hit", "fallbacks", "standardized",
-    ///   "newton_iterations", "gpu_linear_solves", "gpu_fallbacks"}` (`path` `"newton"` and
+    ///   "newton_iterations", "gpu_linear_solves", "gpu_fallbacks", "work_limited"}` (`path` `"newton"` and
     ///   the iterations for the NCP solver; the GPU counters: docs/gpu.md).
     #[getter]
     fn constraints<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {

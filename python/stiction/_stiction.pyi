@@ -503,7 +503,10 @@ class Simulator:
               bouncing steps, exact or DiffDART §6's continuous-time correction;
             - LCP solver: ``tolerance`` (1e-10), ``max_pivots`` (0: automatic),
               ``pgs_iterations`` (500), ``pgs_tolerance`` (1e-12), ``standardize`` (bool,
-              True: minimum-norm impulses), ``friction_iterations`` (20).
+              True: minimum-norm impulses), ``friction_iterations`` (20), ``work_limit``
+              (1e9: estimated multiply–adds one island's search may spend after its warm
+              start or first guess; then it accepts raw solutions and stops pivoting,
+              counted in :attr:`stats` ``work_limited_solves``; ``float("inf")``: no bound).
 
             The other keys keep their defaults; :attr:`contact_options` lists them all.
 
@@ -552,7 +555,8 @@ class Simulator:
         by the NCP solver), ``newton_iterations`` (their Newton iterations), and
         ``gpu_linear_solves`` / ``gpu_fallbacks`` (their Newton linear systems solved on the
         GPU with ``"ncp": {"linear_solver": "pcr_gpu"}``, and those solved on the CPU
-        instead because no GPU was available; docs/gpu.md)."""
+        instead because no GPU was available; docs/gpu.md), ``work_limited_solves`` (steps
+        in which a boxed-LCP island spent its ``work_limit``; docs/lcp.md)."""
     def last_constraints(self) -> Optional[Dict[str, Any]]:
         """The constraint stage of the last step, recorded or not (see
         :attr:`StepRecord.constraints`); None when it had no rows or before any step."""
@@ -804,7 +808,8 @@ class StepRecord:
         (``"empty"``, ``"warm_start"``, ``"first_guess"``, ``"ppm"``, ``"dantzig"``, ``"lemke"``, ``"pgs"``,
         ``"newton"``), ``islands``, ``pivots``, ``pgs_iterations``, ``residual``,
         ``warm_start_attempted``, ``warm_start_hit``, ``fallbacks``, ``standardized``,
-        ``newton_iterations``, ``gpu_linear_solves``, ``gpu_fallbacks``;
+        ``newton_iterations``, ``gpu_linear_solves``, ``gpu_fallbacks``, ``work_limited``
+        (islands whose search spent the ``work_limit``);
         ``passes`` (LCP solves of the step: 1 plus the re-solves of the limit loop and a
         relaxation), ``relaxed`` (the LCP had no accurate solution with its penetration
         recovery and bounce biases and was solved without them), ``correction_dropped``

@@ -65,6 +65,7 @@ def test_contact_options_defaults_and_round_trip():
         "pgs_tolerance",
         "standardize",
         "friction_iterations",
+        "work_limit",
         "ncp",
     }
     assert o["ncp"] == {
@@ -95,6 +96,7 @@ def test_contact_options_defaults_and_round_trip():
         pgs_tolerance=0.0,
         standardize=False,
         friction_iterations=5,
+        work_limit=float("inf"),
         restitution_threshold=0.1,
         joint_limit_margin=0.02,
         ncp=dict(o["ncp"], function="min_map", linear="cr", cr_iterations=50, preconditioner=False, damping=1.0),
@@ -129,6 +131,9 @@ def test_contact_options_defaults_and_round_trip():
         ({"max_pivots": -1}, "max_pivots"),
         ({"pgs_iterations": 2.5}, "pgs_iterations"),
         ({"friction_iterations": True}, "friction_iterations"),
+        ({"work_limit": 0.0}, "work_limit"),
+        ({"work_limit": float("nan")}, "work_limit"),
+        ({"work_limit": "1e8"}, "work_limit"),
         ({"margin": np.True_}, "margin"),
         ({"enabled": 1}, "enabled"),
         ({"warm_start": "yes"}, "warm_start"),
@@ -263,14 +268,14 @@ def test_stats_count_lcp_solves_and_warm_starts():
     sim = stiction.Simulator(m, dt=DT)
     s0 = sim.stats
     for key in ("steps", "midpoint_iterations", "midpoint_fallbacks", "lcp_solves", "warm_start_hits",
-                "lcp_fallbacks", "unstandardized_solves", "ppm_solves"):
+                "lcp_fallbacks", "unstandardized_solves", "ppm_solves", "work_limited_solves"):
         assert s0[key] == 0, key
     sim.rollout(m.neutral(), np.zeros(6), np.zeros((20, 6)))
     s = sim.stats
     assert s["steps"] == 20 and s["lcp_solves"] == 20
     # The box stays at rest: every step after the first accepts the previous classification.
     assert s["warm_start_hits"] >= 15
-    assert s["lcp_fallbacks"] == 0 and s["unstandardized_solves"] == 0
+    assert s["lcp_fallbacks"] == 0 and s["unstandardized_solves"] == 0 and s["work_limited_solves"] == 0
     last = sim.last_constraints()
     assert last["lcp"]["warm_start_attempted"] is True
     assert last["lcp"]["warm_start_hit"] is True and last["lcp"]["path"] == "warm_start"

@@ -181,6 +181,11 @@ pub struct SimStats {
     /// GPU was available.
     #[serde(default)]
     pub gpu_fallbacks: u64,
+    /// Steps in which a boxed-LCP island (velocity or position stage) spent its
+    /// [`crate::solver::lcp::LcpOptions::work_limit`] and settled for what the bounded
+    /// search found (`docs/lcp.md`, "The work limit").
+    #[serde(default)]
+    pub work_limited_solves: u64,
 }
 
 impl SimStats {
@@ -321,6 +326,8 @@ impl Simulator {
             self.stats.lcp_solves += 1;
             self.stats.warm_start_hits += c.stats.warm_start_hit as u64;
             self.stats.lcp_fallbacks += c.stats.fallbacks as u64;
+            let correction_limited = c.correction.as_ref().is_some_and(|p| p.stats.work_limited > 0);
+            self.stats.work_limited_solves += (c.stats.work_limited > 0 || correction_limited) as u64;
             if let Some(p) = &c.correction {
                 self.stats.position_corrections += 1;
                 self.stats.lcp_fallbacks += p.stats.fallbacks as u64;

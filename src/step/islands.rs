@@ -488,6 +488,7 @@ fn merge_stats(total: &mut LcpStats, island: &LcpStats) {
     total.pivots += island.pivots;
     total.pgs_iterations += island.pgs_iterations;
     total.fallbacks += island.fallbacks;
+    total.work_limited += island.work_limited;
     total.residual = total.residual.max(island.residual);
     total.warm_start_hit &= island.warm_start_hit;
     total.standardized &= island.standardized;

@@ -134,6 +134,9 @@ pub struct LcpStats {
     /// Newton linear systems that asked for the GPU and were solved on the CPU because
     /// no GPU was available, summed over islands.
     pub gpu_fallbacks: usize,
+    /// Islands whose search spent [`LcpOptions::work_limit`]: the rest of the search
+    /// accepted raw (unstandardized) solutions, and methods got fewer pivots.
+    pub work_limited: usize,
 }
 
 /// Options of [`solve`].
@@ -155,6 +158,16 @@ pub struct LcpOptions {
     /// Bound fix-point iterations for Dantzig (friction bounds `μ f_n` from the previous estimate).
     /// Default 20.
     pub friction_iterations: usize,
+    /// Bound on the work of one island's search after its warm start or first guess, in
+    /// estimated multiply–adds: a standardized solve of `k` clamping rows costs
+    /// `k · min(k, d)² + m²` (`d`: the columns of the island's factor), a Dantzig pivot `m²`, a
+    /// Lemke pivot `n (2n + 2)` on its `n`-row standard form. Once it is spent, no further
+    /// standardized solve is tried (a valid raw solution is accepted, counted as
+    /// unstandardized), and Dantzig and Lemke get no more pivots; PGS, the last resort,
+    /// still runs its sweeps. The island is counted in [`LcpStats::work_limited`]. The
+    /// default, `1e9`, is a few seconds on one core of a 2-core EPYC; islands
+    /// below a hundred rows rarely come near it. `f64::INFINITY` removes the bound.
+    pub work_limit: f64,
 }
 
 impl Default for LcpOptions {
@@ -166,13 +179,18 @@ impl Default for LcpOptions {
             pgs_tolerance: 1e-12,
             standardize: true,
             friction_iterations: 20,
+            work_limit: 1e9,
         }
     }
 }
 
 impl LcpOptions {
-    /// Checks that the tolerances are finite and positive (`pgs_tolerance` may be zero).
+    /// Checks that the tolerances are finite and positive (`pgs_tolerance` may be zero) and
+    /// that `work_limit` is positive (it may be infinite).
     pub fn validate(&self) -> Result<()> {
+        if self.work_limit.is_nan() || self.work_limit <= 0.0 {
+            return Err(Error::InvalidInput(format!("LCP work_limit {} must be > 0", self.work_limit)));
+        }
         if !(self.tolerance.is_finite() && self.tolerance > 0.0) {
             return Err(Error::InvalidInput(format!("LCP tolerance {} must be finite and > 0", self.tolerance)));
         }
@@ -253,6 +271,7 @@ pub(crate) fn solve_validated(
         stats.pivots += out.pivots;
         stats.pgs_iterations += out.pgs_iterations;
         stats.fallbacks += out.fallbacks;
+        stats.work_limited += usize::from(out.work_limited);
         stats.warm_start_hit &= out.warm_hit;
         stats.standardized &= out.standardized;
     }
@@ -292,6 +311,8 @@ struct IslandOutcome {
     warm_hit: bool,
     fallbacks: usize,
     standardized: bool,
+    /// The island's search spent its [`LcpOptions::work_limit`].
+    work_limited: bool,
     /// `w = A f + b` and [`residual`] of `f`, finite, when the path computed them (the
     /// warm start): a problem of one island reuses them.
     checked: Option<(DVector<f64>, f64)>,
@@ -299,6 +320,63 @@ struct IslandOutcome {
 
 /// An accepted candidate: forces, states, standardized.
 type Accepted = (DVector<f64>, Vec<RowState>, bool);
+
+/// What is left of an island's [`LcpOptions::work_limit`], in estimated multiply–adds.
+/// Deterministic (no clock): a step's result depends on its inputs alone.
+struct Work {
+    left: f64,
+    /// Some charge did not fit.
+    spent: bool,
+}
+
+impl Work {
+    fn new(limit: f64) -> Self {
+        Work { left: limit, spent: false }
+    }
+
+    /// Takes `cost` if it fits; otherwise marks the work spent and returns `false`. Once
+    /// spent, nothing fits.
+    fn take(&mut self, cost: f64) -> bool {
+        if !self.spent && cost <= self.left {
+            self.left -= cost;
+            true
+        } else {
+            self.spent = true;
+            false
+        }
+    }
+
+    /// The pivots of `per_pivot` each that fit, at most `budget`, and whether the work
+    /// cut `budget` (a run that then fails has spent the work: see [`Work::ran`]).
+    fn pivots(&mut self, budget: usize, per_pivot: f64) -> (usize, bool) {
+        let fit = if self.spent { 0.0 } else { (self.left / per_pivot.max(1.0)).floor() };
+        if fit < budget as f64 {
+            if fit < 1.0 {
+                self.spent = true;
+            }
+            (fit as usize, true)
+        } else {
+            (budget, false)
+        }
+    }
+
+    /// Charges a pivoting run of `pivots` pivots (of `per_pivot` each) under a budget
+    /// from [`Work::pivots`]; a run that failed under a budget the work had cut has
+    /// spent it.
+    fn ran(&mut self, pivots: usize, per_pivot: f64, failed: bool, cut: bool) {
+        self.left = (self.left - pivots as f64 * per_pivot).max(0.0);
+        if failed && cut {
+            self.spent = true;
+        }
+    }
+
+    /// The estimated cost of a standardized solve of `states` on `problem`.
+    fn standardized_cost(problem: &BoxedLcp, states: &[RowState]) -> f64 {
+        let k = states.iter().filter(|s| **s == RowState::Clamping).count() as f64;
+        let d = problem.factor.as_ref().map_or(k, |l| (l.ncols() as f64).min(k));
+        k * d * d + (problem.len() as f64).powi(2)
+    }
+}
 
 /// Promotes the rows of a valid solution `(f, w)` that are numerically tied (`|w| ≤ tol · scale`) but not
 /// clamping to clamping. Degenerate contact sets (four coplanar corners of a box, stacked faces) admit many
@@ -348,9 +426,19 @@ fn promote_tied(
 /// point of a rank-deficient reduced system need not respect the inequalities), the worst offender is
 /// moved to the bound it crossed and the solve repeated (at most `m` times). `None` if no valid
 /// standardized solution is reached.
-fn standardize_repaired(problem: &BoxedLcp, states: &[RowState], tol: f64) -> Option<(DVector<f64>, Vec<RowState>)> {
+///
+/// Each solve is charged to `work`; `None` once it is spent.
+fn standardize_repaired(
+    problem: &BoxedLcp,
+    states: &[RowState],
+    tol: f64,
+    work: &mut Work,
+) -> Option<(DVector<f64>, Vec<RowState>)> {
     let mut states = states.to_vec();
     for _ in 0..=states.len() {
+        if !work.take(Work::standardized_cost(problem, &states)) {
+            return None;
+        }
         let (f, w) = standardized_forces(problem, &states)?;
         if residual_of_product(problem, &f, &w) <= tol {
             return Some((f, states));
@@ -378,8 +466,13 @@ fn standardize_repaired(problem: &BoxedLcp, states: &[RowState], tol: f64) -> Op
 
 /// The standardized solution for `states` (repaired if needed), then the one with tied rows promoted
 /// (see [`promote_tied`]), preferred when it is valid too.
-fn try_standardized(problem: &BoxedLcp, states: &[RowState], tol: f64) -> Option<(DVector<f64>, Vec<RowState>)> {
-    let (mut f, mut states) = standardize_repaired(problem, states, tol)?;
+fn try_standardized(
+    problem: &BoxedLcp,
+    states: &[RowState],
+    tol: f64,
+    work: &mut Work,
+) -> Option<(DVector<f64>, Vec<RowState>)> {
+    let (mut f, mut states) = standardize_repaired(problem, states, tol, work)?;
     // Promotion can reveal further tied rows (a repaired row moved to its bound): a few rounds, each
     // accepted only if its standardized solution is valid.
     for _ in 0..3 {
@@ -388,7 +481,7 @@ fn try_standardized(problem: &BoxedLcp, states: &[RowState], tol: f64) -> Option
         if promoted == states {
             break;
         }
-        match standardize_repaired(problem, &promoted, tol) {
+        match standardize_repaired(problem, &promoted, tol, work) {
             Some((f2, s2)) if s2 != states => (f, states) = (f2, s2),
             _ => break,
         }
@@ -405,6 +498,7 @@ fn accept(
     f_raw: DVector<f64>,
     structural: Option<Vec<RowState>>,
     tried: &[Vec<RowState>],
+    work: &mut Work,
 ) -> Option<Accepted> {
     let tol = options.tolerance;
     let w_raw = &problem.a * &f_raw + &problem.b;
@@ -415,8 +509,8 @@ fn accept(
             candidates.push(c);
         }
     }
-    let standardized = |candidates: &[Vec<RowState>]| {
-        candidates.iter().find_map(|c| try_standardized(problem, c, tol)).map(|(f, s)| (f, s, true))
+    let mut standardized = |candidates: &[Vec<RowState>]| {
+        candidates.iter().find_map(|c| try_standardized(problem, c, tol, work)).map(|(f, s)| (f, s, true))
     };
     if options.standardize {
         if let Some(x) = standardized(&candidates) {
@@ -433,7 +527,10 @@ fn accept(
 }
 
 /// Dantzig with the friction-bound fix-point; `None` if it failed or its result did not validate.
-fn dantzig_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize) -> Option<Accepted> {
+///
+/// Its pivots and standardized solves are charged to `work`; once that is spent, a pass whose raw
+/// solution is valid is accepted unstandardized.
+fn dantzig_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize, work: &mut Work) -> Option<Accepted> {
     let m = problem.len();
     let tol = options.tolerance;
     let mut lo = vec![0.0; m];
@@ -444,12 +541,20 @@ fn dantzig_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize) ->
             hi[i] = h;
         }
     }
-    let budget = options.pivot_budget(m);
+    let per_pivot = (m as f64).powi(2);
     let mut tried: Vec<Vec<RowState>> = Vec::new();
     let mut last: Option<(DVector<f64>, Vec<RowState>)> = None;
     for iteration in 0..options.friction_iterations.max(1) {
-        let Ok(out) = dantzig::solve_box(&problem.a, &problem.b, &lo, &hi, tol, budget) else { break };
+        let (budget, cut) = work.pivots(options.pivot_budget(m), per_pivot);
+        if budget == 0 {
+            break;
+        }
+        let Ok(out) = dantzig::solve_box(&problem.a, &problem.b, &lo, &hi, tol, budget) else {
+            work.ran(budget, per_pivot, true, cut);
+            break;
+        };
         *pivots += out.pivots;
+        work.ran(out.pivots, per_pivot, false, cut);
         let scales = Scales::new(&problem.a, &problem.b, Some(out.f.as_slice()));
         let w_tol = tol * scales.w;
         let states: Vec<RowState> = (0..m)
@@ -479,13 +584,13 @@ fn dantzig_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize) ->
             }
         }
         let converged = change <= tol * scales.f();
-        if options.standardize && !tried.contains(&states) {
-            if let Some((f, s)) = try_standardized(problem, &states, tol) {
+        if options.standardize && !work.spent && !tried.contains(&states) {
+            if let Some((f, s)) = try_standardized(problem, &states, tol, work) {
                 return Some((f, s, true));
             }
             tried.push(states.clone());
         }
-        if !options.standardize && residual(problem, &out.f, &out.w) <= tol {
+        if (!options.standardize || work.spent) && residual(problem, &out.f, &out.w) <= tol {
             let classified = classify(problem, &out.f, &out.w, tol);
             return Some((out.f, classified, false));
         }
@@ -495,26 +600,35 @@ fn dantzig_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize) ->
         }
     }
     let (f, states) = last?;
-    accept(problem, options, f, Some(states), &tried)
+    accept(problem, options, f, Some(states), &tried, work)
 }
 
 /// Lemke's method on the island in standard form ([`standard_form`]: friction and boxed rows
 /// through slack variables, so no fix-point on the friction bounds); `None` if it failed or
 /// its result did not validate.
-fn lemke_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize) -> Option<Accepted> {
+fn lemke_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize, work: &mut Work) -> Option<Accepted> {
     let standard = StandardForm::new(problem);
     let f = if standard.is_empty() {
         DVector::zeros(problem.len())
     } else {
-        let out = lemke::solve_standard(&standard.m, &standard.q, options.pivot_budget(standard.len())).ok()?;
+        let n = standard.len() as f64;
+        let per_pivot = n * (2.0 * n + 2.0);
+        let (budget, cut) = work.pivots(options.pivot_budget(standard.len()), per_pivot);
+        if budget == 0 {
+            return None;
+        }
+        let out = lemke::solve_standard(&standard.m, &standard.q, budget);
+        // A failed run is charged its whole budget: it ended on ray termination or the budget.
+        work.ran(out.as_ref().map_or(budget, |o| o.pivots), per_pivot, out.is_err(), cut);
+        let out = out.ok()?;
         *pivots += out.pivots;
         standard.forces(&out.f)
     };
-    accept(problem, options, f, None, &[])
+    accept(problem, options, f, None, &[], work)
 }
 
 /// PGS, then the standardized solution for its classification at a few tolerances, else its raw result.
-fn pgs_path(problem: &BoxedLcp, options: &LcpOptions) -> Result<(Accepted, usize)> {
+fn pgs_path(problem: &BoxedLcp, options: &LcpOptions, work: &mut Work) -> Result<(Accepted, usize)> {
     let mut out = pgs::solve_pgs(problem, options.pgs_iterations, options.pgs_tolerance, None);
     if out.f.iter().chain(out.w.iter()).any(|v| !v.is_finite()) {
         return Err(Error::Numerical { algorithm: "projected Gauss-Seidel", detail: "non-finite forces".into() });
@@ -542,7 +656,7 @@ fn pgs_path(problem: &BoxedLcp, options: &LcpOptions) -> Result<(Accepted, usize
         if tried.contains(&states) {
             continue;
         }
-        if let Some((f, s)) = try_standardized(problem, &states, tol) {
+        if let Some((f, s)) = try_standardized(problem, &states, tol, work) {
             return Ok(((f, s, true), out.iterations));
         }
         tried.push(states);
@@ -561,7 +675,11 @@ fn frozen_friction_solution(
 ) -> Option<(DVector<f64>, DVector<f64>, f64)> {
     let m = problem.len();
     let (lo, hi): (Vec<f64>, Vec<f64>) = (0..m).map(|i| problem.bounds_at(i, f.as_slice())).unzip();
-    let out = dantzig::solve_box(&problem.a, &problem.b, &lo, &hi, options.tolerance, options.pivot_budget(m)).ok()?;
+    // The last resort's polish gets its own allowance of one work limit of pivots (an
+    // island whose search spent its limit still gets the polished PGS result).
+    let affordable = (options.work_limit / (m as f64).powi(2)).floor().min(usize::MAX as f64) as usize;
+    let budget = options.pivot_budget(m).min(affordable.max(1));
+    let out = dantzig::solve_box(&problem.a, &problem.b, &lo, &hi, options.tolerance, budget).ok()?;
     if out.f.iter().chain(out.w.iter()).any(|v| !v.is_finite()) {
         return None;
     }
@@ -626,6 +744,7 @@ fn solve_island(problem: &BoxedLcp, options: &LcpOptions, warm_start: Option<&[R
         warm_hit: false,
         fallbacks: 0,
         standardized: acc.2,
+        work_limited: false,
         checked: None,
     };
     // The guess exactly as given (no repair, no promotion): a hit means the classification
@@ -646,23 +765,27 @@ fn solve_island(problem: &BoxedLcp, options: &LcpOptions, warm_start: Option<&[R
     }
     let mut pivots = 0;
     let mut fallbacks = 0;
-    if let Some(acc) = dantzig_path(problem, options, &mut pivots) {
+    let mut work = Work::new(options.work_limit);
+    if let Some(acc) = dantzig_path(problem, options, &mut pivots, &mut work) {
         let mut out = outcome(SolvePath::Dantzig, acc);
         out.pivots = pivots;
+        out.work_limited = work.spent;
         return Ok(out);
     }
     fallbacks += 1;
-    if let Some(acc) = lemke_path(problem, options, &mut pivots) {
+    if let Some(acc) = lemke_path(problem, options, &mut pivots, &mut work) {
         let mut out = outcome(SolvePath::Lemke, acc);
         out.pivots = pivots;
         out.fallbacks = fallbacks;
+        out.work_limited = work.spent;
         return Ok(out);
     }
     fallbacks += 1;
-    let (acc, iterations) = pgs_path(problem, options)?;
+    let (acc, iterations) = pgs_path(problem, options, &mut work)?;
     let mut out = outcome(SolvePath::Pgs, acc);
     out.pivots = pivots;
     out.fallbacks = fallbacks;
     out.pgs_iterations = iterations;
+    out.work_limited = work.spent;
     Ok(out)
 }
