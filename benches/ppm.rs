@@ -73,7 +73,7 @@ fn coulomb(j: &DMatrix<f64>, m: &DMatrix<f64>, b: &DVector<f64>) -> BoxedLcp {
     let bounds = (0..j.nrows())
         .map(|i| if i % 3 == 0 { RowBound::UNILATERAL } else { RowBound::Friction { normal: i - i % 3, mu: 0.5 } })
         .collect();
-    BoxedLcp { a, b: b.clone(), bounds, factor: None }
+    BoxedLcp { a, b: b.clone(), bounds, factor: None, positive_definite: false }
 }
 
 fn once<T>(f: impl FnOnce() -> T) -> (T, Duration) {

@@ -910,3 +910,62 @@ fn the_work_limit_bounds_the_search_and_is_reported() {
         assert!(matches!(solve(&p, &options, None), Err(Error::InvalidInput(_))), "work_limit {bad}");
     }
 }
+
+/// A frictionless problem whose `A` is positive definite (`J M⁻¹ Jᵀ + R`, `R > 0`, as in
+/// the contact stage's position stage) has one solution: marked
+/// ([`BoxedLcp::with_positive_definite`]), Dantzig's valid result is accepted as standardized
+/// without solving a reduced system. The solution and its classification are those of the
+/// standardized search, and the search is charged its pivots alone: a work limit that fits
+/// exactly those pivots leaves the marked problem unlimited, while the same problem unmarked
+/// runs out before its first standardized solve.
+#[test]
+fn a_positive_definite_frictionless_problem_skips_the_reduced_solves() {
+    let mut rng = SplitMix64::new(53);
+    let options = LcpOptions::default();
+    let mut dantzig_solved = 0;
+    for trial in 0..200 {
+        let m = 3 + (rng.next_u64() % 12) as usize;
+        let n = 2 + (rng.next_u64() % 8) as usize;
+        let (mut a, j, _) = delassus(&mut rng, m, n);
+        for i in 0..m {
+            a[(i, i)] += rng.range(1e-3, 1e-1);
+        }
+        let v = DVector::from_fn(n, |_, _| rng.normal());
+        let mut b = &j * v;
+        let bounds: Vec<RowBound> = (0..m)
+            .map(|i| {
+                b[i] += if rng.uniform() < 0.3 { rng.uniform() } else { 0.0 };
+                if i % 5 == 4 {
+                    RowBound::Box { lo: -rng.range(0.0, 2.0), hi: rng.range(0.0, 2.0) }
+                } else {
+                    RowBound::UNILATERAL
+                }
+            })
+            .collect();
+        let plain = BoxedLcp::new(a, b, bounds).unwrap();
+        let marked = plain.clone().with_positive_definite();
+        assert!(marked.unique() && !plain.unique(), "trial {trial}");
+        let s_plain = solve(&plain, &options, None).unwrap();
+        let s = solve(&marked, &options, None).unwrap();
+        assert!(s.stats.standardized && s.stats.residual <= options.tolerance, "trial {trial}: {:?}", s.stats);
+        assert_eq!(s.states, s_plain.states, "trial {trial}");
+        let scale = 1.0 + s_plain.f.amax();
+        assert!((&s.f - &s_plain.f).amax() <= 1e-9 * scale, "trial {trial}: {} vs {}", s.f, s_plain.f);
+        if s.stats.path != SolvePath::Dantzig {
+            assert_eq!(s, s_plain, "trial {trial}: the guess does not depend on the mark");
+            continue;
+        }
+        if s.stats.pivots == 0 {
+            continue; // every row separating: nothing to charge
+        }
+        dantzig_solved += 1;
+        let pivots = s.stats.pivots as f64;
+        let m2 = (m * m) as f64;
+        let exact = LcpOptions { work_limit: (pivots + 0.5) * m2, ..options };
+        assert_eq!(solve(&marked, &exact, None).unwrap(), s, "trial {trial}: only the pivots are charged");
+        let starved = solve(&plain, &exact, None).unwrap();
+        assert_eq!(starved.stats.work_limited, 1, "trial {trial}: {:?}", starved.stats);
+        assert!(!starved.stats.standardized, "trial {trial}");
+    }
+    assert!(dantzig_solved >= 50, "{dantzig_solved} problems reached Dantzig");
+}

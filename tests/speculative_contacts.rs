@@ -117,7 +117,8 @@ fn a_resting_pile_splits_into_its_columns() {
 /// A pile of 100 boxes (5 × 5 columns of 4, 1 mm apart) settles for 100 steps, then one
 /// step is recorded and differentiated: 400 contacts, about 1,200 clamping rows on 600
 /// dofs in the velocity stage (its `Â` kept factored) and 400 regularized normal rows in
-/// the position stage. The position stage's `Â` has ten distinct eigenvalues, repeated up
+/// the position stage (started by penetrations of rounding size: penetration tolerance 0).
+/// The position stage's `Â` has ten distinct eigenvalues, repeated up
 /// to a hundred times; its eigendecomposition (`math::SymmetricEigenWorkspace`) needed 80
 /// iterations for one of them and failed under a cap of 60 per eigenvalue ("the
 /// pseudo-inverse of A_CC failed"). The Jacobians exist, are finite, and are the VJP's.
@@ -145,7 +146,11 @@ fn a_pile_of_a_hundred_boxes_is_differentiated() {
         q[7 * k + 2] = c.z;
     }
     let nv = model.nv();
-    let mut sim = Simulator::new(model.clone(), SimOptions { dt: 1e-3, ..Default::default() }).unwrap();
+    // The resting pile's penetrations are of rounding size: with no tolerance they start
+    // the position stage, whose backward pass is under test here.
+    let mut options = SimOptions { dt: 1e-3, ..Default::default() };
+    options.contact.penetration_tolerance = 0.0;
+    let mut sim = Simulator::new(model.clone(), options).unwrap();
     let control = Control::torques(DVector::zeros(nv));
     let mut state = State { q, v: DVector::zeros(nv) };
     for _ in 0..100 {

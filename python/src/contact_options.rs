@@ -11,7 +11,7 @@ use stiction::solver::ncp::{LinearSolve, NcpFunction, NcpSolver};
 use stiction::step::{BounceGradients, ContactModel, ContactOptions, ContactSolver, PenetrationRecovery};
 
 /// The keys a `contact` dict accepts, in the order `Simulator.contact_options` lists them.
-pub const KEYS: [&str; 19] = [
+pub const KEYS: [&str; 20] = [
     "enabled",
     "model",
     "solver",
@@ -19,6 +19,7 @@ pub const KEYS: [&str; 19] = [
     "penetration",
     "erp",
     "position_regularization",
+    "penetration_tolerance",
     "restitution_threshold",
     "joint_limit_margin",
     "warm_start",
@@ -159,6 +160,7 @@ pub fn contact_options(obj: Option<&Bound<'_, PyAny>>) -> PyResult<ContactOption
             "penetration" => o.penetration = penetration(&value)?,
             "erp" => o.erp = real(&key, &value)?,
             "position_regularization" => o.position_regularization = real(&key, &value)?,
+            "penetration_tolerance" => o.penetration_tolerance = real(&key, &value)?,
             "restitution_threshold" => o.restitution_threshold = real(&key, &value)?,
             "joint_limit_margin" => o.joint_limit_margin = real(&key, &value)?,
             "warm_start" => o.warm_start = flag(&key, &value)?,
@@ -285,6 +287,7 @@ pub fn contact_options_dict<'py>(py: Python<'py>, o: &ContactOptions) -> PyResul
     d.set_item("penetration", o.penetration.name())?;
     d.set_item("erp", o.erp)?;
     d.set_item("position_regularization", o.position_regularization)?;
+    d.set_item("penetration_tolerance", o.penetration_tolerance)?;
     d.set_item("restitution_threshold", o.restitution_threshold)?;
     d.set_item("joint_limit_margin", o.joint_limit_margin)?;
     d.set_item("warm_start", o.warm_start)?;

@@ -496,6 +496,9 @@ class Simulator:
               recovery's contact rows, ``ρ·(1/m_A + 1/m_B)`` with the subtree masses of
               the two sides: a contact the mechanism can hardly move along its normal
               is corrected gradually instead of by a large swing;
+            - ``penetration_tolerance`` (m, ≥ 0, 1e-9): penetrations no deeper than
+              this do not start the split recovery's position stage (resting bodies
+              keep gaps of rounding size); a deeper one corrects every penetrating row;
             - ``restitution_threshold`` (m/s, 0.05): slower approaches do not bounce;
             - ``joint_limit_margin`` (1e-2): limit rows within this distance of a limit;
             - ``warm_start`` (bool, True): guess the LCP's classification from the last step;

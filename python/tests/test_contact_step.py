@@ -55,6 +55,7 @@ def test_contact_options_defaults_and_round_trip():
         "penetration",
         "erp",
         "position_regularization",
+        "penetration_tolerance",
         "restitution_threshold",
         "joint_limit_margin",
         "warm_start",
@@ -79,6 +80,7 @@ def test_contact_options_defaults_and_round_trip():
     }
     assert o["enabled"] is True and o["warm_start"] is True and o["bounce_gradients"] == "discrete"
     assert o["erp"] == 1.0 and o["standardize"] is True and o["position_regularization"] == 1e-3
+    assert o["penetration_tolerance"] == 1e-9
     assert o["model"] == "coulomb" and o["solver"] == "auto" and o["penetration"] == "split"
     custom = dict(
         o,
@@ -88,6 +90,7 @@ def test_contact_options_defaults_and_round_trip():
         penetration="velocity",
         erp=0.5,
         position_regularization=0.0,
+        penetration_tolerance=1e-6,
         warm_start=False,
         bounce_gradients="continuous_time",
         tolerance=1e-9,
@@ -122,6 +125,8 @@ def test_contact_options_defaults_and_round_trip():
         ({"erp": 0.0}, "erp"),
         ({"position_regularization": -1e-3}, "position_regularization"),
         ({"position_regularization": float("nan")}, "position_regularization"),
+        ({"penetration_tolerance": -1e-9}, "penetration_tolerance"),
+        ({"penetration_tolerance": float("inf")}, "penetration_tolerance"),
         ({"margin": -1.0}, "margin"),
         ({"margin": float("nan")}, "margin"),
         ({"restitution_threshold": float("inf")}, "restitution_threshold"),

@@ -41,6 +41,9 @@ pub struct ContactRows {
     cols: Vec<usize>,
     /// Scratch of [`ContactRows::rebuild`]: the values of one row.
     values: Vec<f64>,
+    /// Scratch of [`ContactRows::rebuild`]: every dof's world-frame motion subspace
+    /// `S_k^w`, formed once per rebuild (a dof is on the chains of many contacts).
+    subspaces: Vec<Motion>,
 }
 
 impl ContactRows {
@@ -69,9 +72,13 @@ impl ContactRows {
     pub fn rebuild(&mut self, model: &Model, data: &Data, contacts: &[Contact]) -> Result<()> {
         check_data(model, data)?;
         let nv = model.nv();
-        let ContactRows { frames, j, scratch, cols, values } = self;
+        let ContactRows { frames, j, scratch, cols, values, subspaces } = self;
         frames.clear();
         j.clear(nv);
+        subspaces.clear();
+        if !contacts.is_empty() {
+            subspaces.extend((0..nv).map(|k| world_subspace(data, model.dof_body[k], k)));
+        }
         for (i, c) in contacts.iter().enumerate() {
             check_contact(model, c, i)?;
             let g = &c.geometry;
@@ -82,8 +89,7 @@ impl ContactRows {
             let chains = Chains::new(model, c.body_a, c.body_b);
             for (sign, body, stop) in [(1.0, c.body_b, chains.lca), (-1.0, c.body_a, chains.lca)] {
                 for_each_dof(model, body, stop, |k| {
-                    let s = world_subspace(data, model.dof_body[k], k);
-                    scratch.push((k, [0, 1, 2].map(|r| sign * s.dot(&w[r]))));
+                    scratch.push((k, [0, 1, 2].map(|r| sign * subspaces[k].dot(&w[r]))));
                 });
             }
             // The chains below the LCA share no dof: each entry is written once.

@@ -285,6 +285,14 @@ pub struct ContactOptions {
     /// mechanism by `φ/J_n` (see `docs/contact.md`).
     #[serde(default = "default_position_regularization")]
     pub position_regularization: f64,
+    /// Penetrations no deeper than this (m, ≥ 0) do not start the position stage
+    /// ([`PenetrationRecovery::Split`]); once some row penetrates deeper, the stage
+    /// corrects every penetrating row. Bodies resting on each other keep gaps of
+    /// rounding size, half of them negative (`−1e-17` m in a settled pile): without the
+    /// tolerance every step of a resting scene ran a second, position LCP for a
+    /// correction of that size.
+    #[serde(default = "default_penetration_tolerance")]
+    pub penetration_tolerance: f64,
 }
 
 /// The default [`ContactOptions::position_regularization`].
@@ -292,6 +300,14 @@ pub const POSITION_REGULARIZATION: f64 = 1e-3;
 
 fn default_position_regularization() -> f64 {
     POSITION_REGULARIZATION
+}
+
+/// The default [`ContactOptions::penetration_tolerance`] (m): a nanometre, far above the
+/// rounding of positions of order 1–1,000 m and far below anything a contact resolves.
+pub const PENETRATION_TOLERANCE: f64 = 1e-9;
+
+fn default_penetration_tolerance() -> f64 {
+    PENETRATION_TOLERANCE
 }
 
 impl Default for ContactOptions {
@@ -310,6 +326,7 @@ impl Default for ContactOptions {
             solver: ContactSolver::Auto,
             penetration: PenetrationRecovery::default(),
             position_regularization: POSITION_REGULARIZATION,
+            penetration_tolerance: PENETRATION_TOLERANCE,
         }
     }
 }
@@ -332,6 +349,9 @@ impl ContactOptions {
         }
         if !(self.position_regularization.is_finite() && self.position_regularization >= 0.0) {
             return bad("position_regularization (finite, ≥ 0)", self.position_regularization);
+        }
+        if !(self.penetration_tolerance.is_finite() && self.penetration_tolerance >= 0.0) {
+            return bad("penetration_tolerance (finite, ≥ 0)", self.penetration_tolerance);
         }
         let n = &self.ncp;
         if !(n.tolerance.is_finite() && n.tolerance > 0.0) {
@@ -692,9 +712,10 @@ impl Assembly {
         matches!(self.rows[r], RowKind::ContactNormal { .. } | RowKind::JointLower { .. } | RowKind::JointUpper { .. })
     }
 
-    /// True when some position row penetrates (φ < 0): the position stage has work.
-    pub fn penetrates(&self) -> bool {
-        (0..self.rows.len()).any(|r| self.is_position_row(r) && self.gap[r] < 0.0)
+    /// True when some position row penetrates deeper than `tolerance` (φ < −tolerance):
+    /// the position stage has work ([`ContactOptions::penetration_tolerance`]).
+    pub fn penetrates(&self, tolerance: f64) -> bool {
+        (0..self.rows.len()).any(|r| self.is_position_row(r) && self.gap[r] < -tolerance)
     }
 
     /// The position stage's bias of position row `r`: `φ/h` on a gap, `erp·φ/h` on a
@@ -1183,7 +1204,7 @@ pub(crate) fn constraint_stage(
         // Such a limit gets its row like one the velocity stage crosses, and the step is
         // solved again with it.
         let mut correction = None;
-        if missing.is_empty() && split && asm.penetrates() {
+        if missing.is_empty() && split && asm.penetrates(options.penetration_tolerance) {
             let p = position_stage(&inertia, &ws.trees, &asm, waits, h, options, v_next.as_slice())?;
             if p.stats.residual <= options.lcp.tolerance {
                 missing = missing_limit_rows(model, q, p.v_position.as_slice(), h, &asm.rows, false);

@@ -384,6 +384,9 @@ pub(crate) fn solve_islands(
         let y;
         let mut factor = None;
         let regularized = rows.iter().any(|&r| system.regularization[r] != 0.0);
+        // Every row regularized (the position stage without limit rows): `A = J M̃⁻¹ Jᵀ + R`
+        // with `R > 0` is positive definite.
+        let positive_definite = rows.iter().all(|&r| system.regularization[r] > 0.0);
         if n > 0 {
             let block = inertia.block(trees, dofs);
             let chol = Cholesky::<f64, Dyn>::new(block).ok_or_else(|| Error::Numerical {
@@ -426,6 +429,9 @@ pub(crate) fn solve_islands(
                 let mut problem = BoxedLcp::new(a, b, bounds)?;
                 if let Some(l) = factor {
                     problem = problem.with_factor(l)?;
+                }
+                if positive_definite {
+                    problem = problem.with_positive_definite();
                 }
                 solve_validated(&problem, options, island_guess.as_deref())?
             }

@@ -9,7 +9,7 @@ mod semi_implicit_euler;
 pub mod contact;
 pub use contact::{
     BounceGradients, ConeFrame, ConstraintRecord, ContactInfo, ContactModel, ContactOptions, ContactSolver,
-    PenetrationRecovery, PositionCorrection, RowKind, LIMIT_TOLERANCE, POSITION_REGULARIZATION,
+    PenetrationRecovery, PositionCorrection, RowKind, LIMIT_TOLERANCE, PENETRATION_TOLERANCE, POSITION_REGULARIZATION,
 };
 pub(crate) use semi_implicit_euler::check_dt;
 pub use semi_implicit_euler::{

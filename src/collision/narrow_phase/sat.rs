@@ -123,10 +123,11 @@ impl Cone {
     }
 }
 
-/// Separations of P and Q along their face normals and Minkowski-face edge pairs, or
-/// `None` as soon as one reaches `stop` (the pair is then farther apart than that).
-/// With `one_sided`, Q is a terrain triangle (face 0 front, face 1 back).
-pub(crate) fn separating_axes(p: &Placed, q: &Placed, one_sided: bool, stop: f64) -> Option<Sat> {
+/// Separations of P and Q along their face normals (the edge pairs not yet tested:
+/// [`edge_axes`]), or `None` as soon as one reaches `stop` (the pair is then farther
+/// apart than that). With `one_sided`, Q is a terrain triangle (face 0 front, face 1
+/// back).
+pub(crate) fn face_axes(p: &Placed, q: &Placed, one_sided: bool, stop: f64) -> Option<Sat> {
     let mut sat = Sat { face_p: None, face_q: None, edge: None };
     for f in 0..p.poly.faces.len() {
         let n = p.face_normal(f);
@@ -153,6 +154,12 @@ pub(crate) fn separating_axes(p: &Placed, q: &Placed, one_sided: bool, stop: f64
             sat.face_q = Some((f, sep));
         }
     }
+    Some(sat)
+}
+
+/// Adds to `sat` (from [`face_axes`]) the best of the Minkowski-face edge pairs of P
+/// and Q; `None` as soon as one's separation reaches `stop`.
+pub(crate) fn edge_axes(p: &Placed, q: &Placed, one_sided: bool, stop: f64, sat: &mut Sat) -> Option<()> {
     let front = if one_sided && !q.poly.faces.is_empty() { Some(q.face_normal(0)) } else { None };
     // P's edges in the world, with their lengths and arcs, once for all of Q's edges.
     let p_edges: Vec<(Vec3, Vec3, f64, Cone)> = (0..p.poly.edges.len())
@@ -195,5 +202,5 @@ pub(crate) fn separating_axes(p: &Placed, q: &Placed, one_sided: bool, stop: f64
             }
         }
     }
-    Some(sat)
+    Some(())
 }

@@ -81,5 +81,6 @@ pub fn extract(problem: &BoxedLcp, rows: &[usize]) -> BoxedLcp {
         })
         .collect();
     let factor = problem.factor.as_ref().map(|l| l.select_rows(rows.iter()));
-    BoxedLcp { a, b, bounds, factor }
+    // A principal submatrix of a positive definite matrix is positive definite.
+    BoxedLcp { a, b, bounds, factor, positive_definite: problem.positive_definite }
 }

@@ -28,6 +28,23 @@ pub struct LemkeOutput {
 /// Errors: [`Error::Dimension`] / [`Error::NonFinite`] for bad input, [`Error::Numerical`] on ray
 /// termination (no solution found) or when `max_pivots` pivots did not suffice.
 pub fn solve_standard(a: &DMatrix<f64>, b: &DVector<f64>, max_pivots: usize) -> Result<LemkeOutput> {
+    solve_standard_counted(a, b, max_pivots).0
+}
+
+/// [`solve_standard`], with the pivots it took also when it failed (a failed run is
+/// charged what it did: [`super::LcpOptions::work_limit`]).
+pub(crate) fn solve_standard_counted(
+    a: &DMatrix<f64>,
+    b: &DVector<f64>,
+    max_pivots: usize,
+) -> (Result<LemkeOutput>, usize) {
+    let mut pivots = 0;
+    let out = run(a, b, max_pivots, &mut pivots);
+    (out, pivots)
+}
+
+/// The method, counting its pivots in `pivots`.
+fn run(a: &DMatrix<f64>, b: &DVector<f64>, max_pivots: usize, pivots: &mut usize) -> Result<LemkeOutput> {
     let m = b.len();
     if a.nrows() != m || a.ncols() != m {
         return Err(Error::Dimension { what: "Lemke matrix A", expected: m, got: a.nrows().max(a.ncols()) });
@@ -84,7 +101,7 @@ pub fn solve_standard(a: &DMatrix<f64>, b: &DVector<f64>, max_pivots: usize) -> 
     pivot(&mut t, r, z0);
     let mut leaving = basis[r];
     basis[r] = z0;
-    let mut pivots = 1usize;
+    *pivots = 1;
     // z₀ at (round-off of) zero is a solution even while z₀ stays basic: the
     // almost-complementary point then satisfies w = A f + b to within z₀. Degenerate
     // problems (rank-deficient contact sets) reach it where the next entering column
@@ -130,11 +147,11 @@ pub fn solve_standard(a: &DMatrix<f64>, b: &DVector<f64>, max_pivots: usize) -> 
         let Some((row, _)) = best else {
             return Err(numerical(format!("ray termination after {pivots} pivots (no solution found)")));
         };
-        if pivots >= max_pivots {
+        if *pivots >= max_pivots {
             return Err(numerical(format!("pivot budget of {max_pivots} spent")));
         }
         pivot(&mut t, row, entering);
-        pivots += 1;
+        *pivots += 1;
         leaving = basis[row];
         basis[row] = entering;
         if leaving == z0 {
@@ -151,5 +168,5 @@ pub fn solve_standard(a: &DMatrix<f64>, b: &DVector<f64>, max_pivots: usize) -> 
         return Err(numerical("non-finite solution".to_string()));
     }
     let w = a * &f + b;
-    Ok(LemkeOutput { f, w, pivots })
+    Ok(LemkeOutput { f, w, pivots: *pivots })
 }

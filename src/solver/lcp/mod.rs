@@ -11,7 +11,8 @@
 //!    without a warm start (and with standardization on), the first guess: every row clamping
 //!    ([`SolvePath::FirstGuess`]);
 //! 2. principal pivoting ([`dantzig`]) with friction bounds fixed at `μ f_n` of the current estimate,
-//!    repeated (a relaxed fix-point) until the bounds settle, each pass standardized (App. A.1/A.2);
+//!    repeated (a relaxed fix-point) until the bounds settle, each pass standardized (App. A.1/A.2)
+//!    unless the problem has one solution ([`BoxedLcp::unique`]), which is accepted as found;
 //! 3. Lemke's method ([`lemke`]) on the problem in standard form ([`standard_form`]: friction and
 //!    boxed rows through slack variables, Stewart & Trinkle 1996), so friction needs no fix-point —
 //!    a counted fallback;
@@ -529,7 +530,8 @@ fn accept(
 /// Dantzig with the friction-bound fix-point; `None` if it failed or its result did not validate.
 ///
 /// Its pivots and standardized solves are charged to `work`; once that is spent, a pass whose raw
-/// solution is valid is accepted unstandardized.
+/// solution is valid is accepted unstandardized. A problem with one solution ([`BoxedLcp::unique`])
+/// accepts its valid raw solution as standardized, without solving a reduced system.
 fn dantzig_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize, work: &mut Work) -> Option<Accepted> {
     let m = problem.len();
     let tol = options.tolerance;
@@ -542,6 +544,7 @@ fn dantzig_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize, wo
         }
     }
     let per_pivot = (m as f64).powi(2);
+    let unique = problem.unique();
     let mut tried: Vec<Vec<RowState>> = Vec::new();
     let mut last: Option<(DVector<f64>, Vec<RowState>)> = None;
     for iteration in 0..options.friction_iterations.max(1) {
@@ -555,6 +558,15 @@ fn dantzig_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize, wo
         };
         *pivots += out.pivots;
         work.ran(out.pivots, per_pivot, false, cut);
+        if unique && residual(problem, &out.f, &out.w) <= tol {
+            // The one solution ([`BoxedLcp::unique`]): it is its own standardized
+            // solution, and its tied rows are promoted as a standardized solve would
+            // ([`promote_tied`]), with no reduced system solved.
+            let classified = classify(problem, &out.f, &out.w, tol);
+            let states =
+                if options.standardize { promote_tied(problem, &classified, &out.f, &out.w, tol) } else { classified };
+            return Some((out.f, states, options.standardize));
+        }
         let scales = Scales::new(&problem.a, &problem.b, Some(out.f.as_slice()));
         let w_tol = tol * scales.w;
         let states: Vec<RowState> = (0..m)
@@ -584,7 +596,7 @@ fn dantzig_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize, wo
             }
         }
         let converged = change <= tol * scales.f();
-        if options.standardize && !work.spent && !tried.contains(&states) {
+        if options.standardize && !tried.contains(&states) {
             if let Some((f, s)) = try_standardized(problem, &states, tol, work) {
                 return Some((f, s, true));
             }
@@ -617,9 +629,8 @@ fn lemke_path(problem: &BoxedLcp, options: &LcpOptions, pivots: &mut usize, work
         if budget == 0 {
             return None;
         }
-        let out = lemke::solve_standard(&standard.m, &standard.q, budget);
-        // A failed run is charged its whole budget: it ended on ray termination or the budget.
-        work.ran(out.as_ref().map_or(budget, |o| o.pivots), per_pivot, out.is_err(), cut);
+        let (out, taken) = lemke::solve_standard_counted(&standard.m, &standard.q, budget);
+        work.ran(taken, per_pivot, out.is_err(), cut);
         let out = out.ok()?;
         *pivots += out.pivots;
         standard.forces(&out.f)
@@ -675,10 +686,11 @@ fn frozen_friction_solution(
 ) -> Option<(DVector<f64>, DVector<f64>, f64)> {
     let m = problem.len();
     let (lo, hi): (Vec<f64>, Vec<f64>) = (0..m).map(|i| problem.bounds_at(i, f.as_slice())).unzip();
-    // The last resort's polish gets its own allowance of one work limit of pivots (an
-    // island whose search spent its limit still gets the polished PGS result).
-    let affordable = (options.work_limit / (m as f64).powi(2)).floor().min(usize::MAX as f64) as usize;
-    let budget = options.pivot_budget(m).min(affordable.max(1));
+    // The last resort's polish gets its own allowance of one work limit of pivots, at
+    // least one (an island whose search spent its limit still gets the polished PGS
+    // result).
+    let (budget, _) = Work::new(options.work_limit).pivots(options.pivot_budget(m), (m as f64).powi(2));
+    let budget = budget.max(1);
     let out = dantzig::solve_box(&problem.a, &problem.b, &lo, &hi, options.tolerance, budget).ok()?;
     if out.f.iter().chain(out.w.iter()).any(|v| !v.is_finite()) {
         return None;

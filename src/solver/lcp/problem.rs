@@ -71,6 +71,11 @@ pub struct BoxedLcp {
     /// standardized solves of large clamping sets work in `O(k d²)` instead of `O(k³)`
     /// ([`crate::math::min_norm_solve_factored`]). `None` for a general `A`.
     pub factor: Option<DMatrix<f64>>,
+    /// The caller vouches that `A` is positive definite (for contact: every row
+    /// regularized, `J M̃⁻¹ Jᵀ + R` with `R > 0`, as in the position stage). A frictionless
+    /// problem with such an `A` has one solution, which the search accepts as found,
+    /// without minimum-norm re-solves ([`BoxedLcp::unique`]). `false` for a general `A`.
+    pub positive_definite: bool,
 }
 
 impl BoxedLcp {
@@ -78,7 +83,7 @@ impl BoxedLcp {
     /// are finite, every box has `lo ≤ 0 ≤ hi` (no NaN), every friction row names another row that is
     /// unilateral (`Box { lo: 0, hi: ∞ }`) and has a finite `μ ≥ 0`.
     pub fn new(a: DMatrix<f64>, b: DVector<f64>, bounds: Vec<RowBound>) -> Result<Self> {
-        let problem = BoxedLcp { a, b, bounds, factor: None };
+        let problem = BoxedLcp { a, b, bounds, factor: None, positive_definite: false };
         problem.validate()?;
         Ok(problem)
     }
@@ -89,6 +94,22 @@ impl BoxedLcp {
         self.factor = Some(l);
         self.validate_factor()?;
         Ok(self)
+    }
+
+    /// Marks `A` positive definite (see [`BoxedLcp::positive_definite`]); the caller
+    /// vouches for it, nothing checks it.
+    pub fn with_positive_definite(mut self) -> Self {
+        self.positive_definite = true;
+        self
+    }
+
+    /// Whether the problem has exactly one solution that needs no standardization: `A` is
+    /// positive definite ([`BoxedLcp::positive_definite`]) and every row has fixed
+    /// bounds (no friction row, whose bounds follow its normal force). Every reduced
+    /// system `A_CC f_C = −b̂_C` is then positive definite, so the standardized solution
+    /// of a valid classification is the solution itself.
+    pub fn unique(&self) -> bool {
+        self.positive_definite && self.bounds.iter().all(|b| matches!(b, RowBound::Box { .. }))
     }
 
     /// The factor's part of [`BoxedLcp::validate`].

@@ -174,7 +174,7 @@ impl FactoredLcp {
                 PsdRow::Unilateral => RowBound::UNILATERAL,
             })
             .collect();
-        BoxedLcp { a, b: self.b.clone(), bounds, factor: None }
+        BoxedLcp { a, b: self.b.clone(), bounds, factor: None, positive_definite: false }
     }
 
     /// The velocity change `M̃⁻¹ Jᵀ f` (`nv`) of forces `f` (`k`), through the Cholesky factor of `M̃`.
