@@ -11,7 +11,7 @@
 #[allow(dead_code)]
 mod contact;
 
-use contact::{free_body, free_box, ground, material};
+use contact::{add_cube_pile, free_bodies_at, free_body, free_box, ground, material};
 use nalgebra::DVector;
 use stiction::dynamics::{kinetic_energy, potential_energy, Data};
 use stiction::math::{Inertia, SplitMix64, Vec3};
@@ -327,29 +327,13 @@ fn constraint_stage_never_adds_kinetic_energy() {
 /// tolerance is set above it.
 #[test]
 fn rounding_gaps_of_a_resting_pile_start_no_position_stage() {
-    let h = 0.05;
     let mut b = ModelBuilder::new("pile");
     ground(&mut b, material(0.5, 0.0), 0.0);
-    let mut centres = vec![];
-    for layer in 0..2 {
-        for i in 0..3 {
-            for k in 0..3 {
-                let mass = if layer == 0 { 1.0 } else { 0.4 };
-                free_box(&mut b, &format!("box{layer}{i}{k}"), Vec3::new(h, h, h), mass, material(0.5, 0.0));
-                let step = 2.0 * h + 1e-3;
-                centres.push(Vec3::new(i as f64 * step, k as f64 * step, (2 * layer + 1) as f64 * h));
-            }
-        }
-    }
+    let centres = add_cube_pile(&mut b, 2, 3, 0.05, 0.0, |layer| if layer == 0 { 1.0 } else { 0.4 });
     let model = b.build().unwrap();
     let spawn = |sink: f64| {
-        let mut q = model.neutral();
-        for (n, c) in centres.iter().enumerate() {
-            q[7 * n] = c.x;
-            q[7 * n + 1] = c.y;
-            q[7 * n + 2] = c.z - sink;
-        }
-        State { q, v: DVector::zeros(model.nv()) }
+        let sunk: Vec<Vec3> = centres.iter().map(|c| c - Vec3::z() * sink).collect();
+        State { q: free_bodies_at(&model, &sunk), v: DVector::zeros(model.nv()) }
     };
     let run = |tolerance: f64, sink: f64, steps: usize| {
         let mut options = split(1e-3);

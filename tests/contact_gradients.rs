@@ -904,3 +904,57 @@ fn ncp_scenes() -> Vec<Scene> {
 fn ncp_step_jacobians_match_finite_differences() {
     check_scenes(ncp_scenes());
 }
+
+/// The redundant sliding and pushing scenes of the NCP solver with compliant contacts
+/// (docs/ncp.md, "Redundant sliding contacts"). Rigid, they are not smooth: the normal
+/// forces of a box on four corners are undetermined along a twist pattern (and, while it
+/// sticks, so are its friction forces), and with isotropic cones the solution the Newton
+/// iteration finds moves non-smoothly with the state. Boxes sliding (and spinning) on
+/// four corners, down an incline, a sliding base under a pendulum and a sliding box
+/// beside a resting one get `ContactOptions::normal_compliance` = 1e-3; the arms pushing
+/// boxes that stick on four corners also `friction_compliance` = 1e-3.
+fn ncp_compliant_scenes() -> Vec<Scene> {
+    let sliding =
+        ["box_sliding", "incline_sliding", "box_sliding_spinning", "reverse_pendulum_sliding", "two_boxes_apart"];
+    let pushing = ["arm3_push_box", "arm5_push_box"];
+    let mut out: Vec<Scene> =
+        scenes().into_iter().filter(|s| sliding.contains(&s.name) || pushing.contains(&s.name)).collect();
+    assert_eq!(out.len(), sliding.len() + pushing.len());
+    for s in &mut out {
+        s.options.contact.solver = stiction::step::ContactSolver::Ncp;
+        s.options.contact.normal_compliance = 1e-3;
+        if pushing.contains(&s.name) {
+            s.options.contact.friction_compliance = 1e-3;
+        }
+    }
+    out
+}
+
+/// [`ncp_compliant_scenes`] against Ridders finite differences: every block to 1e-6
+/// relative at 10 states per scene inside one contact mode, the mass columns through the
+/// compliances' `1/m_A + 1/m_B`.
+#[test]
+fn ncp_compliant_contact_step_jacobians_match_finite_differences() {
+    check_scenes(ncp_compliant_scenes());
+}
+
+/// The boxed LCP's steps with compliant contacts against Ridders finite differences:
+/// sticking boxes, a stack of unequal masses and an arm pushing a box with
+/// `normal_compliance` and `friction_compliance` = 1e-3 (every contact row regularized,
+/// the mass columns through `1/m_A + 1/m_B`), and a box sliding on four corners with
+/// `normal_compliance` only. (With friction compliance the sliding box leaves its mode
+/// within the check's 1e-3 input step in its sideways velocity: a compliant pyramid row
+/// sticks only while its slip stays within `r μ f_n`, about 1e-6 m/s here.)
+#[test]
+fn lcp_compliant_contact_step_jacobians_match_finite_differences() {
+    let names = ["box_sliding", "box_rest_static", "two_blocks_1_10", "arm3_push_box", "two_boxes_apart"];
+    let mut out: Vec<Scene> = scenes().into_iter().filter(|s| names.contains(&s.name)).collect();
+    assert_eq!(out.len(), names.len());
+    for s in &mut out {
+        s.options.contact.normal_compliance = 1e-3;
+        if !s.name.contains("sliding") {
+            s.options.contact.friction_compliance = 1e-3;
+        }
+    }
+    check_scenes(out);
+}

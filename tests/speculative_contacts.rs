@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::contact::{free_body, free_box, ground, material};
+use common::contact::{add_cube_pile, free_bodies_at, free_body, free_box, ground, material};
 use nalgebra::DVector;
 use stiction::math::{Inertia, Vec3};
 use stiction::model::Geometry;
@@ -124,27 +124,11 @@ fn a_resting_pile_splits_into_its_columns() {
 /// pseudo-inverse of A_CC failed"). The Jacobians exist, are finite, and are the VJP's.
 #[test]
 fn a_pile_of_a_hundred_boxes_is_differentiated() {
-    let h = 0.05;
     let mut b = ModelBuilder::new("pile100");
     ground(&mut b, material(0.5, 0.0), 0.0);
-    let mut centres = vec![];
-    for layer in 0..4 {
-        for i in 0..5 {
-            for j in 0..5 {
-                let name = format!("box{}", centres.len());
-                free_box(&mut b, &name, Vec3::new(h, h, h), 1.0, material(0.5, 0.0));
-                let step = 2.0 * h + 1e-3;
-                centres.push(Vec3::new((i as f64 - 2.0) * step, (j as f64 - 2.0) * step, (2 * layer + 1) as f64 * h));
-            }
-        }
-    }
+    let centres = add_cube_pile(&mut b, 4, 5, 0.05, -2.0, |_| 1.0);
     let model = b.build().unwrap();
-    let mut q = model.neutral();
-    for (k, c) in centres.iter().enumerate() {
-        q[7 * k] = c.x;
-        q[7 * k + 1] = c.y;
-        q[7 * k + 2] = c.z;
-    }
+    let q = free_bodies_at(&model, &centres);
     let nv = model.nv();
     // The resting pile's penetrations are of rounding size: with no tolerance they start
     // the position stage, whose backward pass is under test here.

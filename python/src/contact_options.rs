@@ -11,7 +11,7 @@ use stiction::solver::ncp::{LinearSolve, NcpFunction, NcpSolver};
 use stiction::step::{BounceGradients, ContactModel, ContactOptions, ContactSolver, PenetrationRecovery};
 
 /// The keys a `contact` dict accepts, in the order `Simulator.contact_options` lists them.
-pub const KEYS: [&str; 20] = [
+pub const KEYS: [&str; 22] = [
     "enabled",
     "model",
     "solver",
@@ -20,6 +20,8 @@ pub const KEYS: [&str; 20] = [
     "erp",
     "position_regularization",
     "penetration_tolerance",
+    "normal_compliance",
+    "friction_compliance",
     "restitution_threshold",
     "joint_limit_margin",
     "warm_start",
@@ -161,6 +163,8 @@ pub fn contact_options(obj: Option<&Bound<'_, PyAny>>) -> PyResult<ContactOption
             "erp" => o.erp = real(&key, &value)?,
             "position_regularization" => o.position_regularization = real(&key, &value)?,
             "penetration_tolerance" => o.penetration_tolerance = real(&key, &value)?,
+            "normal_compliance" => o.normal_compliance = real(&key, &value)?,
+            "friction_compliance" => o.friction_compliance = real(&key, &value)?,
             "restitution_threshold" => o.restitution_threshold = real(&key, &value)?,
             "joint_limit_margin" => o.joint_limit_margin = real(&key, &value)?,
             "warm_start" => o.warm_start = flag(&key, &value)?,
@@ -288,6 +292,8 @@ pub fn contact_options_dict<'py>(py: Python<'py>, o: &ContactOptions) -> PyResul
     d.set_item("erp", o.erp)?;
     d.set_item("position_regularization", o.position_regularization)?;
     d.set_item("penetration_tolerance", o.penetration_tolerance)?;
+    d.set_item("normal_compliance", o.normal_compliance)?;
+    d.set_item("friction_compliance", o.friction_compliance)?;
     d.set_item("restitution_threshold", o.restitution_threshold)?;
     d.set_item("joint_limit_margin", o.joint_limit_margin)?;
     d.set_item("warm_start", o.warm_start)?;

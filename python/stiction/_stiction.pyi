@@ -499,6 +499,16 @@ class Simulator:
             - ``penetration_tolerance`` (m, ≥ 0, 1e-9): penetrations no deeper than
               this do not start the split recovery's position stage (resting bodies
               keep gaps of rounding size); a deeper one corrects every penetrating row;
+            - ``normal_compliance`` (≥ 0, 0.0): compliance ρ_n of the velocity stage's
+              contact normal rows, ``r = ρ_n·(1/m_A + 1/m_B)``: a contact pressed by the
+              impulse ``f_n`` closes at ``r f_n`` within the step (the penetration
+              recovery pushes it back); any ρ_n > 0 determines the forces
+              of redundant contacts, which makes the NCP solver's steps of a box sliding
+              and spinning on four corners differentiable (docs/ncp.md);
+            - ``friction_compliance`` (≥ 0, 0.0): compliance ρ_t of the Coulomb friction
+              rows, ``ρ_t·(1/m_A + 1/m_B)``: a sticking contact creeps at
+              ``ρ_t f_t (1/m_A + 1/m_B)``; with ``normal_compliance`` it determines the
+              forces of boxes sticking on four corners (an arm pushing a box, docs/ncp.md);
             - ``restitution_threshold`` (m/s, 0.05): slower approaches do not bounce;
             - ``joint_limit_margin`` (1e-2): limit rows within this distance of a limit;
             - ``warm_start`` (bool, True): guess the LCP's classification from the last step;

@@ -293,6 +293,38 @@ pub struct ContactOptions {
     /// correction of that size.
     #[serde(default = "default_penetration_tolerance")]
     pub penetration_tolerance: f64,
+    /// Compliance ρ_n (dimensionless, ≥ 0; default 0: rigid) of the contact normal rows of
+    /// the velocity stage: a contact's normal row gets the diagonal term
+    /// `r = ρ_n·(1/m_A + 1/m_B)` (the reference of [`Self::position_regularization`]), so
+    /// `w_n = J_n v⁺ + β + r f_n ≥ 0 ⊥ f_n ≥ 0`: a contact pressed by the impulse `f_n`
+    /// closes at `r f_n` during the step (a body of mass m resting on one contact under
+    /// gravity: `ρ_n g h`, 1e-5 m/s at ρ_n = 1e-3 and h = 1 ms; contacts holding one body
+    /// act in parallel). The penetration recovery pushes back: with
+    /// [`PenetrationRecovery::Velocity`] the body settles `r f_n h/erp` deep; with the
+    /// split recovery the position stage lifts the contact back each step (so it runs on
+    /// every step of a resting compliant contact), and the reported velocity keeps the
+    /// closing speed. `tests/contact_compliance.rs` checks these closed forms.
+    ///
+    /// Rigid redundant contacts (a box on four coplanar corners) leave their normal
+    /// forces undetermined along a "twist" pattern; while the box slides and spins the
+    /// isotropic cones of the NCP solver make its forward step depend non-smoothly on
+    /// the state (`docs/ncp.md`, "Redundant sliding contacts"). Any ρ_n > 0 determines
+    /// the forces and makes those steps differentiable.
+    #[serde(default)]
+    pub normal_compliance: f64,
+    /// Compliance ρ_t (dimensionless, ≥ 0; default 0: rigid) of the Coulomb friction
+    /// rows: each gets the diagonal term `ρ_t·(1/m_A + 1/m_B)`, so a sticking contact
+    /// holding the friction impulse `f_t` creeps at `ρ_t f_t (1/m_A + 1/m_B)` (no
+    /// restoring term: a body on one contact of a 30° incline under gravity at ρ_t = 1e-3 and
+    /// h = 1 ms creeps at 5 µm/s),
+    /// and a sliding one slips along `J_t v⁺ + ρ_t (1/m_A + 1/m_B) f_t`.
+    ///
+    /// Sticking on redundant contacts (a box on four corners) leaves the friction forces
+    /// undetermined as well; with [`Self::normal_compliance`], any ρ_t > 0 determines
+    /// every force, so the NCP solver's steps of a box pushed by an arm are smooth
+    /// (`docs/ncp.md`). The no-slip and viscous models ignore it.
+    #[serde(default)]
+    pub friction_compliance: f64,
 }
 
 /// The default [`ContactOptions::position_regularization`].
@@ -327,6 +359,8 @@ impl Default for ContactOptions {
             penetration: PenetrationRecovery::default(),
             position_regularization: POSITION_REGULARIZATION,
             penetration_tolerance: PENETRATION_TOLERANCE,
+            normal_compliance: 0.0,
+            friction_compliance: 0.0,
         }
     }
 }
@@ -352,6 +386,12 @@ impl ContactOptions {
         }
         if !(self.penetration_tolerance.is_finite() && self.penetration_tolerance >= 0.0) {
             return bad("penetration_tolerance (finite, ≥ 0)", self.penetration_tolerance);
+        }
+        if !(self.normal_compliance.is_finite() && self.normal_compliance >= 0.0) {
+            return bad("normal_compliance (finite, ≥ 0)", self.normal_compliance);
+        }
+        if !(self.friction_compliance.is_finite() && self.friction_compliance >= 0.0) {
+            return bad("friction_compliance (finite, ≥ 0)", self.friction_compliance);
         }
         let n = &self.ncp;
         if !(n.tolerance.is_finite() && n.tolerance > 0.0) {
@@ -455,7 +495,10 @@ pub struct ConstraintRecord {
     /// The bias β of each row.
     pub bias: DVector<f64>,
     /// The diagonal regularization r of each row (`w = J v⁺ + β + r f`; nonzero only on
-    /// the tangential rows of the viscous model, `1/(h μ_v)`).
+    /// the tangential rows of the viscous model, `1/(h μ_v)`, and on the Coulomb rows with
+    /// [`ContactOptions::normal_compliance`] and [`ContactOptions::friction_compliance`];
+    /// a sliding NCP cone's row across the slip adds its cone compliance, see
+    /// `cone_frames`).
     pub regularization: DVector<f64>,
     /// The impulses f (N·s, or N·m·s for joint rows).
     pub impulses: DVector<f64>,
@@ -537,14 +580,15 @@ fn cone_frames(asm: &Assembly, sliding: &[SlidingCone]) -> Result<Vec<ConeFrame>
 }
 
 /// Turns the friction rows of the contacts in `frames` into their slip frames: the rows
-/// of `asm` and `crow` (the Jacobian and the contact frames), and the compliance of the
-/// row across the slip.
+/// of `asm` and `crow` (the Jacobian and the contact frames), and adds the cone's
+/// compliance to the row across the slip (the two rows share their regularization
+/// `ρ_t·(1/m_A + 1/m_B)`, which the turn leaves as it is). Called once on a fresh assembly.
 pub(crate) fn turn_cones(asm: &mut Assembly, crow: &mut ContactRows, frames: &[ConeFrame]) {
     for cf in frames {
         let [t1, t2] = [3 * cf.contact + 1, 3 * cf.contact + 2];
         asm.j.turn_rows(t1, t2, cf.cos, cf.sin);
         crow.turn_tangents(cf.contact, cf.cos, cf.sin);
-        asm.regularization[t2] = cf.compliance;
+        asm.regularization[t2] += cf.compliance;
     }
 }
 
@@ -925,6 +969,7 @@ pub(crate) fn assemble_into(
         bias[3 * i] = if relaxed { beta.max(0.0) } else { beta };
         gap[3 * i] = phi;
         let inverse_mass = regularization_sides(model, c).map(|b| 1.0 / subtree_mass(model, b)).sum();
+        regularization[3 * i] = options.normal_compliance * inverse_mass;
         info.push(ContactInfo {
             friction: mu,
             viscous_friction: mu_v,
@@ -941,7 +986,9 @@ pub(crate) fn assemble_into(
         let free = RowBound::Box { lo: f64::NEG_INFINITY, hi: f64::INFINITY };
         let none = RowBound::Box { lo: 0.0, hi: 0.0 };
         let (bound, r) = match options.model {
-            ContactModel::Coulomb => (RowBound::Friction { normal: 3 * i, mu }, 0.0),
+            ContactModel::Coulomb => {
+                (RowBound::Friction { normal: 3 * i, mu }, options.friction_compliance * inverse_mass)
+            }
             ContactModel::NoSlip if closing => (free, 0.0),
             ContactModel::Viscous if closing && mu_v > 0.0 => (free, 1.0 / (h * mu_v)),
             ContactModel::NoSlip | ContactModel::Viscous => (none, 0.0),
@@ -1497,7 +1544,8 @@ fn limit_violations(
 
 /// The rows of the pivoting solver (`None` when it does not apply): with
 /// [`ContactSolver::Auto`] and the no-slip or viscous model, every row must be unilateral
-/// (`[0, ∞)`), an equality (`(−∞, ∞)`) or a collapsed box (`[0, 0]`, left out: `f = 0`).
+/// (`[0, ∞)`, unregularized), an equality (`(−∞, ∞)`) or a collapsed box (`[0, 0]`, left
+/// out: `f = 0`).
 fn pivoting_rows(asm: &Assembly, options: &ContactOptions) -> Option<Vec<Option<PsdRow>>> {
     if options.solver != ContactSolver::Auto || options.model == ContactModel::Coulomb {
         return None;
@@ -1506,7 +1554,8 @@ fn pivoting_rows(asm: &Assembly, options: &ContactOptions) -> Option<Vec<Option<
         .iter()
         .zip(asm.regularization.iter())
         .map(|(bound, &r)| match *bound {
-            RowBound::Box { lo, hi } if lo == 0.0 && hi == f64::INFINITY => Some(Some(PsdRow::Unilateral)),
+            // A compliant normal row (ContactOptions::normal_compliance) is not one of its rows.
+            RowBound::Box { lo, hi } if lo == 0.0 && hi == f64::INFINITY && r == 0.0 => Some(Some(PsdRow::Unilateral)),
             RowBound::Box { lo, hi } if lo == f64::NEG_INFINITY && hi == f64::INFINITY => {
                 Some(Some(PsdRow::Equality { regularization: r }))
             }

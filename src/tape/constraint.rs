@@ -836,9 +836,13 @@ impl<'a> StageView<'a> {
         match asm.rows[r] {
             RowKind::ContactNormal { contact } => {
                 let info = &asm.info[contact];
-                // The position stage's regularization ρ·(1/m_A + 1/m_B): −dR g.
+                // The regularization ρ·(1/m_A + 1/m_B) (the position stage's, or the
+                // velocity stage's normal compliance): −dR g.
                 if asm.regularization[r] > 0.0 {
-                    let rho = c.options.position_regularization;
+                    let rho = match self.stage {
+                        Stage::Position => c.options.position_regularization,
+                        Stage::Velocity => c.options.normal_compliance,
+                    };
                     for (col, w) in inverse_mass_weights(model, params, &c.contacts[contact]) {
                         add(col, -rho * w * self.f[r]);
                     }
@@ -850,6 +854,18 @@ impl<'a> StageView<'a> {
                 }
             }
             RowKind::ContactFriction { contact, .. } => {
+                // Coulomb rows with ContactOptions::friction_compliance: ρ_t·(1/m_A + 1/m_B),
+                // −dR g (a sliding cone's row across the slip adds its cone compliance,
+                // whose impulse is 0).
+                if self.stage == Stage::Velocity
+                    && c.options.model == ContactModel::Coulomb
+                    && c.options.friction_compliance > 0.0
+                {
+                    let rho = c.options.friction_compliance;
+                    for (col, w) in inverse_mass_weights(model, params, &c.contacts[contact]) {
+                        add(col, -rho * w * self.f[r]);
+                    }
+                }
                 // Viscous rows: w = J v⁺ + f/(h μ_v); d(1/(h μ_v))/dμ_v = −1/(h μ_v²).
                 let mu_v = c.info[contact].viscous_friction;
                 if asm.regularization[r] > 0.0 && c.options.model == ContactModel::Viscous {

@@ -49,12 +49,9 @@ pub(crate) fn collide_convex(em: &Emitter, p: &Placed, q: &Placed, one_sided: bo
     let stop = em.margin + radii;
     let Some(mut sat) = face_axes(p, q, one_sided, stop) else { return };
     let degenerate = p.poly.faces.is_empty() && one_sided;
-    let mut edges = false;
-    if !(sat.best() > 0.0 || degenerate) {
-        if edge_axes(p, q, one_sided, stop, &mut sat).is_none() {
-            return;
-        }
-        edges = true;
+    let faces_separate = sat.best() > 0.0 || degenerate;
+    if !faces_separate && edge_axes(p, q, one_sided, stop, &mut sat).is_none() {
+        return;
     }
     if sat.best() > 0.0 || degenerate {
         if let Some(c) = closest_points(p, q) {
@@ -64,9 +61,10 @@ pub(crate) fn collide_convex(em: &Emitter, p: &Placed, q: &Placed, one_sided: bo
             separated(em, p, q, &c, out);
             return;
         }
-    }
-    if !edges && edge_axes(p, q, one_sided, stop, &mut sat).is_none() {
-        return;
+        // GJK did not answer: the edge pairs, if not yet tested, decide.
+        if faces_separate && edge_axes(p, q, one_sided, stop, &mut sat).is_none() {
+            return;
+        }
     }
     overlapping(em, p, q, &sat, one_sided, out);
 }
