@@ -313,11 +313,10 @@ pub struct ContactOptions {
     #[serde(default)]
     pub normal_compliance: f64,
     /// Compliance ρ_t (dimensionless, ≥ 0; default 0: rigid) of the Coulomb friction
-    /// rows: each gets the diagonal term `ρ_t·(1/m_A + 1/m_B)`, so a sticking contact
-    /// holding the friction impulse `f_t` creeps at `ρ_t f_t (1/m_A + 1/m_B)` (no
-    /// restoring term: a body on one contact of a 30° incline under gravity at ρ_t = 1e-3 and
-    /// h = 1 ms creeps at 5 µm/s),
-    /// and a sliding one slips along `J_t v⁺ + ρ_t (1/m_A + 1/m_B) f_t`.
+    /// rows: each gets the diagonal term `r = ρ_t·(1/m_A + 1/m_B)`, so a sticking contact
+    /// holding the friction impulse `f_t` creeps at `r f_t`, with no restoring term (a
+    /// body on one contact of a 30° incline under gravity, at ρ_t = 1e-3 and h = 1 ms:
+    /// 5 µm/s), and a sliding one slips along `J_t v⁺ + r f_t`.
     ///
     /// Sticking on redundant contacts (a box on four corners) leaves the friction forces
     /// undetermined as well; with [`Self::normal_compliance`], any ρ_t > 0 determines
