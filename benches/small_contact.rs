@@ -4,6 +4,11 @@
 //! options: boxed-LCP Coulomb contact with warm start), one `Simulator::step` from a settled
 //! state. Run: `cargo bench --bench small_contact -- --noplot`; the figures are in
 //! docs/benchmarks.md ("Per-step overhead of small contact scenes").
+//!
+//! The group `pile_jacobians` times the full Jacobians of one recorded step of the
+//! `pile50` and `pile100` scenes (`StepRecord::jacobians_with`, the workspace reused), the
+//! "step + J" of the Python table less its step (docs/benchmarks.md, "Step Jacobians of
+//! the piles"): `cargo bench --bench small_contact -- --noplot pile_jacobians`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use nalgebra::DVector;
@@ -11,6 +16,7 @@ use std::hint::black_box;
 use std::time::Duration;
 use stiction::math::{Inertia, Vec3, SE3};
 use stiction::model::{Body, CollisionShape, Geometry, Material, WORLD};
+use stiction::tape::Workspace;
 use stiction::{Control, Joint, Model, ModelBuilder, SimOptions, Simulator, State};
 
 const H: f64 = 0.05;
@@ -75,5 +81,25 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+fn bench_jacobians(c: &mut Criterion) {
+    let mut group = c.benchmark_group("pile_jacobians");
+    group.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(5)).sample_size(10);
+    for (name, layers) in [("pile50", 2), ("pile100", 4)] {
+        let (model, mut state) = scene(name, &pile(layers));
+        let mut sim = Simulator::new(model.clone(), SimOptions { dt: 1e-3, ..Default::default() }).unwrap();
+        let u = Control::torques(DVector::zeros(model.nv()));
+        for _ in 0..200 {
+            state = sim.step(&state, &u).unwrap();
+        }
+        let (_, rec) = sim.step_recorded(&state, &u).unwrap();
+        assert!(rec.constraints().is_some(), "{name}: the step must have contacts");
+        let mut ws = Workspace::new(&model);
+        group.bench_function(BenchmarkId::new("jacobians", name), |b| {
+            b.iter(|| black_box(rec.jacobians_with(&mut ws).unwrap()))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_jacobians);
 criterion_main!(benches);

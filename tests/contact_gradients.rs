@@ -885,11 +885,19 @@ fn ncp_scenes() -> Vec<Scene> {
         "cartpole_limit",
         "edge_on_edge",
     ];
-    let mut out: Vec<Scene> = scenes().into_iter().filter(|s| names.contains(&s.name)).collect();
+    let mut out = scenes_named(&names);
     out.push(ball_sliding_on_box_scene());
     for s in &mut out {
         s.options.contact.solver = stiction::step::ContactSolver::Ncp;
     }
+    out
+}
+
+/// The scenes of [`scenes`] named in `names`, in the order of [`scenes`]; every name must
+/// be found (a renamed scene fails here, not by silently checking fewer scenes).
+fn scenes_named(names: &[&str]) -> Vec<Scene> {
+    let out: Vec<Scene> = scenes().into_iter().filter(|s| names.contains(&s.name)).collect();
+    assert_eq!(out.len(), names.len(), "scenes not found among {names:?}");
     out
 }
 
@@ -917,9 +925,7 @@ fn ncp_compliant_scenes() -> Vec<Scene> {
     let sliding =
         ["box_sliding", "incline_sliding", "box_sliding_spinning", "reverse_pendulum_sliding", "two_boxes_apart"];
     let pushing = ["arm3_push_box", "arm5_push_box"];
-    let mut out: Vec<Scene> =
-        scenes().into_iter().filter(|s| sliding.contains(&s.name) || pushing.contains(&s.name)).collect();
-    assert_eq!(out.len(), sliding.len() + pushing.len());
+    let mut out = scenes_named(&[sliding.as_slice(), pushing.as_slice()].concat());
     for s in &mut out {
         s.options.contact.solver = stiction::step::ContactSolver::Ncp;
         s.options.contact.normal_compliance = 1e-3;
@@ -948,8 +954,7 @@ fn ncp_compliant_contact_step_jacobians_match_finite_differences() {
 #[test]
 fn lcp_compliant_contact_step_jacobians_match_finite_differences() {
     let names = ["box_sliding", "box_rest_static", "two_blocks_1_10", "arm3_push_box", "two_boxes_apart"];
-    let mut out: Vec<Scene> = scenes().into_iter().filter(|s| names.contains(&s.name)).collect();
-    assert_eq!(out.len(), names.len());
+    let mut out = scenes_named(&names);
     for s in &mut out {
         s.options.contact.normal_compliance = 1e-3;
         if !s.name.contains("sliding") {

@@ -368,25 +368,34 @@ def test_jacobians_vjp_and_tape_through_sliding_contact():
     np.testing.assert_allclose(out["tau"], np.array(ltau[::-1]), rtol=1e-9, atol=1e-12)
 
 
+def ridders_check(model, q0, v0, params, /, **contact):
+    """``stiction.gradcheck`` of one contact step (zero torques) against Ridders'
+    differences to 1e-6, step 1e-4, floor 1e-4 (the floor: see
+    ``test_gradcheck_sliding_ball_through_contact``), warm start off, with the contact
+    options ``contact`` (the first four arguments are positional-only, so that a contact
+    option may be called ``model``)."""
+    return stiction.gradcheck(
+        model,
+        q0,
+        v0,
+        np.zeros(6),
+        params=params,
+        dt=DT,
+        method="ridders",
+        rel_tol=1e-6,
+        step=1e-4,
+        abs_floor=1e-4,
+        contact={"warm_start": False, **contact},
+    )
+
+
 def test_gradcheck_sliding_ball_through_contact():
     # rel_tol 1e-6 with abs_floor 1e-4: each FD evaluation solves an LCP whose rounding
     # noise divided by the FD step leaves ~1e-10 absolute noise in v⁺, which entries below
     # 1e-4 of their block's scale cannot resolve (tests/contact_gradients.rs).
     m = ball_on_ground()
     q0, v0 = m.neutral(), sliding_velocity()
-    report = stiction.gradcheck(
-        m,
-        q0,
-        v0,
-        np.zeros(6),
-        params=["mass:ball", "friction:ball"],
-        dt=DT,
-        method="ridders",
-        rel_tol=1e-6,
-        step=1e-4,
-        abs_floor=1e-4,
-        contact={"warm_start": False},
-    )
+    report = ridders_check(m, q0, v0, ["mass:ball", "friction:ball"])
     assert report.passed, str(report)
     names = {b["name"] for b in report.blocks}
     assert "dv+/dtheta" in names
@@ -468,19 +477,8 @@ def test_gradcheck_viscous_friction_parameter():
     q0, v0 = m.neutral(), np.zeros(6)
     q0[2] = -2e-4  # pressed 0.2 mm in (q is relative to the joint origin)
     v0[3] = 0.5
-    report = stiction.gradcheck(
-        m,
-        q0,
-        v0,
-        np.zeros(6),
-        params=["mass:box", "viscous_friction:box", "viscous_friction:world"],
-        dt=DT,
-        method="ridders",
-        rel_tol=1e-6,
-        step=1e-4,
-        abs_floor=1e-4,
-        contact={"warm_start": False, "model": "viscous"},
-    )
+    params = ["mass:box", "viscous_friction:box", "viscous_friction:world"]
+    report = ridders_check(m, q0, v0, params, model="viscous")
     assert report.passed, str(report)
     theta = [b for b in report.blocks if b["name"] == "dv+/dtheta"][0]
     assert theta["scale"] > 1e-3  # the viscous columns are exercised
@@ -560,19 +558,7 @@ def test_ncp_solver_keeps_a_sliding_ball_on_its_direction_with_exact_gradients()
     # While it slides (its slip falls by 3.5 μ g t, friction spinning it up), friction
     # μ m g slows its centre by μ g t.
     np.testing.assert_allclose(2.0 - speed["ncp"], 0.5 * 9.81 * 50 * DT, rtol=1e-6)
-    report = stiction.gradcheck(
-        m,
-        m.neutral(),
-        v0,
-        np.zeros(6),
-        params=["mass:ball", "friction:ball"],
-        dt=DT,
-        method="ridders",
-        rel_tol=1e-6,
-        step=1e-4,
-        abs_floor=1e-4,
-        contact={"warm_start": False, "solver": "ncp"},
-    )
+    report = ridders_check(m, m.neutral(), v0, ["mass:ball", "friction:ball"], solver="ncp")
     assert report.passed, str(report)
 
 
@@ -599,17 +585,6 @@ def test_compliant_contacts_settle_at_the_closed_form_depth_and_give_smooth_ncp_
 
     box = box_on_ground(z=0.05 - 2e-4, friction=0.3)
     v0 = np.array([0.0, 0.0, 1.5, 0.8, 0.8, 0.0])
-    report = stiction.gradcheck(
-        box,
-        box.neutral(),
-        v0,
-        np.zeros(6),
-        params=["mass:box", "friction:box"],
-        dt=DT,
-        method="ridders",
-        rel_tol=1e-6,
-        step=1e-4,
-        abs_floor=1e-4,
-        contact={"warm_start": False, "solver": "ncp", "normal_compliance": rho},
-    )
+    params = ["mass:box", "friction:box"]
+    report = ridders_check(box, box.neutral(), v0, params, solver="ncp", normal_compliance=rho)
     assert report.passed, str(report)

@@ -52,7 +52,7 @@
 //! side under b ([`SubtreeTranslation`]).
 
 use super::contact_rows::{check_contact, check_data, for_each_dof, world_subspace, Chains, ContactRows};
-use super::detect::{contact_jacobians, contact_jacobians_into, ContactJacobians};
+use super::detect::{contact_jacobians, contact_jacobians_into, contact_jacobians_refill, ContactJacobians};
 use super::frame::ContactFrame;
 use crate::collision::Contact;
 use crate::dynamics::Data;
@@ -125,6 +125,23 @@ impl ContactDerivatives {
     /// `Σ_r w_r L_rᵀ x` with `L₀ = I`.
     fn lt(&self, w: [f64; 3], x: &Vec3) -> Vec3 {
         x * w[0] + self.l1.tr_mul(x) * w[1] + self.l2.tr_mul(x) * w[2]
+    }
+
+    /// Zeroes the columns of the contact's chains (the only nonzero ones) in its q
+    /// derivatives: point, normal, distance and tangents.
+    fn clear_chain_columns(&mut self, model: &Model) {
+        let (j, dt1, dt2) = (&mut self.jacobians, &mut self.dt1, &mut self.dt2);
+        let mut clear = |k: usize| {
+            j.point.column_mut(k).fill(0.0);
+            j.normal.column_mut(k).fill(0.0);
+            j.distance[k] = 0.0;
+            dt1.column_mut(k).fill(0.0);
+            dt2.column_mut(k).fill(0.0);
+        };
+        let lca = self.chains.lca;
+        for_each_dof(model, self.body_b, lca, &mut clear);
+        for_each_dof(model, self.body_a, lca, &mut clear);
+        for_each_dof(model, lca, None, &mut clear);
     }
 
     /// Calls `f(k, side)` for every dof on the contact's chains: side +1 for B's chain
@@ -231,6 +248,9 @@ pub struct ContactRowDerivatives {
     s_world: Vec<Motion>,
     nbodies: usize,
     nv: usize,
+    /// Per body of the model the stored entries were filled for: its parent, first dof
+    /// and dof count (the chains whose columns a rebuild clears).
+    topology: Vec<(Option<usize>, usize, usize)>,
 }
 
 /// Whether dof offset `j` of a joint moves under its dof offset `k` ([`JointType::carries`]).
@@ -272,10 +292,30 @@ impl ContactRowDerivatives {
         check_data(model, data)?;
         let nv = model.nv();
         check_rows(rows, contacts.len(), nv)?;
+        let body = |b: usize| (model.parents[b], model.v_idx[b], model.joints[b].nv());
+        let same_model =
+            self.topology.len() == model.nbodies() && (0..model.nbodies()).all(|b| self.topology[b] == body(b));
+        if !same_model {
+            self.topology.clear();
+            self.topology.extend((0..model.nbodies()).map(body));
+        }
         for (i, c) in contacts.iter().enumerate() {
             check_contact(model, c, i)?;
             if i < self.store.len() {
-                contact_jacobians_into(model, data, c, &mut self.store[i].jacobians)?;
+                let entry = &mut self.store[i];
+                if same_model && entry.jacobians.point.ncols() == nv && entry.dt1.ncols() == nv {
+                    // Only the previous contact's chain columns are nonzero: clear them
+                    // (not the whole 3 × nv blocks) and fill the new contact's.
+                    entry.clear_chain_columns(model);
+                    entry.body_a = None;
+                    entry.body_b = None;
+                    entry.chains = Chains { lca: None };
+                    contact_jacobians_refill(model, data, c, &mut entry.jacobians)?;
+                } else {
+                    contact_jacobians_into(model, data, c, &mut entry.jacobians)?;
+                    entry.dt1 = Matrix3xX::zeros(nv);
+                    entry.dt2 = Matrix3xX::zeros(nv);
+                }
             } else {
                 let jacobians = contact_jacobians(model, data, c)?;
                 self.store.push(ContactDerivatives {
@@ -291,6 +331,10 @@ impl ContactRowDerivatives {
                 });
             }
             let entry = &mut self.store[i];
+            // The chains the columns were filled on (cleared from here on the next rebuild).
+            entry.body_a = c.body_a;
+            entry.body_b = c.body_b;
+            entry.chains = Chains::new(model, c.body_a, c.body_b);
             let (g, h) = (&entry.jacobians.geometry, &c.geometry);
             let scale = h.point.norm().max(1.0);
             let gap = ((g.point - h.point).norm() / scale).max((g.normal - h.normal).norm());
@@ -309,17 +353,20 @@ impl ContactRowDerivatives {
                 entry.dt1 = Matrix3xX::zeros(nv);
                 entry.dt2 = Matrix3xX::zeros(nv);
             }
-            for k in 0..nv {
-                let dn: Vec3 = entry.jacobians.normal.column(k).into_owned();
-                entry.dt1.set_column(k, &(l1 * dn));
-                entry.dt2.set_column(k, &(l2 * dn));
-            }
+            // ∂n/∂q is zero off the two bodies' chains, and so are ∂t₁/∂q and ∂t₂/∂q.
+            let (dn, dt1, dt2) = (&entry.jacobians.normal, &mut entry.dt1, &mut entry.dt2);
+            let mut tangents = |k: usize| {
+                let n: Vec3 = dn.column(k).into_owned();
+                dt1.set_column(k, &(l1 * n));
+                dt2.set_column(k, &(l2 * n));
+            };
+            let lca = entry.chains.lca;
+            for_each_dof(model, c.body_b, lca, &mut tangents);
+            for_each_dof(model, c.body_a, lca, &mut tangents);
+            for_each_dof(model, lca, None, &mut tangents);
             entry.frame = frame;
-            entry.body_a = c.body_a;
-            entry.body_b = c.body_b;
             entry.l1 = l1;
             entry.l2 = l2;
-            entry.chains = Chains::new(model, c.body_a, c.body_b);
         }
         self.len = contacts.len();
         self.s_world.clear();

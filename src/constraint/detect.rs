@@ -227,6 +227,23 @@ pub fn contact_jacobians_into(model: &Model, data: &Data, contact: &Contact, out
     Ok(())
 }
 
+/// [`contact_jacobians_into`] for an `out` of `nv` columns that is already zero on the
+/// chains of the contact's two bodies (the columns this fills; the others are left as
+/// they are). On error `out` is unchanged.
+pub(crate) fn contact_jacobians_refill(
+    model: &Model,
+    data: &Data,
+    contact: &Contact,
+    out: &mut ContactJacobians,
+) -> Result<()> {
+    let (geometry, twist) = contact_twist_derivatives(model, data, contact)?;
+    debug_assert_eq!(out.point.ncols(), model.nv());
+    out.geometry = geometry;
+    out.twist = twist;
+    fill_contact_jacobians(model, data, contact, out);
+    Ok(())
+}
+
 /// The contact's geometry and its twist derivatives, checked.
 fn contact_twist_derivatives(
     model: &Model,

@@ -326,6 +326,38 @@ pub struct ContactOptions {
     pub friction_compliance: f64,
 }
 
+/// Which stage of a step's constraint solve a row system belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stage {
+    /// The velocity stage: `v_f → v⁺` with the recorded impulses.
+    Velocity,
+    /// The position stage ([`crate::step::PositionCorrection`]): `v⁺ → v⁺ + M̃⁻¹Jᵀg`,
+    /// the velocity that moves the configuration; its "free" velocity is `v⁺`.
+    Position,
+}
+
+impl ContactOptions {
+    /// The dimensionless ρ of a row of kind `row` in `stage`, whose regularization is
+    /// `ρ·(1/m_A + 1/m_B)` ([`ContactInfo::inverse_mass`]): the one rule of the step
+    /// (assembly, position stage) and of its backward pass (the mass derivatives).
+    /// - Position stage: [`Self::position_regularization`] on the normal rows; the
+    ///   friction rows are collapsed boxes.
+    /// - Velocity stage: [`Self::normal_compliance`] on the normal rows and, with the
+    ///   Coulomb model, [`Self::friction_compliance`] on the friction rows (the no-slip
+    ///   and viscous models regularize theirs otherwise).
+    /// - Other rows (joint limits, joint friction): none.
+    pub(crate) fn compliance(&self, row: RowKind, stage: Stage) -> f64 {
+        match (row, stage) {
+            (RowKind::ContactNormal { .. }, Stage::Position) => self.position_regularization,
+            (RowKind::ContactNormal { .. }, Stage::Velocity) => self.normal_compliance,
+            (RowKind::ContactFriction { .. }, Stage::Velocity) if self.model == ContactModel::Coulomb => {
+                self.friction_compliance
+            }
+            _ => 0.0,
+        }
+    }
+}
+
 /// The default [`ContactOptions::position_regularization`].
 pub const POSITION_REGULARIZATION: f64 = 1e-3;
 
@@ -776,7 +808,9 @@ impl Assembly {
     /// normal ([`ContactOptions::position_regularization`]), 0 on the other rows.
     pub fn position_regularization(&self, r: usize, options: &ContactOptions) -> f64 {
         match self.rows[r] {
-            RowKind::ContactNormal { contact } => options.position_regularization * self.info[contact].inverse_mass,
+            RowKind::ContactNormal { contact } | RowKind::ContactFriction { contact, .. } => {
+                options.compliance(self.rows[r], Stage::Position) * self.info[contact].inverse_mass
+            }
             _ => 0.0,
         }
     }
@@ -968,7 +1002,8 @@ pub(crate) fn assemble_into(
         bias[3 * i] = if relaxed { beta.max(0.0) } else { beta };
         gap[3 * i] = phi;
         let inverse_mass = regularization_sides(model, c).map(|b| 1.0 / subtree_mass(model, b)).sum();
-        regularization[3 * i] = options.normal_compliance * inverse_mass;
+        regularization[3 * i] =
+            options.compliance(RowKind::ContactNormal { contact: i }, Stage::Velocity) * inverse_mass;
         info.push(ContactInfo {
             friction: mu,
             viscous_friction: mu_v,
@@ -986,7 +1021,8 @@ pub(crate) fn assemble_into(
         let none = RowBound::Box { lo: 0.0, hi: 0.0 };
         let (bound, r) = match options.model {
             ContactModel::Coulomb => {
-                (RowBound::Friction { normal: 3 * i, mu }, options.friction_compliance * inverse_mass)
+                let friction = RowKind::ContactFriction { contact: i, direction: 0 };
+                (RowBound::Friction { normal: 3 * i, mu }, options.compliance(friction, Stage::Velocity) * inverse_mass)
             }
             ContactModel::NoSlip if closing => (free, 0.0),
             ContactModel::Viscous if closing && mu_v > 0.0 => (free, 1.0 / (h * mu_v)),

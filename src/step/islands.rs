@@ -126,8 +126,8 @@ impl TreeInertia {
 pub(crate) struct TreeCholesky {
     /// One factor per tree (`None` before [`TreeCholesky::refactor`]).
     factors: Vec<Option<Cholesky<f64, Dyn>>>,
-    /// Scratch: a tree's rows of the right-hand sides.
-    scratch: std::cell::RefCell<DMatrix<f64>>,
+    /// Scratch: a tree's rows of one right-hand side.
+    scratch: std::cell::RefCell<Vec<f64>>,
 }
 
 impl TreeCholesky {
@@ -148,29 +148,46 @@ impl TreeCholesky {
     }
 
     /// Applies `M̃⁻¹` (or `C⁻¹` with `lower`) to the `ncols` columns of the column-major
-    /// `nv × ncols` array `x`, tree by tree.
+    /// `nv × ncols` array `x`, tree by tree and column by column, in place. A column whose
+    /// entries on a tree are all zero stays zero there and is skipped (the columns of the
+    /// backward pass's right-hand sides are mostly zero outside one island). The
+    /// substitutions are nalgebra's `Cholesky::solve_mut` and
+    /// `solve_lower_triangular_mut`, operation for operation (same results, bit for bit),
+    /// without gathering a tree's rows into a matrix.
     fn apply(&self, trees: &Trees, x: &mut [f64], ncols: usize, lower: bool) -> bool {
         let nv = trees.of_dof.len();
         debug_assert_eq!(x.len(), nv * ncols);
         assert_eq!(self.factors.len(), trees.dofs.len(), "M̃ factored by trees before use");
-        let mut t = self.scratch.borrow_mut();
+        if nv == 0 {
+            return true;
+        }
+        let mut y = self.scratch.borrow_mut();
         let mut ok = true;
         for (factor, dofs) in self.factors.iter().zip(&trees.dofs) {
-            let factor = factor.as_ref().expect("factored before use");
-            crate::math::reshape_for_overwrite(&mut t, dofs.len(), ncols);
-            for c in 0..ncols {
-                for (a, &d) in dofs.iter().enumerate() {
-                    t[(a, c)] = x[c * nv + d];
+            let l = factor.as_ref().expect("factored before use").l_dirty();
+            let n = dofs.len();
+            let l = l.as_slice();
+            if lower && (0..n).any(|i| l[i * n + i] == 0.0) {
+                ok = false; // C singular: this tree's rows are left as they are
+                continue;
+            }
+            y.clear();
+            y.resize(n, 0.0);
+            for col in x.chunks_exact_mut(nv) {
+                let mut zero = true;
+                for (yk, &d) in y.iter_mut().zip(dofs) {
+                    *yk = col[d];
+                    zero &= *yk == 0.0;
                 }
-            }
-            if lower {
-                ok &= factor.l_dirty().solve_lower_triangular_mut(&mut *t);
-            } else {
-                factor.solve_mut(&mut *t);
-            }
-            for c in 0..ncols {
-                for (a, &d) in dofs.iter().enumerate() {
-                    x[c * nv + d] = t[(a, c)];
+                if zero {
+                    continue;
+                }
+                lower_solve(l, &mut y);
+                if !lower {
+                    lower_transpose_solve(l, &mut y);
+                }
+                for (yk, &d) in y.iter().zip(dofs) {
+                    col[d] = *yk;
                 }
             }
         }
@@ -195,6 +212,54 @@ impl TreeCholesky {
         let (data, k) = x.column_major();
         self.apply(trees, data, k, true)
     }
+}
+
+/// `y ← L⁻¹ y` for the lower triangle of the column-major n × n `l` (n = `y.len()`), by
+/// columns: nalgebra's `solve_lower_triangular_vector_unchecked_mut`, in its order.
+#[inline]
+fn lower_solve(l: &[f64], y: &mut [f64]) {
+    let n = y.len();
+    for i in 0..n {
+        let coeff = y[i] / l[i * n + i];
+        y[i] = coeff;
+        for (yk, lk) in y[i + 1..].iter_mut().zip(&l[i * n + i + 1..(i + 1) * n]) {
+            *yk += -coeff * lk;
+        }
+    }
+}
+
+/// `y ← L⁻ᵀ y` for the lower triangle of the column-major n × n `l`, by dot products:
+/// nalgebra's `ad_solve_lower_triangular_unchecked_mut` (its dot product's eight
+/// accumulators included), in its order.
+#[inline]
+fn lower_transpose_solve(l: &[f64], y: &mut [f64]) {
+    let n = y.len();
+    for i in (0..n).rev() {
+        let dot = unrolled_dot(&l[i * n + i + 1..(i + 1) * n], &y[i + 1..]);
+        y[i] = (y[i] - dot) / l[i * n + i];
+    }
+}
+
+/// The dot product of nalgebra's `dotx` for dynamic sizes: eight accumulators over
+/// blocks of eight, combined pairwise, then the rest in order.
+#[inline]
+fn unrolled_dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let blocks = a.len() / 8;
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        for k in 0..8 {
+            acc[k] += x[k] * y[k];
+        }
+    }
+    let mut res = 0.0;
+    res += acc[0] + acc[4];
+    res += acc[1] + acc[5];
+    res += acc[2] + acc[6];
+    res += acc[3] + acc[7];
+    for (x, y) in a[8 * blocks..].iter().zip(&b[8 * blocks..]) {
+        res += x * y;
+    }
+    res
 }
 
 /// A dense matrix or vector as its column-major entries and its number of columns.

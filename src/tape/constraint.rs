@@ -48,6 +48,7 @@ use crate::math::{
 };
 use crate::model::{placement_direction, ParamKind, ParamSpec};
 use crate::solver::lcp::{RowBound, RowState, FACTORED_MIN_ROWS};
+pub(crate) use crate::step::contact::Stage;
 use crate::step::contact::{
     assemble_into, effective_inertia_blocks, regularization_sides, subtree_mass, turn_cones, Assembly, RowKind,
 };
@@ -144,28 +145,21 @@ fn inverse_mass_weights<'a>(
 
 /// Linearizes the constraint stages of `rec` (which holds the constraint record `c`)
 /// in their recorded contact modes: the velocity stage, and the position stage when the
-/// step has one. Both share one [`StepGeometry`].
+/// step has one. Both share one [`StepGeometry`], rebuilt in `geometry` (a workspace's,
+/// whose buffers are reused from step to step).
 pub(crate) fn linearize_stages(
     rec: &StepRecord,
     c: &ConstraintRecord,
+    geometry: &mut StepGeometry,
 ) -> Result<(ConstraintLinearization, Option<ConstraintLinearization>)> {
-    let geometry = StepGeometry::new(rec, c)?;
-    let velocity = linearize_constraints_with(&geometry, rec, c, Stage::Velocity, &c.states)?;
+    geometry.rebuild(rec, c)?;
+    let geometry = &*geometry;
+    let velocity = linearize_constraints_with(geometry, rec, c, Stage::Velocity, &c.states)?;
     let position = match &c.correction {
-        Some(p) => Some(linearize_constraints_with(&geometry, rec, c, Stage::Position, &p.states)?),
+        Some(p) => Some(linearize_constraints_with(geometry, rec, c, Stage::Position, &p.states)?),
         None => None,
     };
     Ok((velocity, position))
-}
-
-/// Which stage of the constraint solve a linearization is of.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Stage {
-    /// The velocity stage: `v_f → v⁺` with the recorded impulses.
-    Velocity,
-    /// The position stage ([`crate::step::PositionCorrection`]): `v⁺ → v⁺ + M̃⁻¹Jᵀg`,
-    /// the velocity that moves the configuration; its "free" velocity is `v⁺`.
-    Position,
 }
 
 /// The clamping-set system of one stage of a recorded constraint solve, rebuilt from
@@ -475,13 +469,6 @@ pub(crate) struct StepGeometry {
 }
 
 impl StepGeometry {
-    /// Rebuilds the shared parts of the constraint system of `rec`, whose constraint record is `c`.
-    pub(crate) fn new(rec: &StepRecord, c: &ConstraintRecord) -> Result<StepGeometry> {
-        let mut g = StepGeometry::empty(&rec.model);
-        g.rebuild(rec, c)?;
-        Ok(g)
-    }
-
     /// Buffers for records of `model`, to be filled by [`StepGeometry::rebuild`].
     pub(crate) fn empty(model: &Model) -> StepGeometry {
         StepGeometry {
@@ -833,20 +820,20 @@ impl<'a> StageView<'a> {
         if params.is_empty() {
             return;
         }
+        // The regularization ρ·(1/m_A + 1/m_B) of a contact row (ContactOptions::compliance:
+        // the position stage's normal rows, the velocity stage's compliant rows): −dR g.
+        // A sliding NCP cone's row across the slip adds its cone compliance, whose impulse is 0.
+        if let RowKind::ContactNormal { contact } | RowKind::ContactFriction { contact, .. } = asm.rows[r] {
+            let rho = c.options.compliance(asm.rows[r], self.stage);
+            if rho > 0.0 {
+                for (col, w) in inverse_mass_weights(model, params, &c.contacts[contact]) {
+                    add(col, -rho * w * self.f[r]);
+                }
+            }
+        }
         match asm.rows[r] {
             RowKind::ContactNormal { contact } => {
                 let info = &asm.info[contact];
-                // The regularization ρ·(1/m_A + 1/m_B) (the position stage's, or the
-                // velocity stage's normal compliance): −dR g.
-                if asm.regularization[r] > 0.0 {
-                    let rho = match self.stage {
-                        Stage::Position => c.options.position_regularization,
-                        Stage::Velocity => c.options.normal_compliance,
-                    };
-                    for (col, w) in inverse_mass_weights(model, params, &c.contacts[contact]) {
-                        add(col, -rho * w * self.f[r]);
-                    }
-                }
                 if info.bounce {
                     for (col, w) in material_weights(model, params, ParamKind::Restitution, &c.contacts[contact]) {
                         add(col, -info.approach_velocity * w);
@@ -854,18 +841,6 @@ impl<'a> StageView<'a> {
                 }
             }
             RowKind::ContactFriction { contact, .. } => {
-                // Coulomb rows with ContactOptions::friction_compliance: ρ_t·(1/m_A + 1/m_B),
-                // −dR g (a sliding cone's row across the slip adds its cone compliance,
-                // whose impulse is 0).
-                if self.stage == Stage::Velocity
-                    && c.options.model == ContactModel::Coulomb
-                    && c.options.friction_compliance > 0.0
-                {
-                    let rho = c.options.friction_compliance;
-                    for (col, w) in inverse_mass_weights(model, params, &c.contacts[contact]) {
-                        add(col, -rho * w * self.f[r]);
-                    }
-                }
                 // Viscous rows: w = J v⁺ + f/(h μ_v); d(1/(h μ_v))/dμ_v = −1/(h μ_v²).
                 let mu_v = c.info[contact].viscous_friction;
                 if asm.regularization[r] > 0.0 && c.options.model == ContactModel::Viscous {
@@ -1018,14 +993,16 @@ fn linearize_constraints_with(
     // Q = G r2 + (I − G J_C) M̃⁻¹ r1 + M̃⁻¹ Ĵᵀ N.
     let minv_r1 = chol.solve(&r1);
     let mut direct = minv_r1.clone();
-    for (prows, pdofs) in &parts {
+    // Only the columns of x that reach a part (its dofs' q and v columns, the θ columns
+    // that move it): the others are zero in both r2[rows] and M̃⁻¹r1[dofs].
+    let row_parts: Vec<&Vec<usize>> = parts.iter().map(|(rows, _)| rows).collect();
+    let dof_parts: Vec<&Vec<usize>> = parts.iter().map(|(_, dofs)| dofs).collect();
+    let part_cols = nonzero_columns(&[(&r2, &row_parts), (&minv_r1, &dof_parts)]);
+    for ((prows, pdofs), cols) in parts.iter().zip(&part_cols) {
         let jc_p = block(&sys.b.jc, prows, pdofs);
-        let inner = r2.select_rows(prows.iter()) - jc_p * minv_r1.select_rows(pdofs.iter());
+        let inner = block(&r2, prows, cols) - jc_p * block(&minv_r1, pdofs, cols);
         let add = block(&g, pdofs, prows) * inner;
-        for (a, &dof) in pdofs.iter().enumerate() {
-            let mut row = direct.row_mut(dof);
-            row += add.row(a);
-        }
+        add_block(&mut direct, pdofs, cols, &add);
     }
     if sys.has_null_space_term() {
         // N = (I − Â⁺Â) dÂᵀ z,  z = Â⁺ᵀ f_C,  u = M̃⁻¹ J_Cᵀ z:
@@ -1109,6 +1086,51 @@ fn dense_row(j: &SparseRows, r: usize) -> DVector<f64> {
 /// The block `m[rows, cols]`.
 fn block(m: &DMatrix<f64>, rows: &[usize], cols: &[usize]) -> DMatrix<f64> {
     DMatrix::from_fn(rows.len(), cols.len(), |a, b| m[(rows[a], cols[b])])
+}
+
+/// Per part `p`, the columns `c` (increasing) with a nonzero entry `m[r, c]` for some
+/// matrix `m` and a row `r` of its part `p` (a NaN counts as nonzero), each matrix given
+/// with its parts' rows (disjoint). The matrices have equal column counts and parts.
+fn nonzero_columns(mats: &[(&DMatrix<f64>, &[&Vec<usize>])]) -> Vec<Vec<usize>> {
+    let nparts = mats.first().map_or(0, |(_, parts)| parts.len());
+    let ncols = mats.first().map_or(0, |(m, _)| m.ncols());
+    let mut out = vec![Vec::new(); nparts];
+    // The part of each row of each matrix (usize::MAX: none), and the last column
+    // recorded per part (so that a column is recorded once).
+    let owners: Vec<Vec<usize>> = mats
+        .iter()
+        .map(|(m, parts)| {
+            let mut owner = vec![usize::MAX; m.nrows()];
+            for (p, rows) in parts.iter().enumerate() {
+                for &r in rows.iter() {
+                    owner[r] = p;
+                }
+            }
+            owner
+        })
+        .collect();
+    let mut last = vec![usize::MAX; nparts];
+    for c in 0..ncols {
+        for ((m, _), owner) in mats.iter().zip(&owners) {
+            let n = m.nrows();
+            for (x, &p) in m.as_slice()[c * n..(c + 1) * n].iter().zip(owner) {
+                if *x != 0.0 && p != usize::MAX && last[p] != c {
+                    last[p] = c;
+                    out[p].push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `dst[rows[a], cols[b]] += block[(a, b)]`.
+fn add_block(dst: &mut DMatrix<f64>, rows: &[usize], cols: &[usize], block: &DMatrix<f64>) {
+    for (b, &c) in cols.iter().enumerate() {
+        for (a, &r) in rows.iter().enumerate() {
+            dst[(r, c)] += block[(a, b)];
+        }
+    }
 }
 
 /// `dst[rows[a], cols[b]] = block[(a, b)]`.
@@ -1315,13 +1337,13 @@ impl ConstraintLinearization {
     /// `(I − G J_C) dv_f/dx` (the direct columns are added by the caller).
     pub(crate) fn project(&self, dvf: &DMatrix<f64>) -> DMatrix<f64> {
         let mut out = dvf.clone();
-        for (rows, dofs) in &self.parts {
-            let t = block(&self.jc, rows, dofs) * dvf.select_rows(dofs.iter());
-            let d = block(&self.g, dofs, rows) * t;
-            for (a, &dof) in dofs.iter().enumerate() {
-                let mut row = out.row_mut(dof);
-                row -= d.row(a);
-            }
+        // The columns of dv_f whose entries on a part's dofs are zero stay as they are.
+        let dof_parts: Vec<&Vec<usize>> = self.parts.iter().map(|(_, dofs)| dofs).collect();
+        let part_cols = nonzero_columns(&[(dvf, &dof_parts)]);
+        for ((rows, dofs), cols) in self.parts.iter().zip(&part_cols) {
+            let t = block(&self.jc, rows, dofs) * block(dvf, dofs, cols);
+            let d = -(block(&self.g, dofs, rows) * t);
+            add_block(&mut out, dofs, cols, &d);
         }
         out
     }

@@ -168,10 +168,14 @@ pub(super) fn factor(ws: &mut Workspace) -> Result<()> {
     if lu_factor(&mut ws.k, &mut ws.piv) {
         Ok(())
     } else {
-        Err(Error::Numerical {
-            algorithm: "step linearization",
-            detail: "the acceleration Jacobian ∂G/∂a is singular".into(),
-        })
+        Err(singular_acceleration_jacobian())
+    }
+}
+
+/// The error of a singular `K_a = ∂G/∂a`.
+pub(super) fn singular_acceleration_jacobian() -> Error {
+    Error::Numerical {
+        algorithm: "step linearization", detail: "the acceleration Jacobian ∂G/∂a is singular".into()
     }
 }
 
