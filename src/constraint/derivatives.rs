@@ -138,19 +138,12 @@ impl ContactDerivatives {
             dt1.column_mut(k).fill(0.0);
             dt2.column_mut(k).fill(0.0);
         };
-        let lca = self.chains.lca;
-        for_each_dof(model, self.body_b, lca, &mut clear);
-        for_each_dof(model, self.body_a, lca, &mut clear);
-        for_each_dof(model, lca, None, &mut clear);
+        chain_dofs(model, self.body_a, self.body_b, self.chains.lca, |k, _| clear(k));
     }
 
-    /// Calls `f(k, side)` for every dof on the contact's chains: side +1 for B's chain
-    /// only, −1 for A's only, 0 above the common ancestor.
-    fn for_each_chain_dof(&self, model: &Model, mut f: impl FnMut(usize, i8)) {
-        let lca = self.chains.lca;
-        for_each_dof(model, self.body_b, lca, |k| f(k, 1));
-        for_each_dof(model, self.body_a, lca, |k| f(k, -1));
-        for_each_dof(model, lca, None, |k| f(k, 0));
+    /// Calls `f(k, side)` for every dof on the contact's chains ([`chain_dofs`]).
+    fn for_each_chain_dof(&self, model: &Model, f: impl FnMut(usize, i8)) {
+        chain_dofs(model, self.body_a, self.body_b, self.chains.lca, f);
     }
 
     /// How the subtree translation `t` moves this contact: the side it acts on (as in
@@ -251,6 +244,15 @@ pub struct ContactRowDerivatives {
     /// Per body of the model the stored entries were filled for: its parent, first dof
     /// and dof count (the chains whose columns a rebuild clears).
     topology: Vec<(Option<usize>, usize, usize)>,
+}
+
+/// Calls `f(k, side)` for every dof on the chains of bodies `a` and `b` (lowest common
+/// ancestor `lca`): side +1 for B's chain only, −1 for A's only, 0 above the common
+/// ancestor.
+fn chain_dofs(model: &Model, a: Option<usize>, b: Option<usize>, lca: Option<usize>, mut f: impl FnMut(usize, i8)) {
+    for_each_dof(model, b, lca, |k| f(k, 1));
+    for_each_dof(model, a, lca, |k| f(k, -1));
+    for_each_dof(model, lca, None, |k| f(k, 0));
 }
 
 /// Whether dof offset `j` of a joint moves under its dof offset `k` ([`JointType::carries`]).
@@ -360,10 +362,7 @@ impl ContactRowDerivatives {
                 dt1.set_column(k, &(l1 * n));
                 dt2.set_column(k, &(l2 * n));
             };
-            let lca = entry.chains.lca;
-            for_each_dof(model, c.body_b, lca, &mut tangents);
-            for_each_dof(model, c.body_a, lca, &mut tangents);
-            for_each_dof(model, lca, None, &mut tangents);
+            chain_dofs(model, c.body_a, c.body_b, entry.chains.lca, |k, _| tangents(k));
             entry.frame = frame;
             entry.l1 = l1;
             entry.l2 = l2;
