@@ -8,7 +8,10 @@
 //! The group `pile_jacobians` times the full Jacobians of one recorded step of the
 //! `pile50` and `pile100` scenes (`StepRecord::jacobians_with`, the workspace reused), the
 //! "step + J" of the Python table less its step (docs/benchmarks.md, "Step Jacobians of
-//! the piles"): `cargo bench --bench small_contact -- --noplot pile_jacobians`.
+//! the piles"): `cargo bench --bench small_contact -- --noplot pile_jacobians`. The group
+//! `small_jacobians` times those of `box_on_ground` and `four_boxes` as Python's
+//! `StepRecord.jacobians()` computes them, with a fresh workspace per call
+//! (`StepRecord::jacobians`).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use nalgebra::DVector;
@@ -16,7 +19,7 @@ use std::hint::black_box;
 use std::time::Duration;
 use stiction::math::{Inertia, Vec3, SE3};
 use stiction::model::{Body, CollisionShape, Geometry, Material, WORLD};
-use stiction::tape::Workspace;
+use stiction::tape::{StepRecord, Workspace};
 use stiction::{Control, Joint, Model, ModelBuilder, SimOptions, Simulator, State};
 
 const H: f64 = 0.05;
@@ -81,18 +84,41 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
+/// The scene of boxes at `centres` and one step recorded after 0.2 s of settling (the
+/// contacts closed).
+fn settled_record(name: &str, centres: &[Vec3]) -> (Model, StepRecord) {
+    let (model, mut state) = scene(name, centres);
+    let mut sim = Simulator::new(model.clone(), SimOptions { dt: 1e-3, ..Default::default() }).unwrap();
+    let u = Control::torques(DVector::zeros(model.nv()));
+    for _ in 0..200 {
+        state = sim.step(&state, &u).unwrap();
+    }
+    let (_, rec) = sim.step_recorded(&state, &u).unwrap();
+    assert!(rec.constraints().is_some(), "{name}: the step must have contacts");
+    (model, rec)
+}
+
+/// Step Jacobians of the small scenes as Python's `StepRecord.jacobians()` computes them:
+/// a fresh workspace per call.
+fn bench_small_jacobians(c: &mut Criterion) {
+    let mut group = c.benchmark_group("small_jacobians");
+    group.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3)).sample_size(30);
+    let scenes = [
+        ("box_on_ground", vec![Vec3::new(0.0, 0.0, H)]),
+        ("four_boxes", (0..4).map(|i| Vec3::new(0.35 * i as f64, 0.0, H)).collect::<Vec<_>>()),
+    ];
+    for (name, centres) in scenes {
+        let (_, rec) = settled_record(name, &centres);
+        group.bench_function(BenchmarkId::new("jacobians", name), |b| b.iter(|| black_box(rec.jacobians().unwrap())));
+    }
+    group.finish();
+}
+
 fn bench_jacobians(c: &mut Criterion) {
     let mut group = c.benchmark_group("pile_jacobians");
     group.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(5)).sample_size(10);
     for (name, layers) in [("pile50", 2), ("pile100", 4)] {
-        let (model, mut state) = scene(name, &pile(layers));
-        let mut sim = Simulator::new(model.clone(), SimOptions { dt: 1e-3, ..Default::default() }).unwrap();
-        let u = Control::torques(DVector::zeros(model.nv()));
-        for _ in 0..200 {
-            state = sim.step(&state, &u).unwrap();
-        }
-        let (_, rec) = sim.step_recorded(&state, &u).unwrap();
-        assert!(rec.constraints().is_some(), "{name}: the step must have contacts");
+        let (model, rec) = settled_record(name, &pile(layers));
         let mut ws = Workspace::new(&model);
         group.bench_function(BenchmarkId::new("jacobians", name), |b| {
             b.iter(|| black_box(rec.jacobians_with(&mut ws).unwrap()))
@@ -101,5 +127,5 @@ fn bench_jacobians(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, bench_jacobians);
+criterion_group!(benches, bench, bench_small_jacobians, bench_jacobians);
 criterion_main!(benches);

@@ -166,3 +166,71 @@ fn step_jacobians_of_a_model_without_dofs() {
     assert_eq!((g.q.len(), g.tau.len(), g.theta.len()), (0, 0, 4));
     assert!(g.theta.iter().all(|x| *x == 0.0));
 }
+
+/// Two boxes resting side by side on a plane: each on its own free joint from the world
+/// (two trees), or the second on a free joint from the first (one tree of 12 dofs). The
+/// two models have the same numbers of bodies and dofs, and a workspace that served one
+/// must not carry its trees into the other's Jacobians or VJPs.
+fn two_boxes(chained: bool) -> Model {
+    use stiction::math::{Inertia, SE3};
+    use stiction::model::{CollisionShape, Geometry, WORLD};
+    use stiction::{Body, Joint, ModelBuilder};
+    let h = 0.05;
+    let mut b = ModelBuilder::new(if chained { "two_boxes_chained" } else { "two_boxes" });
+    b.add_link(Body::massless(WORLD).with_collision(CollisionShape::new(Geometry::Plane, SE3::identity())));
+    let shape = || CollisionShape::new(Geometry::Box { half_extents: Vec3::new(h, h, h) }, SE3::identity());
+    let body = |name: &str, mass: f64| {
+        Body::new(name, Inertia::solid_box(mass, Vec3::new(2.0 * h, 2.0 * h, 2.0 * h))).with_collision(shape())
+    };
+    b.add_body(WORLD, Joint::free("ja").with_placement(SE3::from_translation(Vec3::new(0.0, 0.0, h))), body("a", 1.0));
+    let (parent, z) = if chained { ("a", 0.0) } else { (WORLD, h) };
+    b.add_body(parent, Joint::free("jb").with_placement(SE3::from_translation(Vec3::new(0.3, 0.0, z))), body("b", 2.5));
+    b.build().unwrap()
+}
+
+/// A recorded step of `model` after 50 steps from rest (the contacts closed), pushed
+/// sideways so that friction works.
+fn resting_record(model: &Model) -> stiction::tape::StepRecord {
+    let mut s = Simulator::new(model.clone(), SimOptions { dt: 1e-3, ..Default::default() }).unwrap();
+    let mut state = State { q: model.neutral(), v: DVector::zeros(model.nv()) };
+    let mut tau = DVector::zeros(model.nv());
+    tau[0] = 0.4;
+    let u = Control::torques(tau);
+    for _ in 0..50 {
+        state = s.step(&state, &u).unwrap();
+    }
+    let (_, rec) = s.step_recorded(&state, &u).unwrap();
+    assert!(rec.constraints().is_some_and(|c| c.contacts.len() >= 8), "{}: both boxes rest on the plane", model.name());
+    rec
+}
+
+/// A workspace that served a model of two trees, reused for a model of one tree with the
+/// same numbers of bodies and dofs (and back): the Jacobians and VJPs equal those of a
+/// fresh workspace.
+#[test]
+fn a_workspace_reused_for_another_tree_matches_a_fresh_one() {
+    use stiction::tape::Workspace;
+    let (apart, chained) = (two_boxes(false), two_boxes(true));
+    assert_eq!((apart.nbodies(), apart.nv()), (chained.nbodies(), chained.nv()));
+    let nv = apart.nv();
+    let mut rng = SplitMix64::new(5);
+    let (gq, gv) = (random_vector(&mut rng, nv, 1.0), random_vector(&mut rng, nv, 1.0));
+    let mut ws = Workspace::new(&apart);
+    for model in [&apart, &chained, &apart] {
+        let rec = resting_record(model);
+        let reused = rec.jacobians_with(&mut ws).unwrap();
+        let fresh = rec.jacobians().unwrap();
+        for (name, a, b) in [
+            ("dq_dq", &reused.dq_dq, &fresh.dq_dq),
+            ("dq_dv", &reused.dq_dv, &fresh.dq_dv),
+            ("dv_dq", &reused.dv_dq, &fresh.dv_dq),
+            ("dv_dv", &reused.dv_dv, &fresh.dv_dv),
+            ("dv_dtau", &reused.dv_dtau, &fresh.dv_dtau),
+        ] {
+            assert_eq!(a, b, "{}: {name} with a reused workspace", model.name());
+        }
+        let reused = rec.vjp_with(&mut ws, &gq, &gv).unwrap();
+        let fresh = rec.vjp(&gq, &gv).unwrap();
+        assert_eq!((&reused.q, &reused.v, &reused.tau), (&fresh.q, &fresh.v, &fresh.tau), "{}: VJP", model.name());
+    }
+}

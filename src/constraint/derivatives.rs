@@ -58,7 +58,7 @@ use crate::collision::Contact;
 use crate::dynamics::Data;
 use crate::error::{Error, Result};
 use crate::math::{Force, Mat3, Motion, Vec3};
-use crate::model::JointType;
+use crate::model::{JointType, Topology};
 use crate::Model;
 use nalgebra::{DMatrix, DVector, Matrix3xX};
 
@@ -241,9 +241,9 @@ pub struct ContactRowDerivatives {
     s_world: Vec<Motion>,
     nbodies: usize,
     nv: usize,
-    /// Per body of the model the stored entries were filled for: its parent, first dof
-    /// and dof count (the chains whose columns a rebuild clears).
-    topology: Vec<(Option<usize>, usize, usize)>,
+    /// The tree of the model the stored entries were filled for (the chains whose
+    /// columns a rebuild clears).
+    topology: Topology,
 }
 
 /// Calls `f(k, side)` for every dof on the chains of bodies `a` and `b` (lowest common
@@ -294,13 +294,7 @@ impl ContactRowDerivatives {
         check_data(model, data)?;
         let nv = model.nv();
         check_rows(rows, contacts.len(), nv)?;
-        let body = |b: usize| (model.parents[b], model.v_idx[b], model.joints[b].nv());
-        let same_model =
-            self.topology.len() == model.nbodies() && (0..model.nbodies()).all(|b| self.topology[b] == body(b));
-        if !same_model {
-            self.topology.clear();
-            self.topology.extend((0..model.nbodies()).map(body));
-        }
+        let same_model = self.topology.refresh(model);
         for (i, c) in contacts.iter().enumerate() {
             check_contact(model, c, i)?;
             if i < self.store.len() {

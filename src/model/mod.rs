@@ -13,6 +13,7 @@ mod joint;
 mod params;
 pub mod samples;
 mod shape;
+mod topology;
 mod validate;
 
 pub use body::Body;
@@ -22,3 +23,4 @@ pub use joint::{plane_basis, Joint, JointDynamics, JointLimits, JointType};
 pub(crate) use params::placement_direction;
 pub use params::{ParamEntry, ParamKind, ParamSpec};
 pub use shape::{CollisionShape, Geometry, Material, TriangleMesh, VisualGeometry, VisualShape};
+pub(crate) use topology::Topology;

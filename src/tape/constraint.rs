@@ -37,16 +37,16 @@
 //! [`crate::constraint::ContactRowDerivatives`]; `∂(M̃ w)/∂(q, θ)` from the RNEA
 //! derivatives at zero velocity.
 
-use super::derivative_terms::{config_rows, inertia_product_derivatives, InertiaProductScratch};
+use super::derivative_terms::{config_rows, InertiaProductScratch};
 use super::record::StepRecord;
 use crate::collision::Contact;
 use crate::constraint::{ContactRowDerivatives, ContactRows, RowScratch, SparseRows, SubtreeTranslation};
-use crate::dynamics::{forward_kinematics, Data, DerivativeData};
+use crate::dynamics::{forward_kinematics, Data};
 use crate::error::{Error, Result};
 use crate::math::{
     mul_into, reshape, reshape_for_overwrite, reshape_vector, FactoredPseudoInverse, SymmetricEigenWorkspace,
 };
-use crate::model::{placement_direction, ParamKind, ParamSpec};
+use crate::model::{placement_direction, ParamKind, ParamSpec, Topology};
 use crate::solver::lcp::{RowBound, RowState, FACTORED_MIN_ROWS};
 pub(crate) use crate::step::contact::Stage;
 use crate::step::contact::{
@@ -257,7 +257,7 @@ pub(crate) struct StageBuffers {
 /// either four times as many rows as dofs (from [`FACTORED_MIN_ROWS`] rows on) or at
 /// least [`LARGE_STAGE_ROWS`] rows. There the dense decomposition of `Â` (`O(k³)`
 /// against `O(k nv²)`) dominates the backward pass, and nalgebra's eigensolver, which
-/// the Jacobians' dense path uses, gave up on the 768 × 768 `Â` of rank 6 of a box on
+/// the Jacobians once used, gave up on the 768 × 768 `Â` of rank 6 of a box on
 /// 256 supporting contacts (a pile of 100 boxes: about 1,200 rows on 600 dofs). The
 /// factored form allocates; the dense one reuses `eig`, so
 /// that smaller stages (four boxes on the ground: 48 rows on 24 dofs) keep the
@@ -321,10 +321,6 @@ pub(crate) struct StagePart {
     /// ([`uses_factored_pinv`], no regularization): `Â = L Nᵀ` with `L = J_C C⁻ᵀ`,
     /// `N = Ĵ C⁻ᵀ`, `M̃ = C Cᵀ` (over the part's dofs), in `O(|C| d²)` instead of `O(|C|³)`.
     pub factored: Option<FactoredPseudoInverse>,
-    /// `Â⁺` formed by [`crate::math::pseudo_inverse`] in place of `eig`: the forward
-    /// linearization's dense path ([`linearize_constraints_with`]), which keeps the
-    /// arithmetic of the Jacobians as it was before the allocation-free reverse path.
-    pub dense_pinv: Option<DMatrix<f64>>,
     /// Scratch of [`StageBuffers::pinv`]: the part's entries of the input and output.
     scratch: std::cell::RefCell<(Vec<f64>, Vec<f64>)>,
 }
@@ -332,11 +328,7 @@ pub(crate) struct StagePart {
 impl StagePart {
     /// `out = Â_P⁺ x` (`transpose`: `Â_P⁺ᵀ x`) over the part's rows.
     fn apply(&self, x: &[f64], transpose: bool, out: &mut [f64]) {
-        if let Some(p) = &self.dense_pinv {
-            let y =
-                if transpose { p.tr_mul(&DVector::from_column_slice(x)) } else { p * DVector::from_column_slice(x) };
-            out.copy_from_slice(y.as_slice());
-        } else if let Some(p) = &self.factored {
+        if let Some(p) = &self.factored {
             out.copy_from_slice(p.apply(&DVector::from_column_slice(x), transpose).as_slice());
         } else {
             self.eig.apply_pseudo_inverse(x, transpose, out);
@@ -345,9 +337,6 @@ impl StagePart {
 
     /// `Â_P⁺` formed.
     fn pinv_matrix(&self) -> DMatrix<f64> {
-        if let Some(p) = &self.dense_pinv {
-            return p.clone();
-        }
         if let Some(p) = &self.factored {
             return p.to_matrix();
         }
@@ -446,6 +435,9 @@ impl StageBuffers {
 /// the adjoint products. Kept across the steps of a backward sweep
 /// ([`StepGeometry::rebuild`] reuses every buffer).
 pub(crate) struct StepGeometry {
+    /// The tree of the model the buffers were sized for: a model of other topology, even
+    /// with the same numbers of bodies and dofs, gets fresh buffers (its [`Trees`]).
+    topology: Topology,
     /// Kinematics at the step's start configuration.
     pub data: Data,
     /// The model's trees (the units of the stages' parts, [`StagePart`]).
@@ -472,6 +464,7 @@ impl StepGeometry {
     /// Buffers for records of `model`, to be filled by [`StepGeometry::rebuild`].
     pub(crate) fn empty(model: &Model) -> StepGeometry {
         StepGeometry {
+            topology: Topology::of(model),
             data: Data::new(model),
             trees: Trees::new(model),
             tree_inertia: TreeInertia::default(),
@@ -493,7 +486,8 @@ impl StepGeometry {
         let model: &Model = &rec.model;
         let h = rec.dt;
         let q = rec.q.as_slice();
-        if self.data.x_world.len() != model.nbodies() || self.data.s.len() != model.nv() {
+        let same_tree = self.topology.refresh(model);
+        if !same_tree || self.data.x_world.len() != model.nbodies() || self.data.s.len() != model.nv() {
             *self = StepGeometry::empty(model);
         }
         forward_kinematics(model, &mut self.data, q)?;
@@ -679,7 +673,6 @@ impl<'a> StageSystem<'a> {
         for p in &mut parts[..*nparts] {
             let k = p.rows.len();
             p.factored = None;
-            p.dense_pinv = None;
             let unregularized = p.rows.iter().all(|&i| asm.regularization[clamping[i]] == 0.0);
             if !p.dofs.is_empty() && uses_factored_pinv(k, p.dofs.len()) && unregularized {
                 // Â_P = J_P M̃⁻¹ Ĵ_Pᵀ = (J_P C⁻ᵀ)(Ĵ_P C⁻ᵀ)ᵀ with M̃ = C Cᵀ, over the part's
@@ -870,30 +863,9 @@ fn linearize_constraints_with(
     stage: Stage,
     states: &[RowState],
 ) -> Result<ConstraintLinearization> {
+    // The parts' `Â⁺` are those of the reverse path (`StageSystem::new`): one
+    // decomposition per part, the same in the Jacobians and the VJPs.
     let mut sys = StageSystem::new(geometry, rec, c, stage, states, None, StageBuffers::default())?;
-    // The dense path forms Â and Â⁺ with nalgebra's products and pseudo-inverse (the
-    // reverse path's allocation-free ones agree to round-off, which a rank-deficient Â
-    // amplifies to ~1e-12).
-    // Part by part ([`StagePart`]): `Â` is block-diagonal over them.
-    {
-        let b = &mut sys.b;
-        let StageBuffers { parts, nparts, jc, minv_jhat_t, clamping, .. } = b;
-        for p in &mut parts[..*nparts] {
-            p.ahat = block(jc, &p.rows, &p.dofs) * block(minv_jhat_t, &p.dofs, &p.rows);
-            for (a, &i) in p.rows.iter().enumerate() {
-                p.ahat[(a, a)] += sys.view.asm.regularization[clamping[i]];
-            }
-            if p.factored.is_none() {
-                let (pinv, rank) = crate::math::pseudo_inverse(&p.ahat, RANK_TOL).ok_or_else(|| Error::Numerical {
-                    algorithm: "contact backward",
-                    detail: "the pseudo-inverse of A_CC failed (a non-finite matrix or no eigendecomposition)".into(),
-                })?;
-                p.rank = rank;
-                p.dense_pinv = Some(pinv);
-            }
-        }
-        b.rank = b.parts().iter().map(|p| p.rank).sum();
-    }
     let model: &Model = &rec.model;
     let (nv, np, h) = (model.nv(), rec.params.len(), rec.dt);
     let nx = 2 * nv + np;
@@ -917,8 +889,6 @@ fn linearize_constraints_with(
     };
     let v_next = sys.v_out.as_slice();
     let dv: DVector<f64> = sys.v_out - sys.v_in;
-    let mut deriv = DerivativeData::new(model);
-    let mut scratch = Data::new(model);
 
     // r1 = ∂(Jᵀf)/∂q dq − ∂(M̃Δv)/∂(q,θ)  (friction-coefficient columns: none in θ yet).
     let mut r1 = DMatrix::zeros(nv, nx);
@@ -927,13 +897,15 @@ fn linearize_constraints_with(
         let jtf = rd.jtf_q(model, data, rows, f_contact)?;
         r1.columns_mut(0, nv).copy_from(&jtf);
     }
-    let (dm_q, dm_t) = inertia_product_derivatives(model, &rec.params, &mut scratch, &mut deriv, q, dv.as_slice(), h)?;
     {
-        let mut cols = r1.columns_mut(0, nv);
-        cols -= &dm_q;
+        let mut inertia = geometry.inertia.borrow_mut();
+        inertia.compute(model, &rec.params, q, dv.as_slice(), h)?;
+        r1.columns_mut(0, nv).zip_apply(&inertia.dq, |x, y| *x -= y);
+        if np > 0 {
+            r1.columns_mut(2 * nv, np).copy_from(&(-&inertia.dt));
+        }
     }
     if np > 0 {
-        r1.columns_mut(2 * nv, np).copy_from(&(-dm_t));
         if !moves.is_empty() {
             add_columns(&mut r1, &rd.jtf_translation(model, data, rows, f_contact, moves)?);
         }
@@ -1039,15 +1011,14 @@ fn linearize_constraints_with(
         }
         let mut inner = DMatrix::zeros(nv, nx);
         inner.columns_mut(0, nv).copy_from(&rd.jtf_q(model, data, rows, &lambda)?);
-        let (du_q, du_t) =
-            inertia_product_derivatives(model, &rec.params, &mut scratch, &mut deriv, q, u.as_slice(), h)?;
         {
-            let mut cols = inner.columns_mut(0, nv);
-            cols -= &du_q;
-        }
-        if np > 0 {
-            let mut cols = inner.columns_mut(2 * nv, np);
-            cols -= &du_t;
+            let mut inertia = geometry.inertia.borrow_mut();
+            inertia.compute(model, &rec.params, q, u.as_slice(), h)?;
+            inner.columns_mut(0, nv).zip_apply(&inertia.dq, |x, y| *x -= y);
+            if np > 0 {
+                let mut cols = inner.columns_mut(2 * nv, np);
+                cols -= &inertia.dt;
+            }
         }
         if !moves.is_empty() {
             add_columns(&mut inner, &rd.jtf_translation(model, data, rows, &lambda, moves)?);
@@ -1055,10 +1026,9 @@ fn linearize_constraints_with(
         dahat_t += &sys.b.jhat * chol.solve(&inner);
         // N = (I − Â⁺Â) dÂᵀ z, part by part.
         for p in sys.b.parts() {
-            let pinv_ahat = match (&p.factored, &p.dense_pinv) {
-                (Some(f), _) => f.apply_matrix(&p.ahat),
-                (None, Some(d)) => d * &p.ahat,
-                (None, None) => p.pinv_matrix() * &p.ahat,
+            let pinv_ahat = match &p.factored {
+                Some(f) => f.apply_matrix(&p.ahat),
+                None => p.pinv_matrix() * &p.ahat,
             };
             let d_p = dahat_t.select_rows(p.rows.iter());
             let n = &d_p - pinv_ahat * &d_p;
