@@ -6,16 +6,16 @@ use crate::convert::{matrix, out_rows, out_vec, vec3, vector};
 use crate::errors::IntoPyResult;
 use crate::model::PyModel;
 use crate::params::{params_arg, PyParamSpec};
-use crate::tape::{PyStepRecord, PyTape};
+use crate::tape::{PyStepRecord, PyTape, SharedWorkspace};
 use crate::world::PyWorld;
 use nalgebra::{DMatrix, DVector};
 use numpy::PyArrayMethods;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use stiction::sim::{rollout_batch, BatchOptions, BatchRollout};
 use stiction::step::{IntegratorOptions, VelocityProducts};
-use stiction::tape::Tape;
+use stiction::tape::{Tape, Workspace};
 use stiction::{Control, SimOptions, Simulator, State};
 
 /// Steps a model forward in time: semi-implicit Euler on the configuration manifold,
@@ -31,7 +31,8 @@ pub struct PySimulator {
 /// What a `Simulator` steps.
 enum Engine {
     /// One model, by the rigid-body simulator (every feature).
-    Model { sim: Box<Mutex<Simulator>>, model: Py<PyModel>, nbodies: usize },
+    /// `scratch`: the backward-pass buffers its step records share.
+    Model { sim: Box<Mutex<Simulator>>, model: Py<PyModel>, nbodies: usize, scratch: SharedWorkspace },
     /// A world of systems, by `World.step` (step, rollout and their records).
     World(Py<PyWorld>),
 }
@@ -275,8 +276,8 @@ impl PySimulator {
         wrenches: Option<&Bound<'py, PyAny>>,
         record: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let (sim, nbodies) = match &self.engine {
-            Engine::Model { sim, nbodies, .. } => (sim, *nbodies),
+        let (sim, nbodies, scratch) = match &self.engine {
+            Engine::Model { sim, nbodies, scratch, .. } => (sim, *nbodies, scratch),
             Engine::World(w) => {
                 if wrenches.is_some_and(|x| !x.is_none()) {
                     return Err(world_unsupported("wrenches"));
@@ -300,7 +301,7 @@ impl PySimulator {
         };
         if record {
             let (next, rec) = py.detach(|| lock_simulator(sim).step_recorded(&state, &control)).py_err()?;
-            let rec = Bound::new(py, PyStepRecord { record: rec })?.into_any();
+            let rec = Bound::new(py, PyStepRecord { record: rec, scratch: Some(scratch.clone()) })?.into_any();
             PyTuple::new(
                 py,
                 [out_vec(py, next.q.as_slice()).into_any(), out_vec(py, next.v.as_slice()).into_any(), rec],
@@ -510,8 +511,9 @@ impl PySimulator {
     pub(crate) fn from_simulator(py: Python<'_>, sim: Simulator) -> PyResult<Self> {
         let m = sim.model();
         let (nq, nv, nbodies) = (m.nq(), m.nv(), m.nbodies());
+        let scratch = Arc::new(Mutex::new(Workspace::new(m)));
         let model = Py::new(py, PyModel::new(m.clone()))?;
-        Ok(Self { engine: Engine::Model { sim: Box::new(Mutex::new(sim)), model, nbodies }, nq, nv })
+        Ok(Self { engine: Engine::Model { sim: Box::new(Mutex::new(sim)), model, nbodies, scratch }, nq, nv })
     }
 
     /// The rigid-body simulator of a model simulator (`TypeError` for a world simulator).

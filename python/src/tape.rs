@@ -5,8 +5,8 @@ use crate::errors::{input_error, IntoPyResult};
 use nalgebra::DVector;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use std::sync::{Mutex, MutexGuard};
-use stiction::tape::{BackwardOptions, ContactGradientStrategy, StepRecord, StrategyStats, Tape};
+use std::sync::{Arc, Mutex, MutexGuard};
+use stiction::tape::{BackwardOptions, ContactGradientStrategy, StepRecord, StrategyStats, Tape, Workspace};
 
 /// Parses the `strategy` argument of the backward passes.
 fn strategy(s: &str) -> PyResult<BackwardOptions> {
@@ -34,6 +34,28 @@ fn strategy_stats<'py>(py: Python<'py>, s: &StrategyStats) -> PyResult<Bound<'py
 #[pyclass(name = "StepRecord", module = "stiction", frozen)]
 pub struct PyStepRecord {
     pub record: StepRecord,
+    /// The backward-pass buffers of the simulator that recorded the step, shared by its
+    /// records (`None`: fresh buffers per call). Buffers only: the results never depend on
+    /// them, and a call that finds them busy (another thread) uses fresh ones.
+    pub scratch: Option<SharedWorkspace>,
+}
+
+/// Backward-pass buffers shared by the records of one simulator.
+pub type SharedWorkspace = Arc<Mutex<Workspace>>;
+
+impl PyStepRecord {
+    /// A record with fresh buffers per call.
+    pub fn new(record: StepRecord) -> Self {
+        Self { record, scratch: None }
+    }
+
+    /// Runs `f` with the shared buffers when they are free, else with fresh ones.
+    fn with_workspace<T>(&self, f: impl FnOnce(&mut Workspace) -> T) -> T {
+        match self.scratch.as_ref().and_then(|s| s.try_lock().ok()) {
+            Some(mut ws) => f(&mut ws),
+            None => f(&mut Workspace::new(self.record.model())),
+        }
+    }
 }
 
 #[pymethods]
@@ -42,7 +64,7 @@ impl PyStepRecord {
     /// `"dq_dtau"`, `"dv_dq"`, `"dv_dv"`, `"dv_dtau"` (nv × nv) and `"dq_dtheta"`,
     /// `"dv_dtheta"` (nv × np). Rows and columns for q are in the tangent space.
     fn jacobians<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let j = py.detach(|| self.record.jacobians()).py_err()?;
+        let j = py.detach(|| self.with_workspace(|ws| self.record.jacobians_with(ws))).py_err()?;
         let d = PyDict::new(py);
         for (k, m) in [
             ("dq_dq", &j.dq_dq),
@@ -79,12 +101,8 @@ impl PyStepRecord {
         let gq = dvector(grad_q_next, "grad_q_next", nv, "model.nv")?;
         let gv = dvector(grad_v_next, "grad_v_next", nv, "model.nv")?;
         let options = self::strategy(strategy)?;
-        let (g, stats) = py
-            .detach(|| {
-                let mut ws = stiction::tape::Workspace::new(self.record.model());
-                self.record.vjp_with_options(&mut ws, &gq, &gv, &options)
-            })
-            .py_err()?;
+        let (g, stats) =
+            py.detach(|| self.with_workspace(|ws| self.record.vjp_with_options(ws, &gq, &gv, &options))).py_err()?;
         let d = PyDict::new(py);
         if options.contact_strategy == ContactGradientStrategy::LossDriven {
             d.set_item("strategy", strategy_stats(py, &stats)?)?;
@@ -240,7 +258,7 @@ impl PyTape {
         if !(0..n).contains(&i) {
             return Err(pyo3::exceptions::PyIndexError::new_err(format!("step {t} out of range (tape has {n} steps)")));
         }
-        Ok(PyStepRecord { record: tape.records()[i as usize].clone() })
+        Ok(PyStepRecord::new(tape.records()[i as usize].clone()))
     }
 
     /// Backpropagates `L = Σ_t ℓ_t(x_t, τ_t) + ℓ_T(x_T)` through the tape, given its

@@ -368,6 +368,44 @@ def test_jacobians_vjp_and_tape_through_sliding_contact():
     np.testing.assert_allclose(out["tau"], np.array(ltau[::-1]), rtol=1e-9, atol=1e-12)
 
 
+def test_records_of_one_simulator_share_buffers_without_changing_results():
+    """The records of one simulator share the backward pass's buffers. A dropped box's
+    records in flight (no contacts), closing in (four separating) and landed (four
+    clamping), their Jacobians
+    and VJPs computed in shuffled order and from several threads at once, equal those of
+    the same steps recorded by a rollout (whose records take fresh buffers per call)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    m = box_on_ground(z=0.07)
+    sim = stiction.Simulator(m, dt=DT, params=["mass:box", "friction:box"], contact={"warm_start": False})
+    q, v = m.neutral(), np.zeros(6)
+    tau = np.array([0.0, 0.0, 0.3, 2.0, 0.0, 0.0])
+    steps = 100
+    shared = []
+    for _ in range(steps):
+        q, v, rec = sim.step(q, v, tau, record=True)
+        shared.append(rec)
+    _, _, tape = sim.rollout(m.neutral(), np.zeros(6), np.tile(tau, (steps, 1)), record=True)
+    fresh = [tape[t] for t in range(steps)]
+    ncontacts = {len(r.constraints["points"]) if r.constraints else 0 for r in fresh}
+    assert 0 in ncontacts and max(ncontacts) >= 4, ncontacts
+    rng = np.random.default_rng(11)
+    gq, gv = rng.standard_normal(6), rng.standard_normal(6)
+    expected = [(r.jacobians(), r.vjp(gq, gv)) for r in fresh]
+
+    def check(t):
+        j, g = shared[t].jacobians(), shared[t].vjp(gq, gv)
+        for k in j:
+            np.testing.assert_array_equal(j[k], expected[t][0][k], err_msg=f"step {t}: {k}")
+        for k in g:
+            np.testing.assert_array_equal(g[k], expected[t][1][k], err_msg=f"step {t}: VJP {k}")
+
+    for t in rng.permutation(steps):
+        check(t)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(check, list(rng.permutation(steps)) * 3))
+
+
 def ridders_check(model, q0, v0, params, /, **contact):
     """``stiction.gradcheck`` of one contact step (zero torques) against Ridders'
     differences to 1e-6, step 1e-4, floor 1e-4 (the floor: see
