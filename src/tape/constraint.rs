@@ -486,8 +486,8 @@ impl StepGeometry {
         let model: &Model = &rec.model;
         let h = rec.dt;
         let q = rec.q.as_slice();
-        let same_tree = self.topology.refresh(model);
-        if !same_tree || self.data.x_world.len() != model.nbodies() || self.data.s.len() != model.nv() {
+        // The topology fixes the numbers of bodies and dofs too: the buffers fit.
+        if !self.topology.refresh(model) {
             *self = StepGeometry::empty(model);
         }
         forward_kinematics(model, &mut self.data, q)?;
