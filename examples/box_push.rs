@@ -162,6 +162,11 @@ pub fn solve_with(
     let bounds = ControlBounds::new(DVector::from_vec(lower), DVector::from_vec(upper));
     let mut options = SimOptions { dt: DT, ..Default::default() };
     options.contact.solver = solver;
+    // The box slides and turns on four redundant corners while the pusher drives it: the
+    // NCP solver's Newton iteration cycles on some of these steps, and the rollouts'
+    // costs would be noise at the scale of iLQR's line search (docs/ncp.md, "Fallback
+    // where Newton's method cycles").
+    options.contact.ncp.fallback_sweeps = 1000;
     let mut sim = Simulator::new(model.clone(), options)?;
     let options = IlqrOptions { bounds: Some(bounds), jacobians, max_iterations: 100, ..Default::default() };
     let r = ilqr(&mut sim, &x0, &initial_controls(&model), &cost, &options, progress)?;

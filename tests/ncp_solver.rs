@@ -280,3 +280,69 @@ fn a_heavy_stack_rests_with_conjugate_residuals_and_the_complementarity_precondi
         assert!(sol.w.iter().step_by(3).all(|w| w.abs() < 1e-9), "{linear:?}: the stack moves: {}", sol.w);
     }
 }
+
+/// The problems of `tests/fixtures/ncp/box_push_cycling.json`: `(A, b, bounds)` each.
+fn cycling_problems() -> Vec<(DMatrix<f64>, DVector<f64>, Vec<RowBound>)> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ncp/box_push_cycling.json");
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let reals =
+        |v: &serde_json::Value| -> Vec<f64> { v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect() };
+    doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let rows: Vec<Vec<f64>> = p["a"].as_array().unwrap().iter().map(reals).collect();
+            let m = rows.len();
+            let a = DMatrix::from_fn(m, m, |i, j| rows[i][j]);
+            let bounds = p["bounds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| match x["normal"].as_u64() {
+                    Some(normal) => RowBound::Friction { normal: normal as usize, mu: x["mu"].as_f64().unwrap() },
+                    None => RowBound::UNILATERAL,
+                })
+                .collect();
+            (a, DVector::from_vec(reals(&p["b"])), bounds)
+        })
+        .collect()
+}
+
+/// The largest violation of Coulomb's law with maximal dissipation by `(f, w)` on rows
+/// `[n; t1; t2]` per contact (velocity units for velocities, impulse for forces).
+fn coulomb_violation(f: &DVector<f64>, w: &DVector<f64>, mu: f64) -> f64 {
+    let mut worst: f64 = 0.0;
+    for c in 0..f.len() / 3 {
+        let (fn_, wn) = (f[3 * c], w[3 * c]);
+        let (ft, wt) = (Vector3::new(f[3 * c + 1], f[3 * c + 2], 0.0), Vector3::new(w[3 * c + 1], w[3 * c + 2], 0.0));
+        worst = worst.max(-fn_).max(-wn).max((fn_ * wn).abs());
+        worst = worst.max(ft.norm() - mu * fn_);
+        if wt.norm() > 1e-9 {
+            // Sliding: the friction impulse is μ f_n against the slip.
+            worst = worst.max((ft + wt.normalize() * mu * fn_).norm());
+        }
+    }
+    worst
+}
+
+#[test]
+fn where_newton_cycles_the_gauss_seidel_fallback_finds_the_coulomb_solution() {
+    let problems = cycling_problems();
+    assert_eq!(problems.len(), 4);
+    for (p, (a, b, bounds)) in problems.iter().enumerate() {
+        let op = DenseDelassus(a.clone());
+        let problem = ConstraintProblem { delassus: &op, b, bounds };
+        // The plain iteration (the paper's fixed damping and lagged friction compliance;
+        // the default) cycles: it ends far above its tolerance.
+        let plain = NcpSolver::default().solve(&problem, None).unwrap();
+        assert!(!plain.report.converged && plain.report.residual > 1e-6, "problem {p}: {:e}", plain.report.residual);
+        // With the fallback the solution meets the tolerance and Coulomb's law.
+        let sol = NcpSolver { fallback_sweeps: 1000, ..Default::default() }.solve(&problem, None).unwrap();
+        assert!(sol.report.converged, "problem {p}: residual {:e}", sol.report.residual);
+        let violation = coulomb_violation(&sol.f, &sol.w, 0.3);
+        assert!(violation < 1e-10, "problem {p}: Coulomb's law violated by {violation:e}");
+        // The box slides (|w_t| ≈ 0.1 m/s at its corners), so the law's sliding branch is checked.
+        assert!((1..5).any(|c| sol.w.rows(3 * c + 1, 2).norm() > 1e-2), "problem {p}: {}", sol.w);
+    }
+}

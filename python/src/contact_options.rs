@@ -38,7 +38,7 @@ pub const KEYS: [&str; 22] = [
 
 /// The keys of the `ncp` sub-dict (the NCP solver's settings, used with `solver="ncp"`);
 /// `linear_solver` is a synonym of `linear` (`Simulator.contact_options` lists `linear`).
-pub const NCP_KEYS: [&str; 8] = [
+pub const NCP_KEYS: [&str; 9] = [
     "function",
     "max_iterations",
     "tolerance",
@@ -47,6 +47,7 @@ pub const NCP_KEYS: [&str; 8] = [
     "linear_solver",
     "cr_iterations",
     "preconditioner",
+    "fallback_sweeps",
 ];
 
 /// The names of the NCP linear solvers (`linear` / `linear_solver`), the iteration
@@ -222,6 +223,7 @@ fn ncp_options(value: &Bound<'_, PyAny>) -> PyResult<NcpSolver> {
             "max_iterations" => n.max_iterations = count(&name, &value)?,
             "tolerance" => n.tolerance = real(&name, &value)?,
             "damping" => n.damping = real(&name, &value)?,
+            "fallback_sweeps" => n.fallback_sweeps = count(&name, &value)?,
             "linear" | "linear_solver" => {
                 let linear = choice(&name, &value, &LINEAR_SOLVERS)?;
                 if let Some((other, previous)) = &linear_key {
@@ -278,6 +280,7 @@ fn ncp_dict<'py>(py: Python<'py>, n: &NcpSolver) -> PyResult<Bound<'py, PyDict>>
     d.set_item("linear", linear)?;
     d.set_item("cr_iterations", cr)?;
     d.set_item("preconditioner", n.preconditioner)?;
+    d.set_item("fallback_sweeps", n.fallback_sweeps)?;
     Ok(d)
 }
 

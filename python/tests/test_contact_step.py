@@ -79,6 +79,7 @@ def test_contact_options_defaults_and_round_trip():
         "linear": "direct",
         "cr_iterations": 200,
         "preconditioner": True,
+        "fallback_sweeps": 0,
     }
     assert o["enabled"] is True and o["warm_start"] is True and o["bounce_gradients"] == "discrete"
     assert o["erp"] == 1.0 and o["standardize"] is True and o["position_regularization"] == 1e-3
@@ -107,7 +108,9 @@ def test_contact_options_defaults_and_round_trip():
         work_limit=float("inf"),
         restitution_threshold=0.1,
         joint_limit_margin=0.02,
-        ncp=dict(o["ncp"], function="min_map", linear="cr", cr_iterations=50, preconditioner=False, damping=1.0),
+        ncp=dict(
+            o["ncp"], function="min_map", linear="cr", cr_iterations=50, preconditioner=False, damping=1.0, fallback_sweeps=250
+        ),
     )
     sim2 = stiction.Simulator(m, dt=DT, contact=custom)
     assert sim2.contact_options == custom

@@ -519,6 +519,8 @@ pub(crate) fn solve_islands(
                         warm_start_hit: warm && out.iterations == 0,
                         standardized: out.standardized,
                         newton_iterations: out.iterations,
+                        fallbacks: usize::from(out.fallback_sweeps > 0),
+                        pgs_iterations: out.fallback_sweeps,
                         gpu_linear_solves: out.gpu.solves,
                         gpu_fallbacks: out.gpu.fallbacks,
                         ..LcpStats::default()

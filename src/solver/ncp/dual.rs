@@ -19,6 +19,10 @@
 //! step is not fixed by their own force (dense Cholesky, or conjugate residuals through
 //! the problem's operator), then updates `f += t Δf`.
 //!
+//! With `fallback_sweeps > 0`, a Newton iteration that ends above the tolerance hands its
+//! iterate to blocked projected Gauss–Seidel over the cones (`gauss_seidel`), whose result's
+//! contact mode is then solved exactly where it can be (`docs/ncp.md`).
+//!
 //! The backward pass is the implicit-function theorem at the solution in its contact
 //! mode (the active-set Clarke Jacobian): each row's condition `F_i(f, w) = 0` —
 //! `w_i = 0` for an active normal, a sticking friction row or an equality or a box row
@@ -37,6 +41,7 @@
 //! stick/slide switch) are not differentiable: the derivative is the recorded side's.
 
 use super::functions::{delassus_scales, friction_compliance, FrictionCompliance, NcpFunction};
+use super::gauss_seidel::cone_gauss_seidel;
 use super::mode::{cones, Cone, Mode, SlidingCone};
 use super::newton::{newton_step, LinearSolve};
 use crate::error::{Error, Result};
@@ -65,6 +70,14 @@ pub struct NcpSolver {
     /// Scale each row by the complementarity preconditioner `r = A_ii` (eq. 66);
     /// `false`: `r = 1` (the paper's comparison: it fails on large mass ratios).
     pub preconditioner: bool,
+    /// Where the Newton iteration ends above the tolerance (it can cycle: the lagged
+    /// friction compliance is not the cones' exact Jacobian), at most this many sweeps of
+    /// blocked projected Gauss–Seidel over the cones (the module `gauss_seidel`) before the
+    /// contact mode of their result is solved exactly. 0 (the default): none, the Newton
+    /// iterate is returned (`docs/ncp.md`, "Fallback where Newton's method cycles", says
+    /// when to turn it on). Each use is counted as a solver fallback
+    /// ([`crate::sim::SimStats::lcp_fallbacks`]).
+    pub fallback_sweeps: usize,
 }
 
 impl Default for NcpSolver {
@@ -77,6 +90,7 @@ impl Default for NcpSolver {
             linear: LinearSolve::Direct,
             shift: 1e-14,
             preconditioner: true,
+            fallback_sweeps: 0,
         }
     }
 }
@@ -296,6 +310,40 @@ impl NcpSolver {
             (f, residual) = (f1, res1);
             iterations += more;
         }
+        // The fallback: Gauss–Seidel over the cones from the better of the Newton iterate and
+        // zero forces; then the contact mode of its result, or (where it stalled above the
+        // tolerance) Newton's polish from it. The best iterate is kept.
+        let fallback_sweeps = if residual > self.tolerance && self.fallback_sweeps > 0 {
+            let zero = DVector::zeros(f.len());
+            let mut g =
+                if f.iter().all(|x| x.is_finite()) && residual <= self.residual(&p, &zero) { f.clone() } else { zero };
+            let sweeps = cone_gauss_seidel(a, b, bounds, &p.cones, &mut g, self.fallback_sweeps, |g| {
+                self.residual(&p, g) <= self.tolerance
+            });
+            let res_g = self.residual(&p, &g);
+            if let Some(out) = self.standardized(&p, &g, coarse.max(res_g)) {
+                return Ok(DenseNcpSolution { iterations, fallback_sweeps: sweeps, gpu, ..out });
+            }
+            if res_g < residual {
+                (f, residual) = (g, res_g);
+            }
+            if residual > self.tolerance {
+                // Gauss–Seidel stalled above the tolerance: Newton's polish from its result.
+                let (g1, more, res1) = self.newton(&p, Some(&f), self.tolerance, true, &mut gpu)?;
+                iterations += more;
+                if res1 <= self.tolerance {
+                    if let Some(out) = self.standardized(&p, &g1, self.tolerance) {
+                        return Ok(DenseNcpSolution { iterations, fallback_sweeps: sweeps, gpu, ..out });
+                    }
+                }
+                if res1 < residual {
+                    (f, residual) = (g1, res1);
+                }
+            }
+            sweeps
+        } else {
+            0
+        };
         if let Some((index, &value)) = f.iter().enumerate().find(|(_, x)| !x.is_finite()) {
             return Err(Error::NonFinite { what: "NCP solver forces", index, value });
         }
@@ -310,6 +358,7 @@ impl NcpSolver {
             residual,
             converged: residual <= self.tolerance,
             standardized: false,
+            fallback_sweeps,
             gpu,
         })
     }
@@ -352,6 +401,7 @@ impl NcpSolver {
                 iterations: 0,
                 converged: true,
                 standardized: true,
+                fallback_sweeps: 0,
                 gpu: GpuLinearCounts::default(),
             });
         }
@@ -378,6 +428,9 @@ pub(crate) struct DenseNcpSolution {
     pub converged: bool,
     /// The forces are the minimum-norm ones of their contact mode.
     pub standardized: bool,
+    /// Sweeps of the Gauss–Seidel fallback ([`super::gauss_seidel`]; 0: Newton's method
+    /// converged on its own).
+    pub fallback_sweeps: usize,
     /// Newton linear systems solved on the GPU, and those that fell back to the CPU.
     pub gpu: GpuLinearCounts,
 }

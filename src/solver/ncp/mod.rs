@@ -13,12 +13,15 @@
 //!   ([`NcpSolver`], a [`super::ConstraintSolver`]: usable by a [`crate::world::World`]),
 //!   with friction rows grouped into isotropic cones and its backward pass by the
 //!   implicit-function theorem in the solution's contact mode;
-//! - `mode`: the contact mode of a solution and its minimum-norm forces.
+//! - `mode`: the contact mode of a solution and its minimum-norm forces;
+//! - `gauss_seidel`: blocked projected Gauss–Seidel over the cones, the fallback of
+//!   [`NcpSolver`] where its Newton iteration cycles.
 //!
 //! The simulator's constraint stage uses it with [`crate::step::ContactSolver::Ncp`].
 
 pub mod dual;
 pub mod functions;
+pub(crate) mod gauss_seidel;
 pub(crate) mod mode;
 pub mod newton;
 pub mod pcr;
