@@ -434,6 +434,56 @@ fn factored_pseudo_inverse_is_the_dense_one() {
     );
 }
 
+/// `TallPseudoInverse` (the backward pass's `Â⁺` of a certified full-rank `Â = L Lᵀ`):
+/// its products and its formed matrix equal the pseudo-inverse of the formed `K` to
+/// 1e-10 relative, one workspace reused across sizes in shuffled order giving the same bits
+/// as a fresh one; refused: a rank-deficient factor, `σ_min/σ_max(K) = 1e-10`, `k ≤ d`,
+/// non-finite entries.
+#[test]
+fn tall_pseudo_inverse_is_the_pseudo_inverse_of_l_lt() {
+    use nalgebra::DMatrix;
+    let mut rng = SplitMix64::new(47);
+    let mut reused = TallPseudoInverse::default();
+    let mut certified = 0;
+    for trial in 0..90 {
+        let d = 1 + (trial * 7) % 9;
+        let k = d + 1 + (trial * 5) % 19;
+        let l = DMatrix::from_fn(k, d, |_, _| rng.range(-1.0, 1.0));
+        let kmat = &l * l.transpose();
+        let (want, rank) = pseudo_inverse(&kmat, 1e-12).expect("dense pseudo-inverse");
+        let mut fresh = TallPseudoInverse::default();
+        let ok = fresh.factor(&l);
+        assert_eq!(reused.factor(&l), ok, "trial {trial}");
+        if !ok {
+            continue;
+        }
+        certified += 1;
+        assert_eq!((fresh.rank(), rank), (d, d), "trial {trial}");
+        let formed = fresh.to_matrix();
+        let err = (&formed - &want).amax() / want.amax();
+        assert!(err <= 1e-10, "trial {trial} ({k}×{d}): K⁺ differs by {err:e}");
+        assert_eq!(reused.to_matrix(), formed, "trial {trial}: a reused workspace");
+        let x = DVector::from_fn(k, |_, _| rng.range(-1.0, 1.0));
+        let mut out = DVector::zeros(k);
+        fresh.apply(x.as_slice(), out.as_mut_slice());
+        let err = (&out - &want * &x).amax() / (&want * &x).amax();
+        assert!(err <= 1e-10, "trial {trial}: K⁺ x differs by {err:e}");
+    }
+    assert!(certified >= 80, "only {certified} of 90 random well-conditioned factors were certified");
+    // Rank-deficient: column 2 a combination of columns 0 and 1.
+    let mut l = DMatrix::from_fn(9, 4, |_, _| rng.range(-1.0, 1.0));
+    let c = 0.3 * l.column(0) + 1.1 * l.column(1);
+    l.set_column(2, &c);
+    assert!(!reused.factor(&l), "rank-deficient factor certified");
+    // Full rank but beyond the certificate: σ_min/σ_max of K = 1e-10.
+    let q = DMatrix::from_fn(9, 4, |_, _| rng.range(-1.0, 1.0)).qr().q();
+    let l = q * DMatrix::from_diagonal(&DVector::from_vec(vec![1.0, 0.5, 0.2, 1e-5]));
+    assert!(!reused.factor(&l), "κ(K) = 1e10 certified");
+    assert!(!reused.factor(&DMatrix::from_fn(4, 4, |_, _| rng.range(-1.0, 1.0))), "k = d accepted");
+    assert!(!reused.factor(&DMatrix::from_element(6, 2, f64::NAN)), "NaN accepted");
+    assert!(!reused.factor(&DMatrix::zeros(6, 0)), "d = 0 accepted");
+}
+
 /// The certified full-rank solves agree with the pseudo-inverse solves they stand in for,
 /// and refuse what they cannot certify. Tall products `K = L Nᵀ` (`k > d`, symmetric and
 /// general, `L` of full column rank): the same minimum-norm solution as `min_norm_solve`

@@ -23,7 +23,7 @@ pub use dense::{
     lu_factor, lu_inverse, lu_solve, lu_solve_and_invert, lu_solve_transpose, mul_into, reshape, reshape_for_overwrite,
     reshape_vector,
 };
-pub use full_rank::{full_rank_solve, full_rank_solve_factored, CERTIFIED_MIN_RATIO};
+pub use full_rank::{full_rank_solve, full_rank_solve_factored, TallPseudoInverse, CERTIFIED_MIN_RATIO};
 pub use inertia::Inertia;
 pub use lie::{
     quat_integrate, se3_exp, se3_left_jacobian, se3_left_jacobian_inv, se3_log, se3_right_jacobian,

@@ -212,6 +212,38 @@ impl TreeCholesky {
         let (data, k) = x.column_major();
         self.apply(trees, data, k, true)
     }
+
+    /// `x ← C⁻¹ x` over the dofs `dofs` only: `x` holds `dofs.len()` rows per column,
+    /// column-major. `dofs` must be whole trees in increasing order (the dofs of an
+    /// island or a clamping part); false where they are not, or where `C` is singular
+    /// on them (then `x` is left partly solved).
+    pub fn solve_lower_on(&self, trees: &Trees, dofs: &[usize], x: &mut [f64]) -> bool {
+        let n = dofs.len();
+        assert_eq!(self.factors.len(), trees.dofs.len(), "M̃ factored by trees before use");
+        if n == 0 {
+            return true;
+        }
+        debug_assert_eq!(x.len() % n, 0);
+        let mut start = 0;
+        while start < n {
+            let t = trees.of_dof[dofs[start]];
+            let tree = &trees.dofs[t];
+            let end = start + tree.len();
+            if end > n || dofs[start..end] != tree[..] {
+                return false;
+            }
+            let l = self.factors[t].as_ref().expect("factored before use").l_dirty();
+            let l = l.as_slice();
+            if (0..tree.len()).any(|i| l[i * tree.len() + i] == 0.0) {
+                return false;
+            }
+            for col in x.chunks_exact_mut(n) {
+                lower_solve(l, &mut col[start..end]);
+            }
+            start = end;
+        }
+        true
+    }
 }
 
 /// `y ← L⁻¹ y` for the lower triangle of the column-major n × n `l` (n = `y.len()`), by
