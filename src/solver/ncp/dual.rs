@@ -73,9 +73,10 @@ pub struct NcpSolver {
     /// Where the Newton iteration ends above the tolerance (it can cycle: the lagged
     /// friction compliance is not the cones' exact Jacobian), at most this many sweeps of
     /// blocked projected Gauss–Seidel over the cones (the module `gauss_seidel`) before the
-    /// contact mode of their result is solved exactly. 0 (the default): none, the Newton
-    /// iterate is returned (`docs/ncp.md`, "Fallback where Newton's method cycles", says
-    /// when to turn it on). Each use is counted as a solver fallback
+    /// contact mode of their result is solved exactly; where the Newton iterate's velocities
+    /// already agree with the result's, the iterate is kept. 0 (the default): none, the
+    /// Newton iterate is returned (`docs/ncp.md`, "Fallback where Newton's method cycles",
+    /// says when to turn it on). Each run is counted as a solver fallback
     /// ([`crate::sim::SimStats::lcp_fallbacks`]).
     pub fallback_sweeps: usize,
 }
@@ -98,6 +99,10 @@ impl Default for NcpSolver {
 /// Undamped Newton steps taken after convergence while they lower the residual
 /// ([`NcpSolver`]'s `newton`).
 const POLISH_STEPS: usize = 4;
+
+/// The Gauss–Seidel fallback keeps the Newton iterate where their velocities `w` agree to
+/// this many times the tolerance.
+const SAME_MOTION: f64 = 10.0;
 
 /// The residual (velocity units) to which the simulator's NCP solve first iterates
 /// before it tries the iterate's contact mode.
@@ -321,6 +326,16 @@ impl NcpSolver {
                 self.residual(&p, g) <= self.tolerance
             });
             let res_g = self.residual(&p, &g);
+            // Where the Newton iterate already moves as the converged result does (its
+            // velocities agree to the tolerance; only its forces miss, e.g. friction a hair
+            // outside cones at their limit), it is kept: it moves smoothly with the problem,
+            // which the projections of Gauss–Seidel do not.
+            let same_motion = res_g <= self.tolerance
+                && f.iter().all(|x| x.is_finite())
+                && (p.w(&f) - p.w(&g)).amax() <= SAME_MOTION * self.tolerance;
+            if same_motion {
+                return self.unstandardized(&p, f, iterations, residual, sweeps, gpu);
+            }
             if let Some(out) = self.standardized(&p, &g, coarse.max(res_g)) {
                 return Ok(DenseNcpSolution { iterations, fallback_sweeps: sweeps, gpu, ..out });
             }
@@ -344,13 +359,27 @@ impl NcpSolver {
         } else {
             0
         };
+        self.unstandardized(&p, f, iterations, residual, fallback_sweeps, gpu)
+    }
+
+    /// The iterate `f` as the result, classified in its own mode (`standardized: false`).
+    /// Errors: non-finite forces.
+    fn unstandardized(
+        &self,
+        p: &Dense,
+        f: DVector<f64>,
+        iterations: usize,
+        residual: f64,
+        fallback_sweeps: usize,
+        gpu: GpuLinearCounts,
+    ) -> Result<DenseNcpSolution> {
         if let Some((index, &value)) = f.iter().enumerate().find(|(_, x)| !x.is_finite()) {
             return Err(Error::NonFinite { what: "NCP solver forces", index, value });
         }
         let w = p.w(&f);
         let mode = p.mode(&f, &w, self.tolerance, false);
         Ok(DenseNcpSolution {
-            states: mode.states(bounds, &p.cones, &f),
+            states: mode.states(p.bounds, &p.cones, &f),
             sliding: mode.sliding(&p.cones, &f, &w),
             f,
             w,
