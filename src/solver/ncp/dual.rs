@@ -284,7 +284,8 @@ impl NcpSolver {
     /// zero velocity: a redundant contact) active and then separating. If neither mode's
     /// minimum-norm forces solve the NCP, the iteration goes on to the tolerance and the
     /// modes of its result are tried. Failing those, the Newton iterate itself is
-    /// returned (`standardized: false`).
+    /// returned (`standardized: false`); or, with `fallback_sweeps > 0` and a Newton
+    /// iterate above the tolerance, the Gauss–Seidel fallback decides (module notes).
     ///
     /// Errors: a problem whose friction rows do not follow unilateral normal rows, a
     /// Newton step that cannot be solved, non-finite forces.
