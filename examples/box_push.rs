@@ -163,10 +163,10 @@ pub fn solve_with(
     let mut options = SimOptions { dt: DT, ..Default::default() };
     options.contact.solver = solver;
     // The box slides and turns on four redundant corners while the pusher drives it: the
-    // NCP solver's Newton iteration cycles on some of these steps, and the rollouts'
+    // NCP solver's Newton iteration cycles on some of these steps, and without its
+    // Gauss–Seidel fallback (on by default, `NcpSolver::fallback_sweeps`) the rollouts'
     // costs would be noise at the scale of iLQR's line search (docs/ncp.md, "Fallback
     // where Newton's method cycles").
-    options.contact.ncp.fallback_sweeps = 1000;
     let mut sim = Simulator::new(model.clone(), options)?;
     let options = IlqrOptions { bounds: Some(bounds), jacobians, max_iterations: 100, ..Default::default() };
     let r = ilqr(&mut sim, &x0, &initial_controls(&model), &cost, &options, progress)?;

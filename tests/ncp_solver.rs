@@ -333,16 +333,33 @@ fn where_newton_cycles_the_gauss_seidel_fallback_finds_the_coulomb_solution() {
     for (p, (a, b, bounds)) in problems.iter().enumerate() {
         let op = DenseDelassus(a.clone());
         let problem = ConstraintProblem { delassus: &op, b, bounds };
-        // The plain iteration (the paper's fixed damping and lagged friction compliance;
-        // the default) cycles: it ends far above its tolerance.
-        let plain = NcpSolver::default().solve(&problem, None).unwrap();
+        // The plain iteration (the paper's fixed damping and lagged friction compliance,
+        // without the fallback) cycles: it ends far above its tolerance.
+        let plain = NcpSolver { fallback_sweeps: 0, ..Default::default() }.solve(&problem, None).unwrap();
         assert!(!plain.report.converged && plain.report.residual > 1e-6, "problem {p}: {:e}", plain.report.residual);
-        // With the fallback the solution meets the tolerance and Coulomb's law.
-        let sol = NcpSolver { fallback_sweeps: 1000, ..Default::default() }.solve(&problem, None).unwrap();
+        assert_eq!(plain.report.fallbacks, 0);
+        // With the fallback (the default) the solution meets the tolerance and Coulomb's law,
+        // and the fallback is reported.
+        let sol = NcpSolver::default().solve(&problem, None).unwrap();
         assert!(sol.report.converged, "problem {p}: residual {:e}", sol.report.residual);
+        assert_eq!(sol.report.fallbacks, 1, "problem {p}");
         let violation = coulomb_violation(&sol.f, &sol.w, 0.3);
         assert!(violation < 1e-10, "problem {p}: Coulomb's law violated by {violation:e}");
         // The box slides (|w_t| ≈ 0.1 m/s at its corners), so the law's sliding branch is checked.
         assert!((1..5).any(|c| sol.w.rows(3 * c + 1, 2).norm() > 1e-2), "problem {p}: {}", sol.w);
+    }
+}
+
+#[test]
+fn a_newton_budget_below_the_stall_window_never_falls_back() {
+    for (p, (a, b, bounds)) in cycling_problems().iter().enumerate() {
+        let op = DenseDelassus(a.clone());
+        let problem = ConstraintProblem { delassus: &op, b, bounds };
+        // A fixed budget (the paper's 4 Newton iterations of the table pile) is taken as
+        // asked: the iterate is returned, inexact, with no Gauss–Seidel sweep.
+        let capped = NcpSolver { max_iterations: 4, ..Default::default() };
+        assert!(capped.max_iterations < stiction::solver::ncp::dual::STALL_WINDOW);
+        let sol = capped.solve(&problem, None).unwrap();
+        assert!(!sol.report.converged && sol.report.fallbacks == 0, "problem {p}: {:?}", sol.report);
     }
 }

@@ -485,11 +485,12 @@ class Simulator:
               ``max_iterations`` (200), ``tolerance`` (m/s, 1e-12), ``damping`` (0.75),
               ``linear`` (``"direct"``, ``"cr"`` or ``"pcr_gpu"``: conjugate residuals on
               the GPU, docs/gpu.md; ``linear_solver`` is a synonym), ``cr_iterations`` (200),
-              ``preconditioner`` (True), ``fallback_sweeps`` (0: where Newton's
-              iteration ends above the tolerance, at most this many sweeps of projected
-              Gauss–Seidel over the cones before the result's contact mode is solved
-              exactly; 0: none, docs/ncp.md says when to use it; each use counts in
-              ``stats["lcp_fallbacks"]``);
+              ``preconditioner`` (True), ``fallback_sweeps`` (200: where Newton's
+              iteration cycles or ends above the tolerance after at least 20 iterations,
+              at most this many sweeps of projected Gauss–Seidel over the cones before the
+              result's contact mode is solved exactly; 0: none, the Newton iterate is
+              returned; a ``max_iterations`` below 20 is a fixed budget and never falls
+              back; docs/ncp.md; each use counts in ``stats["lcp_fallbacks"]``);
             - ``margin`` (m, 5e-3): contacts are created below this signed distance;
             - ``penetration`` (``"split"`` or ``"velocity"``; ``"split"``): remove
               penetrations by a position stage that adds no kinetic energy, or by a

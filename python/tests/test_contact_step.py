@@ -79,7 +79,7 @@ def test_contact_options_defaults_and_round_trip():
         "linear": "direct",
         "cr_iterations": 200,
         "preconditioner": True,
-        "fallback_sweeps": 0,
+        "fallback_sweeps": 200,
     }
     assert o["enabled"] is True and o["warm_start"] is True and o["bounce_gradients"] == "discrete"
     assert o["erp"] == 1.0 and o["standardize"] is True and o["position_regularization"] == 1e-3

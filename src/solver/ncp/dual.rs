@@ -19,9 +19,11 @@
 //! step is not fixed by their own force (dense Cholesky, or conjugate residuals through
 //! the problem's operator), then updates `f += t Δf`.
 //!
-//! With `fallback_sweeps > 0`, a Newton iteration that ends above the tolerance hands its
-//! iterate to blocked projected Gauss–Seidel over the cones (`gauss_seidel`), whose result's
-//! contact mode is then solved exactly where it can be (`docs/ncp.md`).
+//! With `fallback_sweeps > 0` (the default), a Newton iteration that ends above the
+//! tolerance after at least [`STALL_WINDOW`] iterations, or stalls (its best residual does
+//! not fall over that many), hands its iterate to blocked projected Gauss–Seidel over the
+//! cones (`gauss_seidel`), whose result's contact mode is then solved exactly where it can
+//! be (`docs/ncp.md`).
 //!
 //! The backward pass is the implicit-function theorem at the solution in its contact
 //! mode (the active-set Clarke Jacobian): each row's condition `F_i(f, w) = 0` —
@@ -70,14 +72,17 @@ pub struct NcpSolver {
     /// Scale each row by the complementarity preconditioner `r = A_ii` (eq. 66);
     /// `false`: `r = 1` (the paper's comparison: it fails on large mass ratios).
     pub preconditioner: bool,
-    /// Where the Newton iteration ends above the tolerance (it can cycle: the lagged
-    /// friction compliance is not the cones' exact Jacobian), at most this many sweeps of
-    /// blocked projected Gauss–Seidel over the cones (the module `gauss_seidel`) before the
-    /// contact mode of their result is solved exactly; where the Newton iterate's velocities
-    /// already agree with the result's, the iterate is kept. 0 (the default): none, the
-    /// Newton iterate is returned (`docs/ncp.md`, "Fallback where Newton's method cycles",
-    /// says when to turn it on). Each run is counted as a solver fallback
-    /// ([`crate::sim::SimStats::lcp_fallbacks`]).
+    /// Where the Newton iteration ends above the tolerance after at least
+    /// [`STALL_WINDOW`] iterations (it can cycle: the lagged friction compliance is not the
+    /// cones' exact Jacobian), at most this many sweeps of blocked projected Gauss–Seidel
+    /// over the cones (the module `gauss_seidel`) before the contact mode of their result is
+    /// solved exactly; where the Newton iterate's velocities already agree with the result's,
+    /// the iterate is kept. With the fallback on, a Newton iteration whose best residual has
+    /// not fallen over the last [`STALL_WINDOW`] iterations (it cycles) stops there and hands over. A
+    /// run capped below [`STALL_WINDOW`] iterations (a fixed budget, as the paper's
+    /// 4 × 20 table pile) never falls back. 0: no fallback, the Newton iterate is returned
+    /// (`docs/ncp.md`, "Fallback where Newton's method cycles"). Each run is counted as a
+    /// solver fallback ([`crate::sim::SimStats::lcp_fallbacks`]).
     pub fallback_sweeps: usize,
 }
 
@@ -91,7 +96,7 @@ impl Default for NcpSolver {
             linear: LinearSolve::Direct,
             shift: 1e-14,
             preconditioner: true,
-            fallback_sweeps: 0,
+            fallback_sweeps: 200,
         }
     }
 }
@@ -99,6 +104,11 @@ impl Default for NcpSolver {
 /// Undamped Newton steps taken after convergence while they lower the residual
 /// ([`NcpSolver`]'s `newton`).
 const POLISH_STEPS: usize = 4;
+
+/// Newton iterations over which the best residual must fall; with the Gauss–Seidel
+/// fallback on ([`NcpSolver::fallback_sweeps`]), an iteration that does not stops there, and
+/// only an iteration that ran this many iterations in all falls back.
+pub const STALL_WINDOW: usize = 20;
 
 /// The Gauss–Seidel fallback keeps the Newton iterate where their velocities `w` agree to
 /// this many times the tolerance.
@@ -179,11 +189,24 @@ impl NcpSolver {
         let mut lin = Linearization::new(m);
         let mut iterations = 0;
         let mut residual = self.linearize(p, &f, &mut lin);
+        // The best residual so far and the iteration that found it (the stall test, with the
+        // fallback on).
+        let watch = self.fallback_sweeps > 0;
+        let (mut best_residual, mut best_at) = (residual, 0);
         while residual > tolerance && iterations < self.max_iterations {
             let df = newton_step(p.a, &lin.c, &-&lin.e, &lin.known, self.linear, self.shift, gpu)?;
             f += df * self.damping;
             iterations += 1;
             residual = self.linearize(p, &f, &mut lin);
+            if residual < best_residual {
+                (best_residual, best_at) = (residual, iterations);
+            }
+            if watch && iterations - best_at >= STALL_WINDOW && residual > tolerance {
+                // Stalled: the last iterate goes to the fallback (where only the forces are
+                // stuck, e.g. friction a hair outside cones at their limit, its velocities
+                // are already the converged ones, and the fallback keeps it).
+                return Ok((f, iterations, residual));
+            }
         }
         if polish && residual <= tolerance {
             let mut trial_lin = Linearization::new(m);
@@ -285,7 +308,8 @@ impl NcpSolver {
     /// minimum-norm forces solve the NCP, the iteration goes on to the tolerance and the
     /// modes of its result are tried. Failing those, the Newton iterate itself is
     /// returned (`standardized: false`); or, with `fallback_sweeps > 0` and a Newton
-    /// iterate above the tolerance, the Gauss–Seidel fallback decides (module notes).
+    /// iterate above the tolerance after at least [`STALL_WINDOW`] iterations (or one that
+    /// stalled), the Gauss–Seidel fallback decides (module notes).
     ///
     /// Errors: a problem whose friction rows do not follow unilateral normal rows, a
     /// Newton step that cannot be solved, non-finite forces.
@@ -308,7 +332,9 @@ impl NcpSolver {
                     return Ok(DenseNcpSolution { iterations, gpu, ..out });
                 }
             }
-            if tol <= self.tolerance {
+            // A first iteration that stopped early above its tolerance stalled: on to the fallback.
+            let stalled = residual > tol && iterations < self.max_iterations;
+            if tol <= self.tolerance || stalled {
                 break;
             }
             tol = self.tolerance;
@@ -316,59 +342,73 @@ impl NcpSolver {
             (f, residual) = (f1, res1);
             iterations += more;
         }
-        // The fallback: Gauss–Seidel over the cones from the better of the Newton iterate and
-        // zero forces; then the contact mode of its result, or (where it stalled above the
-        // tolerance) Newton's polish from it. The best iterate is kept.
-        let fallback_sweeps = if residual > self.tolerance && self.fallback_sweeps > 0 {
-            let zero = DVector::zeros(f.len());
-            let mut g =
-                if f.iter().all(|x| x.is_finite()) && residual <= self.residual(&p, &zero) { f.clone() } else { zero };
-            let sweeps = cone_gauss_seidel(a, b, bounds, &p.cones, &mut g, self.fallback_sweeps, |g| {
-                self.residual(&p, g) <= self.tolerance
-            });
-            let res_g = self.residual(&p, &g);
-            // Where the Newton iterate already moves as the converged result does (its
-            // velocities agree to the tolerance; only its forces miss, e.g. friction a hair
-            // outside cones at their limit), it is kept: it moves smoothly with the problem,
-            // which the projections of Gauss–Seidel do not.
-            let same_motion = res_g <= self.tolerance
-                && f.iter().all(|x| x.is_finite())
-                && (p.w(&f) - p.w(&g)).amax() <= SAME_MOTION * self.tolerance;
-            if same_motion {
-                return self.unstandardized(&p, f, iterations, residual, sweeps, gpu);
-            }
-            if let Some(out) = self.standardized(&p, &g, coarse.max(res_g)) {
-                return Ok(DenseNcpSolution { iterations, fallback_sweeps: sweeps, gpu, ..out });
-            }
-            if res_g < residual {
-                (f, residual) = (g, res_g);
-            }
-            if residual > self.tolerance {
-                // Gauss–Seidel stalled above the tolerance: Newton's polish from its result.
-                let (g1, more, res1) = self.newton(&p, Some(&f), self.tolerance, true, &mut gpu)?;
-                iterations += more;
-                if res1 <= self.tolerance {
-                    if let Some(out) = self.standardized(&p, &g1, self.tolerance) {
-                        return Ok(DenseNcpSolution { iterations, fallback_sweeps: sweeps, gpu, ..out });
-                    }
-                }
-                if res1 < residual {
-                    (f, residual) = (g1, res1);
-                }
-            }
-            sweeps
-        } else {
-            0
-        };
-        self.unstandardized(&p, f, iterations, residual, fallback_sweeps, gpu)
+        if residual > self.tolerance && self.fallback_sweeps > 0 && iterations >= STALL_WINDOW {
+            return self.fallback(&p, f, residual, iterations, gpu);
+        }
+        let w = p.w(&f);
+        self.unstandardized(&p, (f, w), iterations, residual, 0, gpu)
     }
 
-    /// The iterate `f` as the result, classified in its own mode (`standardized: false`).
-    /// Errors: non-finite forces.
-    fn unstandardized(
+    /// The Gauss–Seidel fallback from the Newton iterate `f` (residual `residual`), run from
+    /// the better of `f` and zero forces; then the contact mode of its result, or, where the
+    /// sweeps stalled above the tolerance, Newton's polish from it. The best iterate is kept.
+    fn fallback(
         &self,
         p: &Dense,
         f: DVector<f64>,
+        residual: f64,
+        mut iterations: usize,
+        mut gpu: GpuLinearCounts,
+    ) -> Result<DenseNcpSolution> {
+        let mut scratch = Linearization::new(f.len());
+        let finite = f.iter().all(|x| x.is_finite());
+        let zero = DVector::zeros(f.len());
+        let mut g = if finite && residual <= self.linearize(p, &zero, &mut scratch) { f.clone() } else { zero };
+        let sweeps = cone_gauss_seidel(p.a, p.b, p.bounds, &p.cones, &mut g, self.fallback_sweeps, |g| {
+            self.linearize(p, g, &mut scratch) <= self.tolerance
+        });
+        let mut res_g = self.linearize(p, &g, &mut scratch);
+        // Where the Newton iterate already moves as the converged result does (its
+        // velocities agree to the tolerance; only its forces miss, e.g. friction a hair
+        // outside cones at their limit), it is kept: it moves smoothly with the problem,
+        // which the projections of Gauss–Seidel do not.
+        let w = p.w(&f);
+        if res_g <= self.tolerance && finite && (&w - p.w(&g)).amax() <= SAME_MOTION * self.tolerance {
+            return self.unstandardized(p, (f, w), iterations, residual, sweeps, gpu);
+        }
+        let found = |out: DenseNcpSolution, iterations: usize, gpu: GpuLinearCounts| -> Result<DenseNcpSolution> {
+            Ok(DenseNcpSolution { iterations, fallback_sweeps: sweeps, gpu, ..out })
+        };
+        if let Some(out) = self.standardized(p, &g, COARSE_TOLERANCE.max(self.tolerance).max(res_g)) {
+            return found(out, iterations, gpu);
+        }
+        if res_g > self.tolerance {
+            // Gauss–Seidel stalled above the tolerance: Newton's polish from its result.
+            let (g1, more, res1) = self.newton(p, Some(&g), self.tolerance, true, &mut gpu)?;
+            iterations += more;
+            if res1 <= self.tolerance {
+                if let Some(out) = self.standardized(p, &g1, self.tolerance) {
+                    return found(out, iterations, gpu);
+                }
+            }
+            if res1 < res_g {
+                (g, res_g) = (g1, res1);
+            }
+        }
+        if res_g < residual || !finite {
+            let w = p.w(&g);
+            self.unstandardized(p, (g, w), iterations, res_g, sweeps, gpu)
+        } else {
+            self.unstandardized(p, (f, w), iterations, residual, sweeps, gpu)
+        }
+    }
+
+    /// The iterate `(f, w = A f + b)` as the result, classified in its own mode
+    /// (`standardized: false`). Errors: non-finite forces.
+    fn unstandardized(
+        &self,
+        p: &Dense,
+        (f, w): (DVector<f64>, DVector<f64>),
         iterations: usize,
         residual: f64,
         fallback_sweeps: usize,
@@ -377,7 +417,6 @@ impl NcpSolver {
         if let Some((index, &value)) = f.iter().enumerate().find(|(_, x)| !x.is_finite()) {
             return Err(Error::NonFinite { what: "NCP solver forces", index, value });
         }
-        let w = p.w(&f);
         let mode = p.mode(&f, &w, self.tolerance, false);
         Ok(DenseNcpSolution {
             states: mode.states(p.bounds, &p.cones, &f),
@@ -480,7 +519,7 @@ impl ConstraintSolver for NcpSolver {
             states: out.states,
             report: SolveReport {
                 solver: self.name(),
-                fallbacks: 0,
+                fallbacks: usize::from(out.fallback_sweeps > 0),
                 residual: out.residual,
                 converged: out.converged,
                 lcp: None,
@@ -518,5 +557,57 @@ impl ConstraintSolver for NcpSolver {
         };
         let gb: DVector<f64> = -(p.transpose() * y);
         Ok(ProblemCotangent { a: vec![(gb.clone(), solution.f.clone())], b: gb })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One problem of the fixture `tests/fixtures/ncp/box_push_cycling.json`.
+    #[derive(serde::Deserialize)]
+    struct Captured {
+        a: Vec<Vec<f64>>,
+        b: Vec<f64>,
+        /// Per row: its normal row and μ for a friction row, `None` for a unilateral one.
+        bounds: Vec<CapturedBound>,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct CapturedBound {
+        normal: Option<usize>,
+        #[serde(default)]
+        mu: f64,
+    }
+
+    /// The first problem of the fixture (the box push's cycling steps; the integration
+    /// tests `tests/ncp_solver.rs` check its solution).
+    fn cycling_problem() -> (DMatrix<f64>, DVector<f64>, Vec<RowBound>) {
+        #[derive(serde::Deserialize)]
+        struct Fixture {
+            problems: Vec<Captured>,
+        }
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ncp/box_push_cycling.json");
+        let mut fixture: Fixture = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let Captured { a, b, bounds } = fixture.problems.swap_remove(0);
+        let bounds = bounds
+            .iter()
+            .map(|r| r.normal.map_or(RowBound::UNILATERAL, |normal| RowBound::Friction { normal, mu: r.mu }));
+        (DMatrix::from_fn(a.len(), a.len(), |i, j| a[i][j]), DVector::from_vec(b), bounds.collect())
+    }
+
+    #[test]
+    fn a_cycling_newton_iteration_hands_over_at_the_stall_window() {
+        let (a, b, bounds) = cycling_problem();
+        let plain = NcpSolver { fallback_sweeps: 0, ..Default::default() };
+        let out = plain.solve_dense(&a, &b, &bounds, None, None).unwrap();
+        // Without the fallback both runs (to the coarse tolerance, then to the tolerance) spend
+        // their whole budget.
+        assert!(!out.converged && out.iterations == 2 * plain.max_iterations, "{out:?}");
+        let out = NcpSolver::default().solve_dense(&a, &b, &bounds, None, None).unwrap();
+        assert!(out.converged && out.fallback_sweeps > 0, "{out:?}");
+        // The first run stops once its best residual has not fallen for STALL_WINDOW
+        // iterations; Newton's polish from the sweeps' result adds at most a few more.
+        assert!(out.iterations < 4 * STALL_WINDOW, "{} Newton iterations", out.iterations);
     }
 }

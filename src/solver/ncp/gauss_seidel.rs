@@ -51,9 +51,9 @@ fn blocks(a: &DMatrix<f64>, bounds: &[RowBound], cones: &[Cone]) -> Vec<Block> {
     out.into_iter().map(|(_, b)| b).collect()
 }
 
-/// `[A f + b]_i`.
-fn velocity(a: &DMatrix<f64>, b: &DVector<f64>, f: &DVector<f64>, i: usize) -> f64 {
-    a.row(i).iter().zip(f.iter()).map(|(x, y)| x * y).sum::<f64>() + b[i]
+/// `[A f + b]_i`, with `at = Aᵀ` (its columns are `A`'s rows, contiguous).
+fn velocity(at: &DMatrix<f64>, b: &DVector<f64>, f: &DVector<f64>, i: usize) -> f64 {
+    at.column(i).dot(f) + b[i]
 }
 
 /// The projection of `(f_n, f_t)` onto the cone `|f_t| ≤ μ f_n` (module notes), in place.
@@ -85,7 +85,9 @@ pub(crate) fn cone_gauss_seidel(
     mut done: impl FnMut(&DVector<f64>) -> bool,
 ) -> usize {
     let blocks = blocks(a, bounds, cones);
-    let mut local = vec![0.0; 3];
+    let at = a.transpose();
+    // Per cone: its rows' velocities, then its tangent forces (scratch, reused).
+    let (mut local, mut ft) = (vec![0.0; 3], vec![0.0; 2]);
     for sweep in 1..=sweeps {
         for block in &blocks {
             match block {
@@ -95,7 +97,7 @@ pub(crate) fn cone_gauss_seidel(
                     if !(d > 0.0 && d.is_finite()) {
                         continue;
                     }
-                    let step = f[i] - velocity(a, b, f, i) / d;
+                    let step = f[i] - velocity(&at, b, f, i) / d;
                     f[i] = match bounds[i] {
                         RowBound::Box { lo, hi } => step.clamp(lo, hi),
                         // A friction row outside a cone (its normal is not unilateral) is
@@ -108,17 +110,19 @@ pub(crate) fn cone_gauss_seidel(
                         continue;
                     }
                     local.resize(rows.len(), 0.0);
+                    ft.resize(rows.len() - 1, 0.0);
                     for _ in 0..CONE_STEPS {
                         for (l, &r) in local.iter_mut().zip(rows) {
-                            *l = velocity(a, b, f, r);
+                            *l = velocity(&at, b, f, r);
                         }
                         let slip = local[1..].iter().map(|x| x * x).sum::<f64>().sqrt();
                         let mut fn_ = f[rows[0]] - rho * (local[0] + mu * slip);
-                        let mut ft: Vec<f64> =
-                            rows[1..].iter().zip(&local[1..]).map(|(&t, w)| f[t] - rho * w).collect();
+                        for ((x, &t), w) in ft.iter_mut().zip(&rows[1..]).zip(&local[1..]) {
+                            *x = f[t] - rho * w;
+                        }
                         project_cone(&mut fn_, &mut ft, *mu);
                         f[rows[0]] = fn_;
-                        for (&t, x) in rows[1..].iter().zip(ft) {
+                        for (&t, &x) in rows[1..].iter().zip(&ft) {
                             f[t] = x;
                         }
                     }
