@@ -1201,8 +1201,14 @@ pub(crate) fn constraint_stage(
             return Ok(None);
         }
         let b = asm.velocities_plus_bias(v_free.as_slice());
+        // The first pass's rows matched to the previous step's (its warm start; a re-solve
+        // starts from the previous pass instead).
+        let carried = match (&ws.previous, &previous_pass, options.warm_start) {
+            (Some(prev), None, true) => Some((prev, carried_rows(prev, &asm))),
+            _ => None,
+        };
         let waits = waiting.get_or_insert_with(|| {
-            let loaded = options.warm_start.then(|| loaded_contacts(ws, &asm)).flatten();
+            let loaded = carried.as_ref().map(|(prev, rows)| loaded_contacts(prev, rows, &asm));
             open_contacts(&asm, v_free.as_slice(), h, loaded.as_deref())
         });
         let mut closed = vec![];
@@ -1222,7 +1228,9 @@ pub(crate) fn constraint_stage(
                 };
                 let guess = match (&previous_pass, options.warm_start) {
                     (_, false) => None,
-                    (None, true) => warm_start_guess(ws, &asm),
+                    (None, true) => {
+                        carried.as_ref().map(|(prev, rows)| carry_over(rows, &prev.states, RowState::Separating))
+                    }
                     // A re-solve: the previous pass's states (same contacts, same row
                     // kinds); the added rows are guessed clamping.
                     (Some((rows, states, _)), true) => {
@@ -1232,9 +1240,9 @@ pub(crate) fn constraint_stage(
                 };
                 // The NCP solver starts from forces: the previous step's, matched by
                 // contact, or the previous pass's.
-                let start: Option<Vec<f64>> = match (&previous_pass, options.warm_start) {
+                let start: Option<Vec<f64>> = match (&previous_pass, options.warm_start && ncp) {
                     (_, false) => None,
-                    (None, true) => warm_start_forces(ws, &asm),
+                    (None, true) => carried.as_ref().map(|(prev, rows)| carry_over(rows, &prev.forces, 0.0)),
                     (Some((rows, _, f)), true) => {
                         let index = row_index(rows);
                         Some(asm.rows.iter().map(|k| index.get(k).map_or(0.0, |i| f[i])).collect())
@@ -1685,16 +1693,15 @@ fn open_contacts(asm: &Assembly, v_free: &[f64], h: f64, loaded: Option<&[bool]>
 }
 
 /// Per contact of `asm`: whether the previous step's matching contact carried a normal
-/// impulse (`None` without a previous step).
-fn loaded_contacts(ws: &ConstraintWorkspace, asm: &Assembly) -> Option<Vec<bool>> {
-    let forces = warm_start_forces(ws, asm)?;
+/// impulse (`rows`: [`carried_rows`]).
+fn loaded_contacts(prev: &PreviousSolve, rows: &[Option<usize>], asm: &Assembly) -> Vec<bool> {
     let mut loaded = vec![false; asm.contacts.len()];
-    for (r, kind) in asm.rows.iter().enumerate() {
+    for (kind, r) in asm.rows.iter().zip(rows) {
         if let RowKind::ContactNormal { contact } = *kind {
-            loaded[contact] = forces[r] > 0.0;
+            loaded[contact] = r.is_some_and(|i| prev.forces[i] > 0.0);
         }
     }
-    Some(loaded)
+    loaded
 }
 
 /// Per row of `asm`: whether it belongs to a waiting contact.
@@ -1770,40 +1777,28 @@ fn row_index(rows: &[RowKind]) -> RowIndex {
     index
 }
 
-/// The previous step's forces carried to this step's rows (the NCP solver's warm
-/// start; [`carry_over`]); unmatched rows start at zero.
-fn warm_start_forces(ws: &ConstraintWorkspace, asm: &Assembly) -> Option<Vec<f64>> {
-    let prev = ws.previous.as_ref()?;
-    Some(carry_over(prev, asm, &prev.forces, 0.0))
-}
-
-/// The previous step's classification carried to this step's rows ([`carry_over`]);
-/// unmatched rows are guessed separating.
-fn warm_start_guess(ws: &ConstraintWorkspace, asm: &Assembly) -> Option<Vec<RowState>> {
-    let prev = ws.previous.as_ref()?;
-    Some(carry_over(prev, asm, &prev.states, RowState::Separating))
-}
-
-/// Per row of `asm`, the value in `values` (one per row of the previous step) of the
-/// previous step's same row: contacts by identity, joint rows by kind; `missing` for the
-/// rows without one.
-fn carry_over<T: Copy>(prev: &PreviousSolve, asm: &Assembly, values: &[T], missing: T) -> Vec<T> {
+/// Per row of `asm`, the index of the previous step's same row: contacts by identity,
+/// joint rows by kind; `None` for the rows without one.
+fn carried_rows(prev: &PreviousSolve, asm: &Assembly) -> Vec<Option<usize>> {
     let map = match_contacts(&prev.contacts, &asm.contacts);
     let index = row_index(&prev.rows);
-    let lookup = |kind: &RowKind| index.get(kind).map(|i| values[i]);
     asm.rows
         .iter()
-        .map(|kind| {
-            let prev = match *kind {
-                RowKind::ContactNormal { contact } => {
-                    map[contact].and_then(|p| lookup(&RowKind::ContactNormal { contact: p }))
-                }
-                RowKind::ContactFriction { contact, direction } => {
-                    map[contact].and_then(|p| lookup(&RowKind::ContactFriction { contact: p, direction }))
-                }
-                other => lookup(&other),
-            };
-            prev.unwrap_or(missing)
+        .map(|kind| match *kind {
+            RowKind::ContactNormal { contact } => {
+                map[contact].and_then(|p| index.get(&RowKind::ContactNormal { contact: p }))
+            }
+            RowKind::ContactFriction { contact, direction } => {
+                map[contact].and_then(|p| index.get(&RowKind::ContactFriction { contact: p, direction }))
+            }
+            other => index.get(&other),
         })
         .collect()
+}
+
+/// Per row, the value in `values` (one per row of the previous step) of the previous
+/// step's same row (`rows`: [`carried_rows`]); `missing` for the rows without one (the
+/// LCP solvers' guess: separating; the NCP solver's start: zero force).
+fn carry_over<T: Copy>(rows: &[Option<usize>], values: &[T], missing: T) -> Vec<T> {
+    rows.iter().map(|r| r.map_or(missing, |i| values[i])).collect()
 }
