@@ -6,7 +6,8 @@ same contact scenes (those of ``contact_scenes_vs_mujoco.py``: boxes of 1 kg, ha
 Per scene and engine: the median and worst step time, the largest penetration over the run
 (stiction: the deepest contact of the last constraint stage of each step; MuJoCo: the most
 negative ``contact.dist``), how far a box centre moved (a pile at rest should not), and for
-the NCP solver its Newton iterations per step and its inexact or unstandardized solves.
+the NCP solver its Newton iterations per step, its inexact or unstandardized solves and its
+Gauss–Seidel fallbacks (``stats["lcp_fallbacks"]``).
 Each stiction run is a child process under a wall-clock budget (``--budget``): a run that
 does not finish reports the steps it made.
 
@@ -53,7 +54,7 @@ def run_stiction(name, solver, seconds, budget, out):
         "steps": len(times), "of": steps, "median": statistics.median(times) if times else None,
         "worst": max(times) if times else None, "moved": moved, "depth": depth,
         "newton": s["newton_iterations"] / max(1, s["ncp_solves"]), "inexact": s["inexact_solves"],
-        "unstandardized": s["unstandardized_solves"],
+        "unstandardized": s["unstandardized_solves"], "fallbacks": s["lcp_fallbacks"],
     })
 
 
@@ -85,7 +86,7 @@ def main():
     ap.add_argument("--write", action="store_true", help="write the table into docs/benchmarks.md")
     args = ap.parse_args()
     rows = ["| scene | contacts (MuJoCo) | engine | step (median / worst) | ratio to MuJoCo | "
-            "max penetration | moved | Newton iterations per step; inexact, unstandardized solves |",
+            "max penetration | moved | Newton iterations per step; inexact, unstandardized solves; fallbacks |",
             "|---|---|---|---|---|---|---|---|"]
     for name in [s for s in args.scenes.split(",") if s]:
         mj = run_mujoco(name, args.seconds)
@@ -98,7 +99,7 @@ def main():
                 rows.append(f"| `{name}` | | stiction `{solver}` | no step in {args.budget + 60:.0f} s | — | — | — | — |")
             else:
                 partial = "" if st["steps"] == st["of"] else f" ({st['steps']} of {st['of']} steps in the budget)"
-                extra = (f"{st['newton']:.1f}; {st['inexact']}, {st['unstandardized']}" if solver == "ncp" else "—")
+                extra = (f"{st['newton']:.1f}; {st['inexact']}, {st['unstandardized']}; {st['fallbacks']}" if solver == "ncp" else "—")
                 rows.append(
                     f"| `{name}` | | stiction `{solver}` | {fmt_t(st['median'])} / {fmt_t(st['worst'])}{partial} | "
                     f"{st['median'] / mj['median']:.1f}× | {st['depth'] * 1e3:.3f} mm | {st['moved'] * 1e3:.2f} mm | "
