@@ -486,8 +486,7 @@ class Simulator:
               ``linear`` (``"direct"``, ``"cr"`` or ``"pcr_gpu"``: conjugate residuals on
               the GPU, docs/gpu.md; ``linear_solver`` is a synonym), ``cr_iterations`` (200),
               ``preconditioner`` (True), ``fallback_sweeps`` (200: where Newton's
-              iteration cycles or ends above the tolerance after at least 20 iterations,
-              at most this many sweeps of projected Gauss–Seidel over the cones before the
+              iteration cycles or spends its budget above the tolerance, at most this many sweeps of projected Gauss–Seidel over the cones before the
               result's contact mode is solved exactly; 0: none, the Newton iterate is
               returned; a ``max_iterations`` below 20 is a fixed budget and never falls
               back; docs/ncp.md; each use counts in ``stats["lcp_fallbacks"]``);

@@ -19,10 +19,10 @@
 //! step is not fixed by their own force (dense Cholesky, or conjugate residuals through
 //! the problem's operator), then updates `f += t Δf`.
 //!
-//! With `fallback_sweeps > 0` (the default), a Newton iteration that ends above the
-//! tolerance after at least [`STALL_WINDOW`] iterations, or stalls (its best residual does
-//! not fall over that many), hands its iterate to blocked projected Gauss–Seidel over the
-//! cones (`gauss_seidel`), whose result's contact mode is then solved exactly where it can
+//! With `fallback_sweeps > 0` (the default) and `max_iterations` of at least
+//! [`STALL_WINDOW`], a Newton iteration that stalls (its best residual does not fall over
+//! that many iterations) or ends above the tolerance hands its iterate to blocked
+//! projected Gauss–Seidel over the cones (`gauss_seidel`), whose result's contact mode is then solved exactly where it can
 //! be (`docs/ncp.md`).
 //!
 //! The backward pass is the implicit-function theorem at the solution in its contact
@@ -72,9 +72,8 @@ pub struct NcpSolver {
     /// Scale each row by the complementarity preconditioner `r = A_ii` (eq. 66);
     /// `false`: `r = 1` (the paper's comparison: it fails on large mass ratios).
     pub preconditioner: bool,
-    /// Where the Newton iteration ends above the tolerance after at least
-    /// [`STALL_WINDOW`] iterations (it can cycle: the lagged friction compliance is not the
-    /// cones' exact Jacobian), at most this many sweeps of blocked projected Gauss–Seidel
+    /// Where the Newton iteration ends above the tolerance (it can cycle: the lagged
+    /// friction compliance is not the cones' exact Jacobian), at most this many sweeps of blocked projected Gauss–Seidel
     /// over the cones (the module `gauss_seidel`) before the contact mode of their result is
     /// solved exactly; where the Newton iterate's velocities already agree with the result's,
     /// the iterate is kept. With the fallback on, a Newton iteration whose best residual has
@@ -106,8 +105,8 @@ impl Default for NcpSolver {
 const POLISH_STEPS: usize = 4;
 
 /// Newton iterations over which the best residual must fall; with the Gauss–Seidel
-/// fallback on ([`NcpSolver::fallback_sweeps`]), an iteration that does not stops there, and
-/// only an iteration that ran this many iterations in all falls back.
+/// fallback on ([`NcpSolver::fallback_sweeps`]), an iteration that does not stops there.
+/// A solver whose `max_iterations` is below it (a fixed budget) never falls back.
 pub const STALL_WINDOW: usize = 20;
 
 /// The Gauss–Seidel fallback keeps the Newton iterate where their velocities `w` agree to
@@ -307,9 +306,9 @@ impl NcpSolver {
     /// zero velocity: a redundant contact) active and then separating. If neither mode's
     /// minimum-norm forces solve the NCP, the iteration goes on to the tolerance and the
     /// modes of its result are tried. Failing those, the Newton iterate itself is
-    /// returned (`standardized: false`); or, with `fallback_sweeps > 0` and a Newton
-    /// iterate above the tolerance after at least [`STALL_WINDOW`] iterations (or one that
-    /// stalled), the Gauss–Seidel fallback decides (module notes).
+    /// returned (`standardized: false`); or, with `fallback_sweeps > 0`, a budget of at
+    /// least [`STALL_WINDOW`] iterations and a Newton iterate above the tolerance (it
+    /// stalled or spent them), the Gauss–Seidel fallback decides (module notes).
     ///
     /// Errors: a problem whose friction rows do not follow unilateral normal rows, a
     /// Newton step that cannot be solved, non-finite forces.
@@ -342,7 +341,9 @@ impl NcpSolver {
             (f, residual) = (f1, res1);
             iterations += more;
         }
-        if residual > self.tolerance && self.fallback_sweeps > 0 && iterations >= STALL_WINDOW {
+        // Not converged with a budget of at least STALL_WINDOW iterations: the iteration
+        // stalled or spent them all.
+        if residual > self.tolerance && self.fallback_sweeps > 0 && self.max_iterations >= STALL_WINDOW {
             return self.fallback(&p, f, residual, iterations, gpu);
         }
         let w = p.w(&f);
