@@ -24,7 +24,7 @@
 use super::closest_points::{parallel_overlap, OverlapEnd, Parallel};
 use super::gjk::{closest_points, Closest};
 use super::manifold::face_manifold;
-use super::sat::{edge_axes, face_axes, Sat};
+use super::sat::{edge_axes, edge_pair_axis, face_axes, Sat};
 use super::{Emitter, Placed, PARALLEL_SIN};
 use crate::collision::contact::{Contact, Feature};
 use crate::math::Vec3;
@@ -139,7 +139,10 @@ fn separated(em: &Emitter, p: &Placed, q: &Placed, c: &Closest, out: &mut Vec<Co
             if pe.cross(&qe).norm() <= PARALLEL_SIN * pe.norm() * qe.norm() {
                 parallel_edges(em, p, i as usize, q, j as usize, &dir, out)
             } else {
-                em.emit(fp, fq, &dir, out).is_some() as usize
+                // The normal's sign from the edges' arcs: at touching, `dir` is rounding
+                // noise in no particular direction.
+                let hint = edge_pair_axis(p, i as usize, q, j as usize).unwrap_or(dir);
+                em.emit(fp, fq, &hint, out).is_some() as usize
             }
         }
         _ => em.emit(fp, fq, &dir, out).is_some() as usize,

@@ -27,6 +27,37 @@ use crate::math::Vec3;
 /// Skip edge pairs this close to parallel (sine of their angle).
 const EDGE_PARALLEL_SIN: f64 = 1e-9;
 
+/// `±m/|m|` (`|m|² = mn2 > 0`), the sign that puts it in P's arc `cp` and its opposite
+/// in Q's arc `cq`; `None` when neither does (the arcs do not intersect on this axis).
+/// The arcs are tested on the unnormalized m (no square root); only an axis that
+/// passes is normalized.
+fn oriented_axis(m: &Vec3, mn2: f64, cp: &Cone, cq: &Cone) -> Option<Vec3> {
+    if cp.contains_unnormalized(m, mn2) && cq.contains_unnormalized(&-m, mn2) {
+        Some(m / mn2.sqrt())
+    } else if cp.contains_unnormalized(&-m, mn2) && cq.contains_unnormalized(m, mn2) {
+        Some(-m / mn2.sqrt())
+    } else {
+        None
+    }
+}
+
+/// The unit axis of edge `i` of P and edge `j` of Q pointing from P to Q, oriented by
+/// the edges' arcs as in the edge-pair test (module notes): a function of the cores'
+/// shapes alone, so it keeps its sign where the edges touch and the gap between them
+/// (GJK's closest-point direction) vanishes. `None` for edges closer to parallel than
+/// the test's threshold, or whose arcs do not meet on `±e_P × e_Q` (then the edges are
+/// not the closest features along it).
+pub(crate) fn edge_pair_axis(p: &Placed, i: usize, q: &Placed, j: usize) -> Option<Vec3> {
+    let ((_, pe), (_, qe)) = (p.edge(i), q.edge(j));
+    let m = pe.cross(&qe);
+    let mn2 = m.norm_squared();
+    let parallel = EDGE_PARALLEL_SIN * pe.norm() * qe.norm();
+    if !(mn2 > parallel * parallel) {
+        return None;
+    }
+    oriented_axis(&m, mn2, &Cone::of_edge(p, i, &pe), &Cone::of_edge(q, j, &qe))
+}
+
 /// The best edge-pair axis.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct EdgeAxis {
@@ -179,15 +210,7 @@ pub(crate) fn edge_axes(p: &Placed, q: &Placed, one_sided: bool, stop: f64, sat:
             if !(mn2 > parallel * parallel) {
                 continue;
             }
-            // The arcs are tested on the unnormalized m (with |m|² > 0, no square
-            // root); only an axis that passes is normalized.
-            let axis = if cp.contains_unnormalized(&m, mn2) && cq.contains_unnormalized(&-m, mn2) {
-                m / mn2.sqrt()
-            } else if cp.contains_unnormalized(&-m, mn2) && cq.contains_unnormalized(&m, mn2) {
-                -m / mn2.sqrt()
-            } else {
-                continue;
-            };
+            let Some(axis) = oriented_axis(&m, mn2, &cp, &cq) else { continue };
             if let Some(n) = front {
                 if axis.dot(&n) > 0.0 {
                     continue;
