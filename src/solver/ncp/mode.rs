@@ -34,7 +34,7 @@
 //! matrix), and the one that moves smoothly with the problem.
 
 use crate::error::{Error, Result};
-use crate::math::{min_norm_solve, min_norm_solve_factored};
+use crate::math::{full_rank_solve, full_rank_solve_factored, min_norm_solve, min_norm_solve_factored};
 use crate::solver::lcp::{RowBound, RowState, FACTORED_MIN_ROWS, RANK_RTOL};
 use nalgebra::{DMatrix, DVector};
 
@@ -275,10 +275,14 @@ impl Mode {
     /// rows or the solve fails.
     ///
     /// `factor`: a tall `L` (`m × d`) with `A = L Lᵀ` (the island's rows in a basis of its
-    /// `d` dofs). From [`FACTORED_MIN_ROWS`] rows that hold, more than `d`, none with a
-    /// compliance, the reduced matrix is used in its factored form `L_C N_Cᵀ`
-    /// (`N_C = L_C + E`'s rows of `L_U`; [`min_norm_solve_factored`], `O(k d²)`), as the
-    /// boxed LCP's standardized solves do.
+    /// `d` dofs). With more rows that hold than `d`, none with a compliance, the reduced
+    /// matrix is used in its factored form `L_C N_Cᵀ` (`N_C = L_C + E`'s rows of `L_U`).
+    /// As in the boxed LCP's standardized solves, a plain solve certified to have full
+    /// rank is tried first ([`full_rank_solve_factored`] on the factors,
+    /// [`full_rank_solve`] on the reduced matrix: the minimum-norm solution up to
+    /// rounding, without an eigendecomposition); where the certificate fails, the
+    /// pseudo-inverse solves ([`min_norm_solve_factored`], `O(k d²)`, from
+    /// [`FACTORED_MIN_ROWS`] rows; [`min_norm_solve`] below).
     #[allow(clippy::too_many_arguments)]
     pub fn min_norm_forces(
         &self,
@@ -335,8 +339,17 @@ impl Mode {
                 }
             }
         }
-        let factored =
-            factor.filter(|l| k >= FACTORED_MIN_ROWS && l.ncols() < k && c_rows.iter().all(|&i| reg[i] == 0.0));
+        let factored = factor.filter(|l| l.ncols() < k && c_rows.iter().all(|&i| reg[i] == 0.0));
+        let dense = || {
+            let mut ahat = DMatrix::from_fn(k, k, |i, j| at[(c_rows[i], c_rows[j])]);
+            for (i, &ci) in c_rows.iter().enumerate() {
+                ahat[(i, i)] += reg[ci];
+                for &(u, n, e) in &along {
+                    ahat[(i, position[n])] += at[(ci, u)] * e;
+                }
+            }
+            ahat
+        };
         let fc = match factored {
             Some(l) => {
                 // The factor's rows turned alike (`T L`), then `L_C` and `N_C`.
@@ -354,17 +367,18 @@ impl Mode {
                     }
                     nc
                 });
-                min_norm_solve_factored(&lc, nc.as_ref(), &rhs, RANK_RTOL)?
+                match full_rank_solve_factored(&lc, nc.as_ref(), &rhs) {
+                    Some(fc) => fc,
+                    None if k >= FACTORED_MIN_ROWS => min_norm_solve_factored(&lc, nc.as_ref(), &rhs, RANK_RTOL)?,
+                    None => min_norm_solve(&dense(), &rhs, RANK_RTOL)?,
+                }
             }
             None => {
-                let mut ahat = DMatrix::from_fn(k, k, |i, j| at[(c_rows[i], c_rows[j])]);
-                for (i, &ci) in c_rows.iter().enumerate() {
-                    ahat[(i, i)] += reg[ci];
-                    for &(u, n, e) in &along {
-                        ahat[(i, position[n])] += at[(ci, u)] * e;
-                    }
+                let ahat = dense();
+                match full_rank_solve(&ahat, &rhs, along.is_empty()) {
+                    Some(fc) => fc,
+                    None => min_norm_solve(&ahat, &rhs, RANK_RTOL)?,
                 }
-                min_norm_solve(&ahat, &rhs, RANK_RTOL)?
             }
         };
         let mut ft = DVector::zeros(m);
