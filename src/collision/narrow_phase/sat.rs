@@ -210,7 +210,7 @@ pub(crate) fn edge_axes(p: &Placed, q: &Placed, one_sided: bool, stop: f64, sat:
             if !(mn2 > parallel * parallel) {
                 continue;
             }
-            let Some(axis) = oriented_axis(&m, mn2, &cp, &cq) else { continue };
+            let Some(axis) = oriented_axis(&m, mn2, cp, &cq) else { continue };
             if let Some(n) = front {
                 if axis.dot(&n) > 0.0 {
                     continue;
