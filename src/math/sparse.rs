@@ -12,6 +12,7 @@
 //! too, so that the GPU module depends on no solver.
 
 use crate::error::{Error, Result};
+use nalgebra::DMatrix;
 use sprs::TriMat;
 
 /// Stopping rule of a Jacobi-preconditioned conjugate-residual solve
@@ -124,6 +125,68 @@ impl CsrMatrix {
             col_idx: csr.indices().to_vec(),
             values: csr.data().to_vec(),
         })
+    }
+
+    /// The nonzero entries of the dense matrix `a` (exact zeros are not stored).
+    ///
+    /// Errors: a non-finite entry ([`Error::NonFinite`], indexed column-major).
+    pub fn from_dense(a: &DMatrix<f64>) -> Result<CsrMatrix> {
+        if let Some((index, &value)) = a.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+            return Err(Error::NonFinite { what: "sparse matrix entries", index, value });
+        }
+        let (rows, cols) = a.shape();
+        let mut out = CsrMatrix { rows, cols, row_ptr: Vec::with_capacity(rows + 1), col_idx: vec![], values: vec![] };
+        out.row_ptr.push(0);
+        for i in 0..rows {
+            for j in 0..cols {
+                let v = a[(i, j)];
+                if v != 0.0 {
+                    out.col_idx.push(j);
+                    out.values.push(v);
+                }
+            }
+            out.row_ptr.push(out.values.len());
+        }
+        Ok(out)
+    }
+
+    /// The dense matrix.
+    pub fn to_dense(&self) -> DMatrix<f64> {
+        let mut d = DMatrix::zeros(self.rows, self.cols);
+        for i in 0..self.rows {
+            for k in self.row_ptr[i]..self.row_ptr[i + 1] {
+                d[(i, self.col_idx[k])] = self.values[k];
+            }
+        }
+        d
+    }
+
+    /// The principal submatrix over the rows and columns `keep` (increasing, each below
+    /// both dimensions): entry `(r, s)` is the entry `(keep[r], keep[s])`.
+    pub fn principal_submatrix(&self, keep: &[usize]) -> CsrMatrix {
+        let mut new_index = vec![usize::MAX; self.rows.max(self.cols)];
+        for (r, &i) in keep.iter().enumerate() {
+            new_index[i] = r;
+        }
+        let mut out = CsrMatrix {
+            rows: keep.len(),
+            cols: keep.len(),
+            row_ptr: Vec::with_capacity(keep.len() + 1),
+            col_idx: vec![],
+            values: vec![],
+        };
+        out.row_ptr.push(0);
+        for &i in keep {
+            let (lo, hi) = (self.row_ptr[i], self.row_ptr[i + 1]);
+            for (&j, &v) in self.col_idx[lo..hi].iter().zip(&self.values[lo..hi]) {
+                if new_index[j] != usize::MAX {
+                    out.col_idx.push(new_index[j]);
+                    out.values.push(v);
+                }
+            }
+            out.row_ptr.push(out.values.len());
+        }
+        out
     }
 
     /// The number of rows.
@@ -420,6 +483,47 @@ mod tests {
         let a: Vec<f64> = (0..10_000).map(|i| ((i * 7919) % 1000) as f64 * 1e-3 - 0.5).collect();
         let running: f64 = a.iter().map(|x| x * x).sum();
         assert!((blocked_dot(&a, &a) - running).abs() <= 1e-12 * running);
+    }
+
+    #[test]
+    fn a_dense_matrix_and_its_principal_submatrices_in_compressed_rows() {
+        let a = DMatrix::from_row_slice(
+            4,
+            4,
+            &[
+                4.0, 0.0, 1.0, 0.0, //
+                0.0, 3.0, 0.0, -2.0, //
+                1.0, 0.0, 5.0, 0.5, //
+                0.0, -2.0, 0.5, 6.0,
+            ],
+        );
+        let csr = CsrMatrix::from_dense(&a).unwrap();
+        assert_eq!(csr.nnz(), 10);
+        let expected = CsrMatrix::from_triplets(
+            4,
+            4,
+            &(0..4)
+                .flat_map(|i| (0..4).map(move |j| (i, j)))
+                .map(|(i, j)| (i, j, a[(i, j)]))
+                .filter(|e| e.2 != 0.0)
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        assert_eq!(csr, expected, "the same matrix as from its triplets (zeros dropped)");
+        let keep = [0, 2, 3];
+        let sub = csr.principal_submatrix(&keep);
+        let dense_sub = DMatrix::from_fn(3, 3, |r, s| a[(keep[r], keep[s])]);
+        assert_eq!(sub, CsrMatrix::from_dense(&dense_sub).unwrap());
+        let x = [1.0, -2.0, 0.25];
+        let mut out = [0.0; 3];
+        sub.multiply(&x, &mut out);
+        let expect = &dense_sub * nalgebra::DVector::from_column_slice(&x);
+        assert_eq!(out.as_slice(), expect.as_slice());
+        assert_eq!(csr.principal_submatrix(&[]).nnz(), 0);
+        assert_eq!(csr.to_dense(), a);
+        let mut bad = a.clone();
+        bad[(1, 2)] = f64::INFINITY;
+        assert!(matches!(CsrMatrix::from_dense(&bad), Err(Error::NonFinite { index: 9, .. })));
     }
 
     #[test]

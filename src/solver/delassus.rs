@@ -8,7 +8,7 @@
 //! one product (`crate::world` builds such an operator).
 
 use crate::math::{CsrMatrix, SparseSchur};
-use nalgebra::{DMatrix, DVector};
+use nalgebra::{DMatrix, DVectorView, DVectorViewMut};
 
 /// A symmetric positive semi-definite `m × m` operator `A = J M̃⁻¹ Jᵀ`.
 pub trait DelassusOperator {
@@ -51,8 +51,9 @@ impl DelassusOperator for DenseDelassus {
     }
 
     fn apply(&self, x: &[f64], out: &mut [f64]) {
-        let y = &self.0 * DVector::from_column_slice(x);
-        out.copy_from_slice(y.as_slice());
+        let x = DVectorView::from_slice(x, x.len());
+        let n = out.len();
+        DVectorViewMut::from_slice(out, n).gemv(1.0, &self.0, &x, 0.0);
     }
 
     fn dense(&self) -> DMatrix<f64> {

@@ -102,7 +102,8 @@
 //! Material of a contact between shapes a and b: `μ = (μ_a + μ_b)/2` and
 //! `e = (e_a + e_b)/2` (arithmetic means: smooth in both, documented in docs/contact.md).
 
-use super::islands::{solve_islands, IslandSolver, RowSystem, TreeInertia, Trees};
+use super::islands::{solve_islands, IslandSolver, RowSystem};
+use super::trees::{TreeInertia, Trees};
 use super::StepInputs;
 use crate::collision::mesh_check::IntMap;
 use crate::collision::Contact;

@@ -3,8 +3,10 @@
 //! and the constraint stage (`contact`: contacts, joint limits and joint friction as
 //! LCP rows, and the position stage). The [`crate::sim::Simulator`] runs them in order.
 
+mod island_delassus;
 pub(crate) mod islands;
 mod semi_implicit_euler;
+pub(crate) mod trees;
 
 pub mod contact;
 pub use contact::{

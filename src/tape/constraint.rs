@@ -53,7 +53,8 @@ pub(crate) use crate::step::contact::Stage;
 use crate::step::contact::{
     assemble_into, effective_inertia_blocks, regularization_sides, subtree_mass, turn_cones, Assembly, RowKind,
 };
-use crate::step::islands::{join, root, ColumnMajor, TreeCholesky, TreeInertia, Trees};
+use crate::step::islands::{join, root};
+use crate::step::trees::{ColumnMajor, TreeCholesky, TreeInertia, Trees};
 use crate::step::{BounceGradients, ConstraintRecord, ContactModel, PenetrationRecovery};
 use crate::Model;
 use nalgebra::{DMatrix, DVector};

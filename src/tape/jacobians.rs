@@ -10,7 +10,7 @@ use super::linearize::{factor, linearize, singular_acceleration_jacobian, Worksp
 use super::record::{StepJacobians, StepRecord};
 use crate::error::{Error, Result};
 use crate::math::{lu_factor, lu_solve_and_invert};
-use crate::step::islands::Trees;
+use crate::step::trees::Trees;
 use nalgebra::DMatrix;
 
 impl StepRecord {

@@ -45,7 +45,7 @@
 use super::functions::{delassus_scales, friction_compliance, FrictionCompliance, NcpFunction};
 use super::gauss_seidel::cone_gauss_seidel;
 use super::mode::{cones, Cone, Mode, SlidingCone};
-use super::newton::{newton_step, LinearSolve};
+use super::newton::{newton_step, DelassusMatrix, LinearSolve};
 use crate::error::{Error, Result};
 use crate::math::min_norm_solve;
 use crate::solver::constraint_solver::{ConstraintProblem, ConstraintSolution, ProblemCotangent, SolveReport};
@@ -133,6 +133,8 @@ impl Linearization {
 /// One dense problem `w = A f + b` as the solver works on it.
 struct Dense<'a> {
     a: &'a DMatrix<f64>,
+    /// `A` for its products (also in compressed rows where it is sparse).
+    delassus: DelassusMatrix<'a>,
     b: &'a DVector<f64>,
     bounds: &'a [RowBound],
     /// A tall factor `L` with `A = L Lᵀ`, when the caller has one (the minimum-norm solves).
@@ -150,12 +152,13 @@ impl<'a> Dense<'a> {
     fn new(solver: &NcpSolver, a: &'a DMatrix<f64>, b: &'a DVector<f64>, bounds: &'a [RowBound]) -> Result<Self> {
         let r = delassus_scales(a);
         let scaled = if solver.preconditioner { r.clone() } else { vec![1.0; b.len()] };
-        Ok(Dense { a, b, bounds, factor: None, cones: cones(bounds)?, r, scaled })
+        let delassus = DelassusMatrix::new(a)?;
+        Ok(Dense { a, delassus, b, bounds, factor: None, cones: cones(bounds)?, r, scaled })
     }
 
     /// `w = A f + b`.
     fn w(&self, f: &DVector<f64>) -> DVector<f64> {
-        self.a * f + self.b
+        self.delassus.mul(f) + self.b
     }
 
     /// The mode of `(f, w)` ([`Mode::classify`]).
@@ -193,7 +196,7 @@ impl NcpSolver {
         let watch = self.fallback_sweeps > 0;
         let (mut best_residual, mut best_at) = (residual, 0);
         while residual > tolerance && iterations < self.max_iterations {
-            let df = newton_step(p.a, &lin.c, &-&lin.e, &lin.known, self.linear, self.shift, gpu)?;
+            let df = newton_step(&p.delassus, &lin.c, &-&lin.e, &lin.known, self.linear, self.shift, gpu)?;
             f += df * self.damping;
             iterations += 1;
             residual = self.linearize(p, &f, &mut lin);
@@ -213,7 +216,7 @@ impl NcpSolver {
                 if residual == 0.0 {
                     break;
                 }
-                let trial = &f + newton_step(p.a, &lin.c, &-&lin.e, &lin.known, self.linear, self.shift, gpu)?;
+                let trial = &f + newton_step(&p.delassus, &lin.c, &-&lin.e, &lin.known, self.linear, self.shift, gpu)?;
                 let trial_residual = self.linearize(p, &trial, &mut trial_lin);
                 if trial_residual.is_nan() || trial_residual >= residual {
                     break;
